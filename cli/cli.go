@@ -1,0 +1,185 @@
+// Package cli implements the aegis command line: it parses arguments, hands
+// the work to the packages that do it, and turns their errors into exit codes.
+// Nothing here calls os.Exit; Run returns the code so tests can drive every
+// command in-process with their own readers and writers.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Exit codes shared by every command. Commands with richer outcomes (run,
+// verify) document their own codes on top of these.
+const (
+	ExitOK      = 0 // success
+	ExitFailure = 1 // the command ran and the answer is "no" (invalid, denied)
+	ExitUsage   = 2 // bad arguments, unreadable or malformed input
+)
+
+// Stdio holds the streams a command reads and writes. Tests pass buffers.
+type Stdio struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// Version is the aegis version, set at build time with
+// -ldflags "-X github.com/aegis-run/aegis/cli.Version=v1.2.3".
+var Version = "v0.1.0-dev"
+
+// command is one subcommand of aegis.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, io Stdio) error
+}
+
+// commands is filled by the init functions of the files that define them.
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("cli: duplicate command " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// exitError carries an exit code and an optional message up to Run.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError returns an error that makes Run print the message and exit 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode returns an error that makes Run exit with code. A nil err exits
+// silently (the command has already said what it needed to say).
+func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// Run executes the aegis command line args (without the program name) and
+// returns the process exit code.
+func Run(ctx context.Context, args []string, stdio Stdio) int {
+	if stdio.In == nil {
+		stdio.In = strings.NewReader("")
+	}
+	if stdio.Out == nil {
+		stdio.Out = io.Discard
+	}
+	if stdio.Err == nil {
+		stdio.Err = io.Discard
+	}
+	if len(args) == 0 {
+		printHelp(stdio.Err)
+		return ExitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 {
+			if c, ok := commands[rest[0]]; ok {
+				return finish(stdio, c.run(ctx, []string{"-h"}, stdio))
+			}
+		}
+		printHelp(stdio.Out)
+		return ExitOK
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdio.Out, "aegis %s\n", Version)
+		return ExitOK
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stdio.Err, "aegis: unknown command %q\n\n", name)
+		printHelp(stdio.Err)
+		return ExitUsage
+	}
+	return finish(stdio, c.run(ctx, rest, stdio))
+}
+
+func finish(stdio Stdio, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && !errors.Is(ee.err, flag.ErrHelp) {
+			fmt.Fprintf(stdio.Err, "aegis: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stdio.Err, "aegis: %v\n", err)
+	return ExitFailure
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintf(w, "aegis %s: a governed browser agent\n\nUsage: aegis COMMAND [flags] [args]\n\nCommands:\n", Version)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "  %-10s %s\n  %-10s %s\n\nRun \"aegis help COMMAND\" for a command's flags.\n",
+		"version", "print the version", "help", "print this help")
+}
+
+// newFlagSet returns a flag set that reports errors as usage errors and
+// prints its help to stderr.
+func newFlagSet(name, usage string, stdio Stdio) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	fs.Usage = func() {
+		fmt.Fprintf(stdio.Err, "Usage: aegis %s %s\n", name, usage)
+		if hasFlags(fs) {
+			fmt.Fprintln(stdio.Err, "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// parseFlags parses args with fs; -h is flag.ErrHelp (success), anything
+// else wrong is a usage error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return exitCode(ExitUsage, nil) // the flag package has printed the reason
+	}
+	return nil
+}
+
+// readInput reads a whole file, or stdin when path is "-".
+func readInput(path string, stdio Stdio) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(stdio.In)
+	}
+	return os.ReadFile(path)
+}
