@@ -1,0 +1,216 @@
+// Package canonjson implements the JSON Canonicalization Scheme of RFC 8785:
+// one byte sequence per JSON value, so that hashes over JSON documents are
+// stable however the document was formatted. Object members are sorted by
+// their names' UTF-16 code units, whitespace is dropped, strings use the
+// minimal escapes of ECMAScript's JSON.stringify, and numbers are written as
+// ECMAScript writes an IEEE 754 double.
+//
+// aegis hashes canonical bytes wherever a hash must be recomputable: the
+// evidence ledger, the action hash an approval is bound to, the DOM hash.
+package canonjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/aegis-run/aegis/schemas"
+)
+
+// ErrNumber is returned for a number that has no IEEE 754 double value
+// (too large) or no JSON representation (NaN, infinities).
+var ErrNumber = errors.New("canonjson: number out of the IEEE 754 double range")
+
+// ErrUTF8 is returned for a string that is not valid UTF-8.
+var ErrUTF8 = errors.New("canonjson: invalid UTF-8 in a string")
+
+// Transform returns the canonical form of the JSON document doc. The
+// document must be one JSON value without duplicate object keys (I-JSON, as
+// the RFC requires) and valid UTF-8 (ErrUTF8); the error for malformed JSON
+// is a *schemas.SyntaxError. An escaped lone surrogate (\ud800) decodes to
+// U+FFFD, as in encoding/json.
+func Transform(doc []byte) ([]byte, error) {
+	if !utf8.Valid(doc) {
+		return nil, ErrUTF8
+	}
+	v, err := schemas.Parse(doc)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(doc))
+	if err := encode(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Marshal encodes v with encoding/json and returns the canonical form.
+func Marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("canonjson: %w", err)
+	}
+	return Transform(b)
+}
+
+func encode(buf *bytes.Buffer, v any) error {
+	switch t := v.(type) {
+	case nil:
+		buf.WriteString("null")
+	case bool:
+		if t {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s", ErrNumber, t)
+		}
+		s, err := FormatNumber(f)
+		if err != nil {
+			return err
+		}
+		buf.WriteString(s)
+	case string:
+		return encodeString(buf, t)
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := encode(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := encodeString(buf, k); err != nil {
+				return err
+			}
+			buf.WriteByte(':')
+			if err := encode(buf, t[k]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("canonjson: unexpected value of type %T", v)
+	}
+	return nil
+}
+
+// lessUTF16 orders strings by their UTF-16 code units, as RFC 8785 requires
+// (this differs from byte order for characters above U+FFFF against
+// characters in U+E000..U+FFFF).
+func lessUTF16(a, b string) bool {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			return ua[i] < ub[i]
+		}
+	}
+	return len(ua) < len(ub)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func encodeString(buf *bytes.Buffer, s string) error {
+	if !utf8.ValidString(s) {
+		return ErrUTF8
+	}
+	buf.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			buf.WriteString(`\"`)
+		case c == '\\':
+			buf.WriteString(`\\`)
+		case c == '\b':
+			buf.WriteString(`\b`)
+		case c == '\f':
+			buf.WriteString(`\f`)
+		case c == '\n':
+			buf.WriteString(`\n`)
+		case c == '\r':
+			buf.WriteString(`\r`)
+		case c == '\t':
+			buf.WriteString(`\t`)
+		case c < 0x20:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hexDigits[c>>4])
+			buf.WriteByte(hexDigits[c&0xf])
+		default:
+			buf.WriteByte(c)
+		}
+	}
+	buf.WriteByte('"')
+	return nil
+}
+
+// FormatNumber writes f as ECMAScript's Number.prototype.toString does
+// (ECMA-262, 7.1.12.1), which is the number format of RFC 8785.
+func FormatNumber(f float64) (string, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", ErrNumber
+	}
+	if f == 0 {
+		return "0", nil // also for -0
+	}
+	sign := ""
+	if f < 0 {
+		sign, f = "-", -f
+	}
+	// Shortest digits that round-trip, and the decimal exponent.
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddddde±xx
+	mant, expStr, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	exp, _ := strconv.Atoi(expStr)
+	k := len(digits)
+	n := exp + 1 // position of the decimal point relative to the digits
+	var out string
+	switch {
+	case k <= n && n <= 21:
+		out = digits + strings.Repeat("0", n-k)
+	case 0 < n && n <= 21:
+		out = digits[:n] + "." + digits[n:]
+	case -6 < n && n <= 0:
+		out = "0." + strings.Repeat("0", -n) + digits
+	default:
+		es := "+"
+		if n-1 < 0 {
+			es = "-"
+		}
+		ev := n - 1
+		if ev < 0 {
+			ev = -ev
+		}
+		out = digits[:1]
+		if k > 1 {
+			out += "." + digits[1:]
+		}
+		out += "e" + es + strconv.Itoa(ev)
+	}
+	return sign + out, nil
+}

@@ -1,0 +1,150 @@
+package canonjson
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aegis-run/aegis/schemas"
+)
+
+func loadJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func TestFormatNumberRFC8785(t *testing.T) {
+	var vectors []struct {
+		Bits    string `json:"bits"`
+		Want    string `json:"want"`
+		WantErr bool   `json:"wantErr"`
+	}
+	loadJSON(t, "testdata/numbers.json", &vectors)
+	for _, v := range vectors {
+		raw, err := hex.DecodeString(v.Bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := math.Float64frombits(binary.BigEndian.Uint64(raw))
+		got, err := FormatNumber(f)
+		if v.WantErr {
+			if !errors.Is(err, ErrNumber) {
+				t.Errorf("%s: got %q, %v; want ErrNumber", v.Bits, got, err)
+			}
+			continue
+		}
+		if err != nil || got != v.Want {
+			t.Errorf("%s: got %q, %v; want %q", v.Bits, got, err, v.Want)
+		}
+	}
+}
+
+func TestTransform(t *testing.T) {
+	var vectors []struct {
+		Name    string `json:"name"`
+		In      string `json:"in"`
+		Want    string `json:"want"`
+		WantErr string `json:"wantErr"`
+	}
+	loadJSON(t, "testdata/documents.json", &vectors)
+	for _, v := range vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			got, err := Transform([]byte(v.In))
+			if v.WantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), v.WantErr) {
+					t.Fatalf("got %q, %v; want error containing %q", got, err, v.WantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != v.Want {
+				t.Errorf("got  %s\nwant %s", got, v.Want)
+			}
+		})
+	}
+}
+
+func TestMarshalMatchesTransform(t *testing.T) {
+	v := map[string]any{"z": 1.5, "a": []any{"x", true, nil}, "m": map[string]int{"b": 2, "a": 1}}
+	got, err := Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":["x",true,null],"m":{"a":1,"b":2},"z":1.5}`; string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if _, err := Marshal(math.NaN()); err == nil {
+		t.Error("Marshal(NaN): want an error")
+	}
+}
+
+// FuzzTransform checks, on arbitrary bytes, that canonicalization never
+// panics, is idempotent, and keeps the value.
+func FuzzTransform(f *testing.F) {
+	var docs []struct {
+		In string `json:"in"`
+	}
+	loadJSON(f, "testdata/documents.json", &docs)
+	for _, d := range docs {
+		f.Add([]byte(d.In))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		out, err := Transform(doc)
+		if err != nil {
+			var se *schemas.SyntaxError
+			if !errors.As(err, &se) && !errors.Is(err, ErrNumber) && !errors.Is(err, ErrUTF8) && !errors.Is(err, schemas.ErrTooLarge) {
+				t.Fatalf("unexpected error type %T: %v", err, err)
+			}
+			return
+		}
+		again, err := Transform(out)
+		if err != nil {
+			t.Fatalf("canonical output %q does not transform again: %v", out, err)
+		}
+		if !bytes.Equal(again, out) {
+			t.Fatalf("not idempotent:\n%s\n%s", out, again)
+		}
+		var a, b any
+		if json.Unmarshal(doc, &a) == nil {
+			if err := json.Unmarshal(out, &b); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("value changed:\n%v\n%v", a, b)
+			}
+		}
+	})
+}
+
+func BenchmarkTransform(b *testing.B) {
+	doc := []byte(`{"id":"a1","type":"type","selector":"#username","text":"alice","redact":false,"reason":"fill the user name","policyTags":["form","login"]}`)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if _, err := Transform(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestTransformInvalidUTF8(t *testing.T) {
+	for _, doc := range []string{"\"\xff\"", "{\"\xc3\":1}"} {
+		if got, err := Transform([]byte(doc)); !errors.Is(err, ErrUTF8) {
+			t.Errorf("Transform(%q) = %q, %v; want ErrUTF8", doc, got, err)
+		}
+	}
+}
