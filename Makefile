@@ -1,0 +1,61 @@
+# The two commands that do everything on a fresh machine:
+#   make demo   installs what is missing, then runs the main job on the embedded demo
+#   make test   installs what is missing, then runs every check CI runs
+#
+# Go comes from the machine; everything else (Chromium from Debian's packages,
+# the Playwright driver from npm, Go modules from the module proxy) is
+# installed by `aegis setup`, which is idempotent.
+
+GO      ?= go
+BIN     := bin/aegis
+GOFILES := $(shell git ls-files '*.go' 2>/dev/null)
+# go test flags; override e.g. `make test TESTFLAGS=-short`.
+TESTFLAGS ?=
+
+export PATH := $(PATH):/usr/local/go/bin
+
+.PHONY: all build setup demo test vet fmt-check schema-check unit bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/aegis
+
+# setup installs the browser and the Playwright driver when they are missing.
+setup: build
+	$(BIN) setup
+
+demo: setup
+	$(BIN) demo
+
+test: setup fmt-check vet schema-check unit
+
+fmt-check:
+	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+# schema-check compiles every embedded schema, checks the vector files and
+# the wire compatibility with seed 003, and runs `aegis validate` on them.
+schema-check: build
+	$(GO) test -count=1 -run 'Schema|Vector|Equivalen|Seed|Validate' ./schemas/ ./contract/ ./cli/
+
+unit:
+	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...
+
+bench: setup
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# fuzz runs every fuzz target briefly (FUZZTIME each); the committed corpora
+# are replayed by `make test` anyway.
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin
