@@ -52,6 +52,16 @@ func Transform(doc []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// EncodeValue returns the canonical form of a value as schemas.Parse
+// produces it (maps, slices, strings, bools, nil and json.Number).
+func EncodeValue(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encode(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // Marshal encodes v with encoding/json and returns the canonical form.
 func Marshal(v any) ([]byte, error) {
 	b, err := json.Marshal(v)

@@ -10,17 +10,29 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/schemas"
 )
 
 // Decode validates data against the kind's schema and then decodes it into
-// v, refusing unknown fields. The error is a *schemas.SyntaxError, a
-// *schemas.ValidationError or a decoding error wrapped with the kind.
+// v, refusing unknown fields. The document is decoded from its canonical
+// form (RFC 8785), so that numbers the schema accepts as integers, such as
+// 1280.0 or 1e3, decode into Go integers as well. The error is a
+// *schemas.SyntaxError, a *schemas.ValidationError or a decoding error
+// wrapped with the kind.
 func Decode(kind schemas.Kind, data []byte, v any) error {
-	if err := schemas.Validate(kind, data); err != nil {
+	parsed, err := schemas.Parse(data)
+	if err != nil {
 		return err
 	}
-	d := json.NewDecoder(bytes.NewReader(data))
+	if err := schemas.ValidateValue(kind, parsed); err != nil {
+		return err
+	}
+	canon, err := canonjson.EncodeValue(parsed)
+	if err != nil {
+		return fmt.Errorf("decode %s: %w", kind, err)
+	}
+	d := json.NewDecoder(bytes.NewReader(canon))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
 		return fmt.Errorf("decode %s: %w", kind, err)

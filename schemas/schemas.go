@@ -232,8 +232,15 @@ func Validate(kind Kind, doc []byte) error {
 }
 
 // ValidateValue validates an already-parsed value (as produced by Parse:
-// numbers as json.Number) against the kind's schema.
-func ValidateValue(kind Kind, v any) error {
+// numbers as json.Number) against the kind's schema. Should the validator
+// itself panic on some input, the document is reported invalid, never
+// accepted: the panic becomes an error.
+func ValidateValue(kind Kind, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("schemas: validate %s: validator failed: %v", kind, r)
+		}
+	}()
 	m, err := compileAll()
 	if err != nil {
 		return err
@@ -287,18 +294,45 @@ func Parse(doc []byte) (any, error) {
 	}
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
-	v, err := parseValue(d, 0)
+	p := &parser{d: d, doc: doc}
+	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
+	off := p.tokenStart()
 	if _, err := d.Token(); err != io.EOF {
-		return nil, &SyntaxError{Offset: d.InputOffset(), Msg: "unexpected data after the JSON value"}
+		return nil, &SyntaxError{Offset: off, Msg: "unexpected data after the JSON value"}
 	}
 	return v, nil
 }
 
-func parseValue(d *json.Decoder, depth int) (any, error) {
-	off := d.InputOffset()
+// parser walks a document token by token so that it can refuse what
+// encoding/json accepts silently (duplicate keys, unbounded nesting).
+type parser struct {
+	d   *json.Decoder
+	doc []byte
+}
+
+// tokenStart returns the offset of the next token: the decoder's offset
+// points at the end of the previous one, before any separator.
+func (p *parser) tokenStart() int64 {
+	i := p.d.InputOffset()
+	skipSpace := func() {
+		for i < int64(len(p.doc)) && (p.doc[i] == ' ' || p.doc[i] == '\t' || p.doc[i] == '\n' || p.doc[i] == '\r') {
+			i++
+		}
+	}
+	skipSpace()
+	if i < int64(len(p.doc)) && (p.doc[i] == ',' || p.doc[i] == ':') {
+		i++
+		skipSpace()
+	}
+	return i
+}
+
+func (p *parser) value(depth int) (any, error) {
+	d := p.d
+	off := p.tokenStart()
 	tok, err := d.Token()
 	if err != nil {
 		return nil, syntaxError(err, off)
@@ -312,7 +346,7 @@ func parseValue(d *json.Decoder, depth int) (any, error) {
 		case '{':
 			obj := map[string]any{}
 			for d.More() {
-				koff := d.InputOffset()
+				koff := p.tokenStart()
 				kt, err := d.Token()
 				if err != nil {
 					return nil, syntaxError(err, koff)
@@ -324,7 +358,7 @@ func parseValue(d *json.Decoder, depth int) (any, error) {
 				if _, dup := obj[key]; dup {
 					return nil, &SyntaxError{Offset: koff, Msg: "duplicate object key " + strconv.Quote(key)}
 				}
-				v, err := parseValue(d, depth+1)
+				v, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
@@ -337,7 +371,7 @@ func parseValue(d *json.Decoder, depth int) (any, error) {
 		case '[':
 			arr := []any{}
 			for d.More() {
-				v, err := parseValue(d, depth+1)
+				v, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
@@ -350,9 +384,42 @@ func parseValue(d *json.Decoder, depth int) (any, error) {
 		default:
 			return nil, &SyntaxError{Offset: off, Msg: "unexpected " + string(t)}
 		}
+	case json.Number:
+		if msg := checkNumber(string(t)); msg != "" {
+			return nil, &SyntaxError{Offset: off, Msg: msg}
+		}
+		return t, nil
 	default:
 		return t, nil
 	}
+}
+
+// MaxNumberLen bounds the text of one number, and MaxNumberExponent the
+// magnitude of its exponent. JSON writers never come near either
+// (JavaScript writes at most 17 significant digits and exponents up to
+// 308), while the validator turns numbers into exact rationals (math/big):
+// past an exponent of about a million that fails and jsonschema/v5 then
+// dereferences a nil *big.Rat (a panic), and long digit strings cost it
+// time that grows faster than their length.
+const (
+	MaxNumberLen      = 100
+	MaxNumberExponent = 999
+)
+
+// checkNumber says what is wrong with a number token, or "" if nothing.
+func checkNumber(s string) string {
+	if len(s) > MaxNumberLen {
+		return fmt.Sprintf("number longer than %d characters", MaxNumberLen)
+	}
+	_, exp, ok := strings.Cut(strings.ToLower(s), "e")
+	if !ok {
+		return ""
+	}
+	digits := strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+	if n, err := strconv.Atoi(digits); len(digits) > 4 || err == nil && n > MaxNumberExponent {
+		return fmt.Sprintf("number exponent beyond ±%d", MaxNumberExponent)
+	}
+	return ""
 }
 
 func syntaxError(err error, off int64) error {
