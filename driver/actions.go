@@ -1,0 +1,505 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg" // DecodeConfig of JPEG screenshots
+	_ "image/png"  // DecodeConfig of PNG screenshots
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/playwright-community/playwright-go"
+
+	"github.com/aegis-run/aegis/contract"
+)
+
+// MaxWait is the longest wait action the driver carries out (the schema's
+// bound on durationMs).
+const MaxWait = 60 * time.Second
+
+// latencies are what Act measured.
+type latencies struct {
+	input   *float64
+	capture *float64
+}
+
+// Act carries out one action.
+func (d *pwDriver) Act(ctx context.Context, a contract.Action) (contract.ToolResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	start := time.Now()
+	res := contract.ToolResult{
+		ActionID:  a.ID,
+		Action:    a.PolicyName(),
+		RiskTag:   DefaultRisk(a.Type),
+		SessionID: d.cfg.SessionID,
+		StartedAt: timestamp(start),
+	}
+	var lat latencies
+	ids, err := d.act(ctx, a, &lat)
+	end := time.Now()
+	res.EndedAt = timestamp(end)
+	res.InputLatencyMs = lat.input
+	res.CaptureLatencyMs = lat.capture
+	if len(ids) > 0 {
+		res.ArtifactIDs = ids
+	}
+	if p, perr := d.active(); perr == nil {
+		res.URL = boundURL(p.URL())
+	}
+	if err != nil {
+		e := asError(err, a)
+		res.OK = false
+		res.Error = e.ToolError()
+		return res, e
+	}
+	res.OK = true
+	return res, nil
+}
+
+// asError makes err an *Error and makes sure that no text a type action
+// typed is in it.
+func asError(err error, a contract.Action) *Error {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = newErr(contract.CodeInternal, a.Selector, "action failed", err)
+	} else if e.Selector == "" && a.Selector != "" {
+		c := *e
+		c.Selector = a.Selector
+		e = &c
+	}
+	if a.Type == contract.ActType && a.Text != "" && strings.Contains(e.Error(), a.Text) {
+		c := *e
+		c.Err = nil
+		c.Msg = strings.ReplaceAll(c.Msg, a.Text, "[redacted]")
+		c.Selector = strings.ReplaceAll(c.Selector, a.Text, "[redacted]")
+		e = &c
+	}
+	return e
+}
+
+func (d *pwDriver) act(ctx context.Context, a contract.Action, lat *latencies) ([]string, error) {
+	switch a.Type {
+	case contract.ActWait:
+		return nil, d.wait(ctx, a)
+	case contract.ActNavigate, contract.ActClick, contract.ActType, contract.ActSelect, contract.ActScroll, contract.ActExtract:
+	default:
+		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown action type %q", truncRunes(string(a.Type), 32)), nil)
+	}
+	if a.Selector != "" {
+		if _, err := ParseSelector(a.Selector); err != nil {
+			return nil, err
+		}
+	}
+	p, err := d.active()
+	if err != nil {
+		return nil, err
+	}
+	switch a.Type {
+	case contract.ActNavigate:
+		return nil, d.navigate(ctx, p, a)
+	case contract.ActClick:
+		return nil, d.click(ctx, p, a, lat)
+	case contract.ActType:
+		return nil, d.typeText(ctx, p, a, lat)
+	case contract.ActSelect:
+		return nil, d.selectOption(ctx, p, a, lat)
+	case contract.ActScroll:
+		return nil, d.scroll(ctx, p, a, lat)
+	default:
+		return d.extract(ctx, p, a, lat)
+	}
+}
+
+func needSelector(a contract.Action) error {
+	if a.Selector == "" {
+		return newErr(contract.CodeElementNotFound, "", fmt.Sprintf("a %s action needs a selector", a.Type), nil)
+	}
+	return nil
+}
+
+// remaining returns the time left before ctx's deadline, or def, whichever
+// is shorter.
+func remaining(ctx context.Context, def time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		if r := time.Until(dl); r < def {
+			return max(r, 0)
+		}
+	}
+	return def
+}
+
+func millis(d time.Duration) *float64 {
+	ms := float64(max(d, time.Millisecond).Milliseconds())
+	return &ms
+}
+
+func (d *pwDriver) navigate(ctx context.Context, p playwright.Page, a contract.Action) error {
+	u, err := url.Parse(a.URL)
+	if err != nil || !u.IsAbs() {
+		return newErr(contract.CodeNavigationBlocked, "", "the URL is not absolute", nil)
+	}
+	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", truncRunes(s, 32)), nil)
+	}
+	if u.Host == "" {
+		return newErr(contract.CodeNavigationBlocked, "", "the URL has no host", nil)
+	}
+	if d.sandbox && !d.allowedURL(a.URL) {
+		d.recordBlocked(a.URL, "document", "origin not in the allowlist")
+		o, _ := originOf(u)
+		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("origin %s is not in the sandbox allowlist", o), nil)
+	}
+	t := remaining(ctx, d.cfg.NavigationTimeout)
+	if t <= 0 {
+		return ctxErr(ctx)
+	}
+	ms := float64(t.Milliseconds())
+	_, err = runCtx(ctx, func() (playwright.Response, error) {
+		return p.Goto(a.URL, playwright.PageGotoOptions{Timeout: &ms, WaitUntil: playwright.WaitUntilStateLoad})
+	})
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case errors.Is(err, playwright.ErrTimeout):
+		return newErr(contract.CodeTimeout, "", fmt.Sprintf("the page did not load within %v", t.Round(time.Millisecond)), err)
+	case strings.Contains(msg, "net::ERR_"):
+		code := msg[strings.Index(msg, "net::ERR_"):]
+		if i := strings.IndexAny(code, " \n"); i > 0 {
+			code = code[:i]
+		}
+		return newErr(contract.CodeNavigationBlocked, "", "the browser did not load the page: "+code, nil)
+	}
+	return classify(err, "")
+}
+
+// untilReady calls prepare until the element is there and interactable
+// or the wait is over: the action's own bound or ctx's deadline, whichever
+// comes first. Only "not found" and "not interactable" are waited out, and
+// only when the observer says waiting could cure them; an ambiguous or
+// invalid selector fails at once. When the wait is over, the last element
+// error is returned, saying how long it waited.
+func (d *pwDriver) untilReady(ctx context.Context, wait time.Duration, sel string, prepare func() (pageResult, error)) (pageResult, error) {
+	bound := remaining(ctx, wait)
+	deadline := time.Now().Add(bound)
+	backoff := 10 * time.Millisecond
+	var last *Error
+	for {
+		r, err := prepare()
+		if err == nil {
+			return r, nil
+		}
+		var e *Error
+		if !errors.As(err, &e) {
+			return r, err
+		}
+		if e.Code == contract.CodeTimeout && ctx.Err() != nil && last != nil {
+			// The deadline struck during a call: report what was waited for.
+			e = last
+			c := *e
+			c.Msg += fmt.Sprintf(" (waited %v)", bound.Round(time.Millisecond))
+			return r, &c
+		}
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return r, newErr(contract.CodeTimeout, sel, "the context was cancelled while waiting: "+e.Msg, ctx.Err())
+		}
+		race := e.Code == contract.CodeInternal && isNavigationRace(e.Err)
+		retry := !e.final && (e.Code == contract.CodeNotInteractable || e.Code == contract.CodeElementNotFound || race)
+		if !race {
+			last = e
+		}
+		left := time.Until(deadline)
+		if !retry || left <= 0 {
+			if retry && !race {
+				c := *e
+				c.Msg += fmt.Sprintf(" (waited %v)", bound.Round(time.Millisecond))
+				return r, &c
+			}
+			return r, err
+		}
+		select {
+		case <-time.After(min(backoff, left)):
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return r, newErr(contract.CodeTimeout, sel, "the context was cancelled while waiting: "+e.Msg, ctx.Err())
+			}
+		}
+		backoff = min(backoff*2, 100*time.Millisecond)
+	}
+}
+
+func (d *pwDriver) actionWait(a contract.Action) time.Duration {
+	if a.TimeoutMs > 0 {
+		return time.Duration(a.TimeoutMs) * time.Millisecond
+	}
+	return d.cfg.ActionTimeout
+}
+
+func (d *pwDriver) click(ctx context.Context, p playwright.Page, a contract.Action, lat *latencies) error {
+	if err := needSelector(a); err != nil {
+		return err
+	}
+	sel := a.Selector
+	r, err := d.untilReady(ctx, d.actionWait(a), sel, func() (pageResult, error) {
+		return d.callResult(ctx, p, sel, "prepareClick", sel)
+	})
+	if err != nil {
+		return err
+	}
+	navBefore := d.navSeq.Load()
+	t0 := time.Now()
+	_, err = runCtx(ctx, func() (struct{}, error) { return struct{}{}, p.Mouse().Click(r.X, r.Y) })
+	lat.input = millis(time.Since(t0))
+	if err != nil {
+		return classify(err, sel)
+	}
+	fin, ferr := d.callResult(ctx, p, sel, "finishClick")
+	navigating := fin.Navigating
+	if ferr != nil {
+		var e *Error
+		switch {
+		case errors.As(ferr, &e) && e.Code == contract.CodeNotInteractable:
+			return ferr
+		case errors.As(ferr, &e) && isNavigationRace(e.Err):
+			navigating = true
+		case errors.As(ferr, &e) && e.Code == contract.CodePageClosed:
+			// The click closed the page (window.close): it was carried out.
+			return nil
+		default:
+			return ferr
+		}
+	}
+	if navigating && !fin.Download {
+		d.awaitNavigation(ctx, p, navBefore)
+	}
+	return nil
+}
+
+// awaitNavigation waits for a navigation the click started to commit and
+// load, within the action timeout; a navigation that never commits (a
+// cancelled or refused one) is not an error of the click.
+func (d *pwDriver) awaitNavigation(ctx context.Context, p playwright.Page, before int64) {
+	deadline := time.Now().Add(remaining(ctx, d.cfg.ActionTimeout))
+	for d.navSeq.Load() == before {
+		if time.Now().After(deadline) || ctx.Err() != nil || p.IsClosed() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t := remaining(ctx, d.cfg.NavigationTimeout)
+	if t <= 0 {
+		return
+	}
+	ms := float64(t.Milliseconds())
+	_, _ = runCtx(ctx, func() (struct{}, error) {
+		return struct{}{}, p.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateLoad, Timeout: &ms})
+	})
+}
+
+func (d *pwDriver) typeText(ctx context.Context, p playwright.Page, a contract.Action, lat *latencies) error {
+	if err := needSelector(a); err != nil {
+		return err
+	}
+	sel := a.Selector
+	r, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
+		return d.callResult(ctx, p, sel, "prepareType", sel)
+	})
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	switch {
+	case r.Mode == "value":
+		_, err = d.callResult(ctx, p, sel, "setValue", sel, a.Text)
+	case a.Text == "":
+		_, err = runCtx(ctx, func() (struct{}, error) { return struct{}{}, p.Keyboard().Press("Delete") })
+	default:
+		_, err = runCtx(ctx, func() (struct{}, error) { return struct{}{}, p.Keyboard().InsertText(a.Text) })
+	}
+	lat.input = millis(time.Since(t0))
+	if err != nil {
+		// Never pass on the browser's message: it could quote the text.
+		return newErr(CodeOf(classify(err, sel)), sel, "typing failed", nil)
+	}
+	return nil
+}
+
+func (d *pwDriver) selectOption(ctx context.Context, p playwright.Page, a contract.Action, lat *latencies) error {
+	if err := needSelector(a); err != nil {
+		return err
+	}
+	sel := a.Selector
+	var took time.Duration
+	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
+		t0 := time.Now()
+		r, err := d.callResult(ctx, p, sel, "select", sel, a.Value)
+		took = time.Since(t0)
+		return r, err
+	})
+	lat.input = millis(took)
+	return err
+}
+
+func (d *pwDriver) scroll(ctx context.Context, p playwright.Page, a contract.Action, lat *latencies) error {
+	amount := a.AmountPx
+	if amount <= 0 {
+		amount = d.viewportHeight(p)
+	}
+	switch a.Direction {
+	case contract.ScrollDown:
+	case contract.ScrollUp:
+		amount = -amount
+	default:
+		return newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown scroll direction %q", truncRunes(string(a.Direction), 16)), nil)
+	}
+	t0 := time.Now()
+	_, err := d.callResult(ctx, p, "", "scroll", float64(amount))
+	lat.input = millis(time.Since(t0))
+	return err
+}
+
+func (d *pwDriver) viewportHeight(p playwright.Page) int {
+	if s := p.ViewportSize(); s != nil && s.Height > 0 {
+		return s.Height
+	}
+	return d.cfg.Viewport.Height
+}
+
+func (d *pwDriver) wait(ctx context.Context, a contract.Action) error {
+	dur := time.Duration(a.DurationMs) * time.Millisecond
+	if dur < 0 {
+		dur = 0
+	}
+	if dur > MaxWait {
+		return newErr(contract.CodeUnsupported, "", fmt.Sprintf("a wait of %v is longer than the %v maximum", dur, MaxWait), nil)
+	}
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	}
+}
+
+func (d *pwDriver) extract(ctx context.Context, p playwright.Page, a contract.Action, lat *latencies) ([]string, error) {
+	t0 := time.Now()
+	var ex Extracted
+	switch a.Extract {
+	case contract.ExtractText, contract.ExtractTable, contract.ExtractLink:
+		opts := map[string]any{"sensitive": nonNil(d.cfg.SensitiveSelectors), "maxTextChars": MaxTextChars, "maxElements": DefaultMaxElements}
+		var r pageResult
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			r, err = d.callResult(ctx, p, a.Selector, "extract", string(a.Extract), a.Selector, opts)
+			var e *Error
+			if err == nil || !errors.As(err, &e) || !isNavigationRace(e.Err) {
+				break
+			}
+			d.settle(ctx, p)
+		}
+		if err != nil {
+			return nil, err
+		}
+		v := boundText(r.Value, MaxTextChars)
+		ex.Artifact = contract.Artifact{Type: contract.ArtifactType(a.Extract), Value: v, Hash: sha(v)}
+	case contract.ExtractScreenshot:
+		img, err := d.screenshot(ctx, p, a)
+		if err != nil {
+			return nil, err
+		}
+		ex = img
+	default:
+		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown extraction %q", truncRunes(string(a.Extract), 32)), nil)
+	}
+	lat.capture = millis(time.Since(t0))
+	d.stateMu.Lock()
+	d.artSeq++
+	id := fmt.Sprintf("art-%06d", d.artSeq)
+	d.stateMu.Unlock()
+	src := boundURL(p.URL())
+	if src == "" {
+		src = "about:blank"
+	}
+	ex.Artifact.ID = id
+	ex.Artifact.SourceSelector = a.Selector
+	ex.Artifact.SourceURL = src
+	if ex.Image != nil {
+		ex.Image.ID = id
+		ex.Image.URI = "artifacts/" + id + extFor(ex.Image.MIMEType)
+		ex.Image.SourceURL = src
+		ex.Image.ActionID = a.ID
+		ex.Artifact.Value = ex.Image.URI
+	}
+	d.stateMu.Lock()
+	d.artifacts = append(d.artifacts, ex)
+	d.pendingRecords = append(d.pendingRecords, ex.Artifact)
+	d.stateMu.Unlock()
+	return []string{id}, nil
+}
+
+func extFor(mime string) string {
+	if mime == contract.MIMEJPEG {
+		return ".jpg"
+	}
+	return ".png"
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func (d *pwDriver) screenshot(ctx context.Context, p playwright.Page, a contract.Action) (Extracted, error) {
+	var clip *playwright.Rect
+	if a.Selector != "" {
+		r, err := d.callResult(ctx, p, a.Selector, "rect", a.Selector)
+		if err != nil {
+			return Extracted{}, err
+		}
+		clip = &playwright.Rect{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
+	}
+	t := remaining(ctx, d.cfg.NavigationTimeout)
+	ms := float64(t.Milliseconds())
+	shoot := func(typ *playwright.ScreenshotType, quality *int) ([]byte, error) {
+		return runCtx(ctx, func() ([]byte, error) {
+			return p.Screenshot(playwright.PageScreenshotOptions{Type: typ, Quality: quality, Clip: clip, Timeout: &ms})
+		})
+	}
+	mime := contract.MIMEPNG
+	data, err := shoot(playwright.ScreenshotTypePng, nil)
+	if err == nil && len(data) > contract.MaxImageBytes {
+		q := 70
+		mime = contract.MIMEJPEG
+		data, err = shoot(playwright.ScreenshotTypeJpeg, &q)
+	}
+	if err != nil {
+		return Extracted{}, classify(err, a.Selector)
+	}
+	if len(data) == 0 || len(data) > contract.MaxImageBytes {
+		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("screenshot of %d bytes is outside 1..%d", len(data), contract.MaxImageBytes), nil)
+	}
+	h := sha256.Sum256(data)
+	img := &contract.ImageArtifact{MIMEType: mime, ByteSize: int64(len(data)), ContentHash: hex.EncodeToString(h[:])}
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil && cfg.Width > 0 && cfg.Height > 0 && cfg.Width <= 65535 && cfg.Height <= 65535 {
+		img.Width, img.Height = cfg.Width, cfg.Height
+	}
+	return Extracted{
+		Artifact: contract.Artifact{Type: contract.ArtifactScreenshot, Hash: img.ContentHash},
+		Image:    img,
+		Data:     data,
+	}, nil
+}

@@ -1,0 +1,203 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/playwright-community/playwright-go"
+
+	"github.com/aegis-run/aegis/setup"
+)
+
+// Browser is a running browser that sessions open fresh contexts in: a
+// Chromium that Launch started with playwright-go, or a connection to a
+// remote Playwright server. One Browser may serve many sessions at once;
+// each session gets its own ephemeral context.
+type Browser struct {
+	pw      *playwright.Playwright
+	browser playwright.Browser
+	remote  bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// BrowserOptions configures Launch.
+type BrowserOptions struct {
+	// Endpoint, when set, connects to a Playwright server (ws://host:port/
+	// path as "playwright run-server" prints it) instead of launching a
+	// browser. The server launches its own Chromium; a CI fleet points many
+	// sessions at a few such servers.
+	Endpoint string
+	// Headed shows the browser window; the default is headless.
+	Headed bool
+	// ExecutablePath is the Chrome or Chromium to launch; default the one
+	// setup.Locate finds.
+	ExecutablePath string
+	// DriverDir is the Playwright driver directory (package/cli.js and
+	// node); default the one setup.Locate finds.
+	DriverDir string
+	// Args are extra browser command-line flags.
+	Args []string
+	// Timeout bounds launching or connecting; default 60s.
+	Timeout time.Duration
+	// Log receives the Playwright driver's own output; default discarded.
+	Log io.Writer
+}
+
+// DefaultArgs are the flags every launched browser gets: quiet on a closed
+// network (no background requests, no component updates, no sync), no GPU,
+// and WebRTC restricted to proxied UDP so that it cannot reach around the
+// sandbox's request filter.
+var DefaultArgs = []string{
+	"--disable-gpu",
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+	"--disable-default-apps",
+	"--no-first-run",
+	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	"--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter",
+}
+
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Launch starts the Playwright driver and launches Chromium headless (or
+// connects to o.Endpoint). It never downloads anything: the driver and the
+// browser come from "aegis setup" (setup.Locate).
+func Launch(ctx context.Context, o BrowserOptions) (*Browser, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return nil, fmt.Errorf("driver: browser endpoint %q is not a ws:// or wss:// URL", o.Endpoint)
+		}
+	}
+	if o.DriverDir == "" || (o.ExecutablePath == "" && o.Endpoint == "") {
+		res, err := setup.Locate(ctx, setup.Options{})
+		if o.DriverDir == "" {
+			if res.Driver.Dir == "" {
+				return nil, fmt.Errorf("driver: no Playwright driver (run \"aegis setup\"): %w", err)
+			}
+			o.DriverDir = res.Driver.Dir
+		}
+		if o.ExecutablePath == "" && o.Endpoint == "" {
+			if res.Browser.Path == "" {
+				return nil, fmt.Errorf("driver: no browser (run \"aegis setup\"): %w", err)
+			}
+			o.ExecutablePath = res.Browser.Path
+		}
+	}
+	ch := make(chan launched, 1)
+	go func() {
+		b, err := launch(o)
+		ch <- launched{b, err}
+	}()
+	timer := time.NewTimer(o.Timeout)
+	defer timer.Stop()
+	select {
+	case s := <-ch:
+		return s.b, s.err
+	case <-ctx.Done():
+		go closeLate(ch)
+		return nil, fmt.Errorf("driver: launch: %w", ctx.Err())
+	case <-timer.C:
+		go closeLate(ch)
+		return nil, fmt.Errorf("driver: launch: no browser after %v", o.Timeout)
+	}
+}
+
+type launched struct {
+	b   *Browser
+	err error
+}
+
+// closeLate stops a browser whose launch finished after the caller gave up.
+func closeLate(ch <-chan launched) {
+	if s := <-ch; s.b != nil {
+		_ = s.b.Close(context.Background())
+	}
+}
+
+func launch(o BrowserOptions) (*Browser, error) {
+	pw, err := playwright.Run(&playwright.RunOptions{
+		DriverDirectory:     o.DriverDir,
+		SkipInstallBrowsers: true,
+		Verbose:             false,
+		Stdout:              o.Log,
+		Stderr:              o.Log,
+		Logger:              quietLogger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("driver: start Playwright driver in %s: %w", o.DriverDir, err)
+	}
+	args := append(append([]string{}, DefaultArgs...), o.Args...)
+	headless := !o.Headed
+	timeout := float64(o.Timeout.Milliseconds())
+	var br playwright.Browser
+	if o.Endpoint != "" {
+		lo, _ := json.Marshal(map[string]any{"headless": headless, "args": args})
+		br, err = pw.Chromium.Connect(o.Endpoint, playwright.BrowserTypeConnectOptions{
+			Headers: map[string]string{"x-playwright-launch-options": string(lo)},
+			Timeout: &timeout,
+		})
+		if err != nil {
+			_ = pw.Stop()
+			return nil, fmt.Errorf("driver: connect to %s: %w", o.Endpoint, err)
+		}
+	} else {
+		br, err = pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
+			ExecutablePath: &o.ExecutablePath,
+			Headless:       &headless,
+			Args:           args,
+			Timeout:        &timeout,
+		})
+		if err != nil {
+			_ = pw.Stop()
+			return nil, fmt.Errorf("driver: launch %s: %w", o.ExecutablePath, err)
+		}
+	}
+	return &Browser{pw: pw, browser: br, remote: o.Endpoint != ""}, nil
+}
+
+// Remote reports whether the browser is a connection to a Playwright server.
+func (b *Browser) Remote() bool { return b.remote }
+
+// Version returns the browser's version.
+func (b *Browser) Version() string { return b.browser.Version() }
+
+// Close closes the browser (or the connection to the server) and stops the
+// Playwright driver. Sessions still open in it fail with ErrPageClosed.
+func (b *Browser) Close(ctx context.Context) error {
+	b.closeOnce.Do(func() {
+		done := make(chan error, 1)
+		go func() {
+			err := b.browser.Close()
+			if serr := b.pw.Stop(); serr != nil && err == nil {
+				err = serr
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, playwright.ErrTargetClosed) {
+				b.closeErr = fmt.Errorf("driver: close browser: %w", err)
+			}
+		case <-ctx.Done():
+			b.closeErr = fmt.Errorf("driver: close browser: %w", ctx.Err())
+		}
+	})
+	return b.closeErr
+}

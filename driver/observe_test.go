@@ -1,0 +1,128 @@
+package driver_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/driver/drivertest"
+)
+
+// A page with 100,000 interactive elements gives a bounded observation,
+// quickly, keeping the elements in the viewport.
+func TestObserveHugePageIsBounded(t *testing.T) {
+	site := startSite(t)
+	d := open(t, contract.ModePlaywright, site.URL(), func(c *driver.Config) { c.NavigationTimeout = 60 * time.Second })
+	closeDriver(t, d)
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site.URL() + "/big?n=100000"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	obs, err := d.Observe(ctx, driver.ObserveOptions{})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivertest.CheckObservation(t, obs)
+	b, _ := json.Marshal(obs)
+	t.Logf("observe of 100,000 elements: %v, %d bytes, %d affordances, stats %v", took, len(b), len(obs.Affordances), driver.LastStats(d))
+	if took > 15*time.Second {
+		t.Errorf("observe took %v", took)
+	}
+	if len(b) > 4<<20 {
+		t.Errorf("observation is %d bytes", len(b))
+	}
+	if got, want := len(obs.Affordances), driver.DefaultMaxAffordances; got != want {
+		t.Errorf("%d affordances, want the default bound %d", got, want)
+	}
+	if _, ok := findAff(obs, "#buy-0"); !ok {
+		t.Errorf("no affordance for the first item (in the viewport)")
+	}
+	if len([]rune(obs.DOMSnapshot)) > driver.DefaultMaxSnapshotChars || len([]rune(obs.DOMText)) > driver.DefaultMaxTextChars {
+		t.Errorf("snapshot %d, text %d characters: past the defaults", len([]rune(obs.DOMSnapshot)), len([]rune(obs.DOMText)))
+	}
+	if !strings.Contains(obs.DOMSnapshot, `"#truncated"`) {
+		t.Errorf("snapshot is not marked truncated")
+	}
+	st := driver.LastStats(d)
+	if st["walkTruncated"] != true {
+		t.Errorf("walk not truncated on 100,000 elements: %v", st)
+	}
+	// Smaller limits are honoured exactly.
+	small, err := d.Observe(ctx, driver.ObserveOptions{MaxAffordances: 10, MaxTextChars: 1000, MaxSnapshotChars: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivertest.CheckObservation(t, small)
+	if len(small.Affordances) != 10 || len([]rune(small.DOMText)) > 1000 || len([]rune(small.DOMSnapshot)) > 5000 {
+		t.Errorf("small limits: %d affordances, %d text, %d snapshot", len(small.Affordances), len([]rune(small.DOMText)), len([]rune(small.DOMSnapshot)))
+	}
+	if !strings.HasSuffix(small.DOMText, driver.TextTruncatedMarker) {
+		t.Errorf("cut text does not end with the marker")
+	}
+}
+
+// The observer's selector splitting and ParseSelector agree.
+func TestSelectorSyntaxMatchesObserver(t *testing.T) {
+	d := open(t, contract.ModePlaywright, "http://127.0.0.1:1")
+	closeDriver(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, sel := range selectorCases {
+		raw, err := driver.CallObserver(ctx, d, "split", sel)
+		if err != nil {
+			t.Fatalf("split %q: %v", sel, err)
+		}
+		var js struct {
+			OK       bool     `json:"ok"`
+			Segments []string `json:"segments"`
+		}
+		if err := json.Unmarshal(raw, &js); err != nil {
+			t.Fatal(err)
+		}
+		goSegs, goErr := driver.ParseSelector(sel)
+		if js.OK != (goErr == nil) {
+			t.Errorf("%q: observer ok=%v, Go error %v", sel, js.OK, goErr)
+			continue
+		}
+		if js.OK && !reflect.DeepEqual(js.Segments, goSegs) {
+			t.Errorf("%q: observer %q, Go %q", sel, js.Segments, goSegs)
+		}
+	}
+}
+
+var selectorCases = []string{
+	"#a",
+	"#a >>> #b",
+	"#a>>>#b>>>c d",
+	`[aria-label=">>>"]`,
+	`[aria-label='a >>> b'] >>> button`,
+	`a\>>>b`,
+	`:is(a >>> b)`,
+	`x[y=">>>"] >>> z`,
+	" >>> #a",
+	"#a >>> ",
+	"#a >>>>>> #b",
+	`"unterminated`,
+	`#a >>> "x`,
+	"\t#a\n>>>\f#b ",
+	"#a > b >> c",
+	"a >>>> b",
+	`[x="\"" ] >>> y`,
+}
+
+func findAff(obs contract.Observation, sel string) (contract.Affordance, bool) {
+	for _, a := range obs.Affordances {
+		if a.Selector == sel {
+			return a, true
+		}
+	}
+	return contract.Affordance{}, false
+}

@@ -1,0 +1,541 @@
+package driver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/playwright-community/playwright-go"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/extension"
+)
+
+// pwDriver is the Playwright driver, serving the modes "playwright" and
+// "sandbox". Each session is one ephemeral browser context; the observer
+// is injected into every frame as an init script under a random global
+// name.
+type pwDriver struct {
+	cfg     Config
+	browser *Browser
+	own     bool // the session launched the browser and stops it on Close
+	bctx    playwright.BrowserContext
+	global  string
+	script  string
+	sandbox bool
+	allowed map[string]bool
+	proxy   *filterProxy // sandbox with a local browser: every request goes through it
+
+	mu sync.Mutex // serializes Observe, Describe and Act
+
+	stateMu        sync.Mutex // guards everything below
+	page           playwright.Page
+	pages          []playwright.Page
+	closed         bool
+	blocked        []BlockedRequest
+	blockedDropped int
+	artifacts      []Extracted
+	pendingRecords []contract.Artifact
+	artSeq         int
+
+	navSeq    atomic.Int64 // main-frame navigations of the active page
+	lastStats atomic.Pointer[pageStats]
+}
+
+// callExpr calls one function of the observer's API, or returns null when
+// the observer is not installed in the document.
+const callExpr = `([n, f, a]) => { const api = globalThis[n]; if (!api) return null; return api[f](...a); }`
+
+func openPlaywright(ctx context.Context, cfg Config) (Driver, error) {
+	d := &pwDriver{cfg: cfg, sandbox: cfg.Mode == contract.ModeSandbox, allowed: map[string]bool{}}
+	for _, o := range cfg.AllowedOrigins {
+		d.allowed[o] = true
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	d.global = "__aegis_" + hex.EncodeToString(nonce[:])
+	script, err := extension.ObserverScript(d.global)
+	if err != nil {
+		return nil, err
+	}
+	d.script = script
+	d.browser = cfg.Browser
+	if d.browser == nil {
+		d.browser, err = Launch(ctx, BrowserOptions{Endpoint: cfg.BrowserEndpoint, Headed: cfg.Headed})
+		if err != nil {
+			return nil, err
+		}
+		d.own = true
+	}
+	if err := d.start(ctx); err != nil {
+		if d.bctx != nil {
+			_ = d.bctx.Close()
+		}
+		if d.proxy != nil {
+			_ = d.proxy.Close()
+		}
+		if d.own {
+			_ = d.browser.Close(context.Background())
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *pwDriver) start(ctx context.Context) error {
+	no := false
+	opts := playwright.BrowserNewContextOptions{
+		Viewport:          &playwright.Size{Width: d.cfg.Viewport.Width, Height: d.cfg.Viewport.Height},
+		DeviceScaleFactor: &d.cfg.Viewport.DeviceScaleFactor,
+		AcceptDownloads:   &no,
+	}
+	if d.sandbox {
+		// Service workers could fetch behind the request filter's back.
+		opts.ServiceWorkers = playwright.ServiceWorkerPolicyBlock
+		if !d.browser.remote {
+			px, err := startFilterProxy(func(u *url.URL) bool { return d.allowedURL(u.String()) },
+				func(hp string) bool { return hostPortAllowed(d.allowed, hp) }, d.recordBlocked)
+			if err != nil {
+				return fmt.Errorf("driver: sandbox proxy: %w", err)
+			}
+			d.proxy = px
+			opts.Proxy = &playwright.Proxy{Server: px.URL()}
+		}
+	}
+	bctx, err := runCtx(ctx, func() (playwright.BrowserContext, error) { return d.browser.browser.NewContext(opts) })
+	if err != nil {
+		return fmt.Errorf("driver: new browser context: %w", err)
+	}
+	d.bctx = bctx
+	if err := bctx.AddInitScript(playwright.Script{Content: &d.script}); err != nil {
+		return fmt.Errorf("driver: install observer: %w", err)
+	}
+	if d.sandbox {
+		if err := bctx.Route("**/*", d.route); err != nil {
+			return fmt.Errorf("driver: sandbox request filter: %w", err)
+		}
+		if err := bctx.RouteWebSocket("**/*", d.routeWebSocket); err != nil {
+			return fmt.Errorf("driver: sandbox websocket filter: %w", err)
+		}
+	}
+	bctx.OnPage(d.adopt)
+	p, err := runCtx(ctx, func() (playwright.Page, error) { return bctx.NewPage() })
+	if err != nil {
+		return fmt.Errorf("driver: new page: %w", err)
+	}
+	d.adopt(p)
+	d.stateMu.Lock()
+	d.page = p
+	d.stateMu.Unlock()
+	return nil
+}
+
+// adopt tracks a page of the context. A page opened later (a popup, a
+// target=_blank link) becomes the active page.
+func (d *pwDriver) adopt(p playwright.Page) {
+	d.stateMu.Lock()
+	for _, q := range d.pages {
+		if q == p {
+			d.stateMu.Unlock()
+			return
+		}
+	}
+	d.pages = append(d.pages, p)
+	if d.page != nil {
+		d.page = p
+	}
+	d.stateMu.Unlock()
+	p.OnClose(func(p playwright.Page) {
+		d.stateMu.Lock()
+		defer d.stateMu.Unlock()
+		for i, q := range d.pages {
+			if q == p {
+				d.pages = append(d.pages[:i], d.pages[i+1:]...)
+				break
+			}
+		}
+		if d.page == p {
+			d.page = nil
+			if n := len(d.pages); n > 0 {
+				d.page = d.pages[n-1]
+			}
+		}
+	})
+	p.OnFrameNavigated(func(f playwright.Frame) {
+		if f.ParentFrame() == nil {
+			d.navSeq.Add(1)
+		}
+	})
+	p.OnDownload(func(dl playwright.Download) {
+		d.recordBlocked(dl.URL(), "download", "downloads are refused")
+		go func() { _ = dl.Cancel() }()
+	})
+}
+
+func (d *pwDriver) active() (playwright.Page, error) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	if d.closed {
+		return nil, newErr(contract.CodePageClosed, "", "the session is closed", nil)
+	}
+	if d.page == nil || d.page.IsClosed() {
+		return nil, newErr(contract.CodePageClosed, "", "the page was closed", nil)
+	}
+	return d.page, nil
+}
+
+// Mode returns playwright or sandbox.
+func (d *pwDriver) Mode() contract.DriverMode { return d.cfg.Mode }
+
+// Close discards the browser context and, if the session launched its own
+// browser, stops it.
+func (d *pwDriver) Close(ctx context.Context) error {
+	d.stateMu.Lock()
+	if d.closed {
+		d.stateMu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.stateMu.Unlock()
+	_, err := runCtx(ctx, func() (struct{}, error) { return struct{}{}, d.bctx.Close() })
+	if err != nil && errors.Is(err, playwright.ErrTargetClosed) {
+		err = nil
+	}
+	if d.proxy != nil {
+		_ = d.proxy.Close()
+	}
+	if d.own {
+		if berr := d.browser.Close(ctx); err == nil {
+			err = berr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("driver: close session: %w", err)
+	}
+	return nil
+}
+
+// BlockedRequests returns what the sandbox refused, oldest first.
+func (d *pwDriver) BlockedRequests() []BlockedRequest {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	return append([]BlockedRequest(nil), d.blocked...)
+}
+
+func (d *pwDriver) recordBlocked(raw, resourceType, reason string) {
+	origin := ""
+	if u, err := url.Parse(raw); err == nil {
+		if o, ok := originOf(u); ok {
+			origin = o
+		}
+	}
+	if len(raw) > MaxURL {
+		raw = truncRunes(raw, MaxURL)
+	}
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	if len(d.blocked) >= MaxBlocked {
+		d.blockedDropped++
+		return
+	}
+	d.blocked = append(d.blocked, BlockedRequest{URL: raw, Origin: origin, ResourceType: resourceType, Reason: reason, Time: time.Now().UTC()})
+}
+
+// allowedURL reports whether the sandbox lets the browser fetch raw:
+// http(s) and ws(s) URLs of an allowed origin, and the schemes that never
+// reach the network (data, blob, about).
+func (d *pwDriver) allowedURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "data", "blob", "about":
+		return true
+	}
+	o, ok := originOf(u)
+	return ok && d.allowed[o]
+}
+
+func (d *pwDriver) route(r playwright.Route) {
+	req := r.Request()
+	if d.allowedURL(req.URL()) {
+		_ = r.Continue()
+		return
+	}
+	d.recordBlocked(req.URL(), req.ResourceType(), "origin not in the allowlist")
+	_ = r.Abort("blockedbyclient")
+}
+
+func (d *pwDriver) routeWebSocket(ws playwright.WebSocketRoute) {
+	if d.allowedURL(ws.URL()) {
+		_, _ = ws.ConnectToServer()
+		return
+	}
+	d.recordBlocked(ws.URL(), "websocket", "origin not in the allowlist")
+	ws.Close()
+}
+
+// TakeArtifacts returns and forgets the artifacts extracted so far.
+func (d *pwDriver) TakeArtifacts() []Extracted {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	out := d.artifacts
+	d.artifacts = nil
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// Calling the observer.
+
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// runCtx runs f and returns its result, or gives up when ctx is done (f
+// goes on in the background; playwright-go calls cannot be cancelled).
+func runCtx[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, ctxErr(ctx)
+	}
+	ch := make(chan result[T], 1)
+	go func() {
+		v, err := f()
+		ch <- result[T]{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctxErr(ctx)
+	}
+}
+
+func ctxErr(ctx context.Context) error {
+	return newErr(contract.CodeTimeout, "", "the context ended: "+ctx.Err().Error(), ctx.Err())
+}
+
+// call runs one observer function in the page's main frame and returns its
+// JSON answer, installing the observer first in a document that lacks it.
+func (d *pwDriver) call(ctx context.Context, p playwright.Page, fn string, args ...any) ([]byte, error) {
+	if args == nil {
+		args = []any{}
+	}
+	for attempt := 0; ; attempt++ {
+		v, err := runCtx(ctx, func() (any, error) { return p.Evaluate(callExpr, []any{d.global, fn, args}) })
+		if err != nil {
+			return nil, classify(err, "")
+		}
+		if v == nil {
+			if attempt > 0 {
+				return nil, newErr(contract.CodeInternal, "", "the observer cannot be installed in this document", errNoObserver)
+			}
+			if _, err := runCtx(ctx, func() (any, error) { return p.Evaluate(d.script) }); err != nil {
+				return nil, classify(err, "")
+			}
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return nil, newErr(contract.CodeInternal, "", fmt.Sprintf("observer returned %T, not a string", v), nil)
+		}
+		return []byte(s), nil
+	}
+}
+
+// callResult is call followed by parseResult.
+func (d *pwDriver) callResult(ctx context.Context, p playwright.Page, sel, fn string, args ...any) (pageResult, error) {
+	raw, err := d.call(ctx, p, fn, args...)
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Selector == "" {
+			e.Selector = sel
+		}
+		return pageResult{}, err
+	}
+	return parseResult(raw, sel)
+}
+
+// classify turns a playwright-go error into an *Error.
+func classify(err error, sel string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case errors.Is(err, playwright.ErrTargetClosed) || strings.Contains(msg, "Target page, context or browser has been closed") || strings.Contains(msg, "has been closed"):
+		return newErr(contract.CodePageClosed, sel, "the page, its context or the browser was closed", err)
+	case errors.Is(err, playwright.ErrTimeout):
+		return newErr(contract.CodeTimeout, sel, "timed out", err)
+	case isNavigationRace(err):
+		return newErr(contract.CodeInternal, sel, "the page navigated during the call", err)
+	}
+	return newErr(contract.CodeInternal, sel, "browser call failed", err)
+}
+
+// isNavigationRace reports an evaluation that lost its document to a
+// navigation; the call is worth repeating once the new document is there.
+func isNavigationRace(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Cannot find context with specified id") ||
+		strings.Contains(msg, "navigation") && strings.Contains(msg, "context")
+}
+
+func (d *pwDriver) jsOptions(o ObserveOptions) map[string]any {
+	return map[string]any{
+		"maxElements":       o.MaxElements,
+		"maxDepth":          o.MaxDepth,
+		"maxTextChars":      o.MaxTextChars,
+		"maxSnapshotChars":  o.MaxSnapshotChars,
+		"maxAffordances":    o.MaxAffordances,
+		"maxAffordanceText": o.MaxAffordanceText,
+		"maxSelector":       o.MaxSelector,
+		"sensitive":         nonNil(o.SensitiveSelectors),
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ---------------------------------------------------------------------------
+// Observe and Describe.
+
+// Observe captures the active page.
+func (d *pwDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Observation, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	opts := o.merged(d.cfg.Observe, d.cfg.SensitiveSelectors)
+	var raw []byte
+	var p playwright.Page
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if p, err = d.active(); err != nil {
+			return contract.Observation{}, err
+		}
+		raw, err = d.call(ctx, p, "observe", d.jsOptions(opts))
+		var e *Error
+		if err == nil || !errors.As(err, &e) || !isNavigationRace(e.Err) {
+			break
+		}
+		d.settle(ctx, p)
+	}
+	if err != nil {
+		return contract.Observation{}, err
+	}
+	captured := time.Now()
+	po, err := parsePage(raw, opts)
+	if err != nil {
+		return contract.Observation{}, err
+	}
+	d.lastStats.Store(&po.Stats)
+	active := boundURL(p.URL())
+	if active == "" {
+		active = boundURL(po.URL)
+	}
+	if active == "" {
+		active = "about:blank"
+	}
+	obs := contract.Observation{
+		State: contract.State{
+			SessionID:     d.cfg.SessionID,
+			Mode:          d.cfg.Mode,
+			ActiveURL:     active,
+			Title:         po.Title,
+			Viewport:      po.Viewport,
+			Timestamp:     timestamp(captured),
+			DOMHash:       DOMHash(po.Snapshot),
+			PolicyContext: d.cfg.PolicyContext,
+		},
+		DOMText:     po.Text,
+		DOMSnapshot: string(po.Snapshot),
+		Affordances: po.Affordances,
+	}
+	d.stateMu.Lock()
+	if n := len(d.pendingRecords); n > 0 {
+		keep := d.pendingRecords
+		if n > MaxArtifactsPerObserve {
+			keep = keep[n-MaxArtifactsPerObserve:]
+		}
+		obs.ExtractedArtifacts = append([]contract.Artifact(nil), keep...)
+		d.pendingRecords = nil
+	}
+	d.stateMu.Unlock()
+	return obs, nil
+}
+
+// settle waits briefly for a navigating page to have a document again.
+func (d *pwDriver) settle(ctx context.Context, p playwright.Page) {
+	t := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		t = min(t, time.Until(dl))
+	}
+	if t <= 0 {
+		return
+	}
+	ms := float64(t.Milliseconds())
+	_, _ = runCtx(ctx, func() (struct{}, error) {
+		return struct{}{}, p.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateDomcontentloaded, Timeout: &ms})
+	})
+}
+
+// Describe resolves selector to its one element.
+func (d *pwDriver) Describe(ctx context.Context, selector string) (contract.Element, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := ParseSelector(selector); err != nil {
+		return contract.Element{}, err
+	}
+	p, err := d.active()
+	if err != nil {
+		return contract.Element{}, err
+	}
+	sens := map[string]any{"sensitive": nonNil(d.cfg.SensitiveSelectors)}
+	var r pageResult
+	for attempt := 0; attempt < 3; attempt++ {
+		r, err = d.callResult(ctx, p, selector, "describe", selector, sens)
+		var e *Error
+		if err == nil || !errors.As(err, &e) || !isNavigationRace(e.Err) {
+			break
+		}
+		d.settle(ctx, p)
+	}
+	if err != nil {
+		return contract.Element{}, err
+	}
+	if r.Element == nil {
+		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
+	}
+	return boundElement(*r.Element), nil
+}
+
+// boundElement makes every field valid UTF-8 within its contract bound.
+func boundElement(e contract.Element) contract.Element {
+	b := func(s string, n int) string { return truncRunes(strings.ToValidUTF8(s, "\uFFFD"), n) }
+	return contract.Element{
+		Tag:          b(e.Tag, contract.MaxElementTag),
+		Type:         b(e.Type, contract.MaxElementType),
+		Name:         b(e.Name, contract.MaxElementName),
+		ID:           b(e.ID, contract.MaxElementID),
+		Autocomplete: b(e.Autocomplete, contract.MaxElementAutocomplete),
+		Role:         b(e.Role, contract.MaxElementRole),
+		Label:        b(e.Label, contract.MaxElementLabel),
+		Text:         b(e.Text, contract.MaxElementText),
+	}
+}
