@@ -1,0 +1,216 @@
+// Package llmtest is a fake OpenAI-compatible chat completions endpoint
+// for tests: it records every request and answers from a script of
+// replies (a valid answer, an error status with headers, a delay past the
+// client's timeout...).
+package llmtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Message is one chat message of a recorded request.
+type Message struct {
+	// Role is "system", "user" or "assistant".
+	Role string `json:"role"`
+	// Content is the message's text.
+	Content string `json:"content"`
+}
+
+// ResponseFormat is the response_format of a recorded request.
+type ResponseFormat struct {
+	// Type is "json_schema", "json_object" or "text".
+	Type string `json:"type"`
+	// JSONSchema is the schema of a json_schema request.
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Strict bool            `json:"strict"`
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
+}
+
+// Request is one recorded request.
+type Request struct {
+	// Raw is the body as received.
+	Raw []byte `json:"-"`
+	// Header is the request's header.
+	Header http.Header `json:"-"`
+	// Context is the request's context, done when the client goes away.
+	Context context.Context `json:"-"`
+	// Model is the body's model.
+	Model string `json:"model"`
+	// Messages are the body's messages.
+	Messages []Message `json:"messages"`
+	// ResponseFormat is the body's response_format; nil when absent.
+	ResponseFormat *ResponseFormat `json:"response_format"`
+}
+
+// Last returns the content of the request's last message.
+func (r Request) Last() string {
+	if len(r.Messages) == 0 {
+		return ""
+	}
+	return r.Messages[len(r.Messages)-1].Content
+}
+
+// Reply answers one request.
+type Reply func(w http.ResponseWriter, r *Request)
+
+// Server is a fake chat completions endpoint. Its URL is the base URL to
+// configure (it ends in /v1).
+type Server struct {
+	// URL is the base URL, such as http://127.0.0.1:1234/v1.
+	URL string
+
+	t       testing.TB
+	srv     *httptest.Server
+	mu      sync.Mutex
+	reqs    []Request
+	replies []Reply
+	// Default answers requests once the script is used up; nil fails the
+	// test.
+	fallback Reply
+}
+
+// NewServer starts a server that answers with replies, in order; it is
+// closed when the test ends.
+func NewServer(t testing.TB, replies ...Reply) *Server {
+	s := &Server{t: t, replies: replies}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	s.URL = s.srv.URL + "/v1"
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Push appends replies to the script.
+func (s *Server) Push(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replies = append(s.replies, replies...)
+}
+
+// Always makes r answer every request once the script is used up.
+func (s *Server) Always(r Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fallback = r
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		s.t.Errorf("llmtest: unexpected %s %s", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.t.Errorf("llmtest: read body: %v", err)
+		return
+	}
+	var req Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		s.t.Errorf("llmtest: request body is not JSON: %v", err)
+	}
+	req.Raw = body
+	req.Header = r.Header.Clone()
+	req.Context = r.Context()
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	var reply Reply
+	if len(s.replies) > 0 {
+		reply, s.replies = s.replies[0], s.replies[1:]
+	} else {
+		reply = s.fallback
+	}
+	s.mu.Unlock()
+	if reply == nil {
+		s.t.Errorf("llmtest: request %d has no scripted reply", len(s.Requests()))
+		http.Error(w, `{"error":{"message":"no scripted reply"}}`, http.StatusTeapot)
+		return
+	}
+	reply(w, &req)
+}
+
+// Usage is the token usage Answer reports.
+var Usage = map[string]int{"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+
+// Answer replies 200 with a chat completion whose content is content,
+// model "fake-model-1" and Usage.
+func Answer(content string) Reply {
+	return func(w http.ResponseWriter, r *Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id":      "chatcmpl-test",
+			"object":  "chat.completion",
+			"created": time.Now().Unix(),
+			"model":   "fake-model-1",
+			"choices": []any{map[string]any{
+				"index":         0,
+				"message":       map[string]any{"role": "assistant", "content": content},
+				"finish_reason": "stop",
+			}},
+			"usage": Usage,
+		})
+	}
+}
+
+// AnswerJSON is Answer with v encoded as JSON.
+func AnswerJSON(v any) Reply {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return Answer(string(b))
+}
+
+// Status replies with the HTTP status code, an OpenAI error body with
+// message, and headers given as "Name: value" strings.
+func Status(code int, message string, headers ...string) Reply {
+	return func(w http.ResponseWriter, r *Request) {
+		for _, h := range headers {
+			k, v, _ := strings.Cut(h, ":")
+			w.Header().Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+			"message": message, "type": "test_error", "code": fmt.Sprintf("http_%d", code),
+		}})
+	}
+}
+
+// Raw replies with the status code and body as given.
+func Raw(code int, body string) Reply {
+	return func(w http.ResponseWriter, r *Request) {
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// Delay waits d (or until the client goes away), then replies with then.
+func Delay(d time.Duration, then Reply) Reply {
+	return func(w http.ResponseWriter, r *Request) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			then(w, r)
+		case <-r.Context.Done():
+		}
+	}
+}
