@@ -1,0 +1,172 @@
+package contract
+
+import "encoding/json"
+
+// DecisionResult is what the gate decided about one action, in the words of
+// seed 002.
+type DecisionResult string
+
+// The decision results.
+const (
+	// ResultAllowed: the policy allows the action and it needs no approval.
+	ResultAllowed DecisionResult = "allowed"
+	// ResultDenied: a deny rule fired, the policy could not answer (fail
+	// closed), or an approval was presented that does not hold.
+	ResultDenied DecisionResult = "denied"
+	// ResultPaused: the policy allows the action but it needs a human
+	// approval first (high risk, or a permission level that confirms input).
+	ResultPaused DecisionResult = "paused"
+	// ResultApproved: the action needed an approval, and a valid one bound
+	// to this exact action was consumed.
+	ResultApproved DecisionResult = "approved"
+)
+
+// ExceptionStatus says what became of one governed exception in a decision.
+type ExceptionStatus string
+
+// The exception statuses.
+const (
+	// ExceptionApplied: the exception waived a deny rule that fired.
+	ExceptionApplied ExceptionStatus = "applied"
+	// ExceptionExpired: the exception's expiry is not after the decision
+	// time; it waives nothing.
+	ExceptionExpired ExceptionStatus = "expired"
+	// ExceptionMalformed: a field is missing or invalid; it waives nothing.
+	ExceptionMalformed ExceptionStatus = "malformed"
+	// ExceptionOutOfScope: well formed and live, but the rule it names may
+	// not be waived, or did not fire for this action.
+	ExceptionOutOfScope ExceptionStatus = "out_of_scope"
+)
+
+// DecisionRecord is the record of one gate decision (schema kind
+// "decision", seed 001 section 5): the action id and hash, the policy
+// version, the result and its reasons, the risk, the exceptions considered,
+// the approval consumed, and whether the gate failed closed.
+//
+// Allow is true exactly when the action may run now (result allowed or
+// approved). Times stay strings (RFC 3339) so that a decoded record
+// re-encodes to the same bytes, and so the same hash.
+type DecisionRecord struct {
+	// DecisionID identifies the decision: "dec-" and 32 lowercase hex
+	// digits, the first half of SHA-256 over the policy version, the action
+	// hash, the step index and the evaluation time (see package gate).
+	DecisionID string `json:"decisionId"`
+	// SessionID is the session the action belongs to; "" when the request
+	// named none.
+	SessionID string `json:"sessionId,omitempty"`
+	// StepIndex is the step of the session the action was proposed at, as
+	// the request gave it (a negative one is denied).
+	StepIndex int `json:"stepIndex"`
+	// ActionID is the id the Navigator gave the action; "" when it gave
+	// none or one that is not a valid id.
+	ActionID string `json:"actionId,omitempty"`
+	// ActionHash is the SHA-256 (64 lowercase hex digits) of the canonical
+	// JSON of the action, its resolved target, the active URL and the
+	// session id: what an approval is bound to.
+	ActionHash string `json:"actionHash"`
+	// ActionName is the stable policy action name, such as "browser.click"
+	// ("browser.unknown" for an unknown type).
+	ActionName string `json:"actionName"`
+	// PolicyVersion is the SHA-256 of the policy files and data the
+	// decision was evaluated against (64 lowercase hex digits).
+	PolicyVersion string `json:"policyVersion"`
+	// PolicySource says where the policy came from: embedded, dir, bundle
+	// or remote.
+	PolicySource string `json:"policySource"`
+	// Allow is true when the action may run now.
+	Allow bool `json:"allow"`
+	// Result is allowed, denied, paused or approved.
+	Result DecisionResult `json:"result"`
+	// Reasons are the deny rules that fired, in words, sorted by rule and
+	// message; empty when Allow is true. Encoded as [] when nil.
+	Reasons []Reason `json:"reasons"`
+	// Waived are the deny rules that fired but were waived by an applied
+	// governed exception (ExceptionID says which).
+	Waived []Reason `json:"waived,omitempty"`
+	// Risk is the risk tag of the action: low, medium or high.
+	Risk RiskTag `json:"risk"`
+	// RiskReasons say why the risk is above the action type's base risk.
+	RiskReasons []Reason `json:"riskReasons,omitempty"`
+	// RequiresApproval says whether the action needs a human approval.
+	RequiresApproval bool `json:"requiresApproval"`
+	// ApprovalReasons say why an approval is required.
+	ApprovalReasons []Reason `json:"approvalReasons,omitempty"`
+	// Permission is the permission level the decision applied (disabled,
+	// observe, control, full); "" when the session named an unknown one.
+	Permission string `json:"permission,omitempty"`
+	// Exceptions are the governed exceptions the session carried, each with
+	// what became of it.
+	Exceptions []ExceptionUse `json:"exceptions,omitempty"`
+	// Approval is the approval consumed by this decision (result approved),
+	// or the one presented and refused.
+	Approval *ApprovalRef `json:"approval,omitempty"`
+	// DecisionLogID is the session's compliance decision log the record
+	// belongs to; "" when the request carried no valid one.
+	DecisionLogID string `json:"decisionLogId,omitempty"`
+	// FailClosed is true when the policy could not answer (not loaded,
+	// evaluation error, timeout, malformed result, remote unreachable) and
+	// the gate denied by default.
+	FailClosed bool `json:"failClosed"`
+	// Error says why the gate failed closed; set exactly when FailClosed is.
+	Error string `json:"error,omitempty"`
+	// EvaluatedAt is the pinned evaluation time (RFC 3339, UTC), the time
+	// the policy saw: recomputing the decision uses it.
+	EvaluatedAt string `json:"evaluatedAt"`
+	// DurationUs is how long the decision took, in microseconds.
+	DurationUs int64 `json:"durationUs"`
+}
+
+// MarshalJSON encodes the record, writing nil Reasons as [].
+func (r DecisionRecord) MarshalJSON() ([]byte, error) {
+	type plain DecisionRecord
+	p := plain(r)
+	if p.Reasons == nil {
+		p.Reasons = []Reason{}
+	}
+	return json.Marshal(p)
+}
+
+// Reason is one rule of the policy with what it says, in words.
+type Reason struct {
+	// Rule is the stable name of the rule, such as "origin_not_allowed".
+	Rule string `json:"rule"`
+	// Message says why the rule fired, in words.
+	Message string `json:"message"`
+	// ExceptionID names the governed exception that waived the rule (only
+	// in DecisionRecord.Waived).
+	ExceptionID string `json:"exceptionId,omitempty"`
+}
+
+// ExceptionUse is one governed exception as a decision considered it. The
+// fields are as the session gave them (a malformed exception may lack
+// some); Status and Why say what became of it.
+type ExceptionUse struct {
+	// ID names the exception.
+	ID string `json:"id,omitempty"`
+	// Rule is the deny rule the exception waives.
+	Rule string `json:"rule,omitempty"`
+	// Reason says why the exception was granted.
+	Reason string `json:"reason,omitempty"`
+	// ExpiresAt is when the exception expires (RFC 3339), as given.
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	// DecisionLogID links the exception to its approved decision log entry.
+	DecisionLogID string `json:"decisionLogId,omitempty"`
+	// Status is applied, expired, malformed or out_of_scope.
+	Status ExceptionStatus `json:"status"`
+	// Why explains the status in words.
+	Why string `json:"why"`
+}
+
+// ApprovalRef is a human approval as a decision used (or refused) it.
+type ApprovalRef struct {
+	// ID identifies the approval.
+	ID string `json:"id"`
+	// Approver names who approved.
+	Approver string `json:"approver"`
+	// ApprovedAt is when the approval was granted (RFC 3339).
+	ApprovedAt string `json:"approvedAt"`
+	// ExpiresAt is when the approval expires (RFC 3339).
+	ExpiresAt string `json:"expiresAt"`
+	// ActionHash is the hash of the action the approval is bound to.
+	ActionHash string `json:"actionHash"`
+}

@@ -1,0 +1,78 @@
+package contract
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Bounds on the fields of an Element, in characters (runes). The page is
+// hostile and controls every one of these strings, so the driver truncates
+// them before it hands the element to the gate, and the gate denies an
+// element that breaks a bound rather than judge part of it.
+const (
+	MaxElementTag          = 64   // tag names are short (the longest HTML tag is 10)
+	MaxElementType         = 64   // input types are short ("datetime-local" is 14)
+	MaxElementName         = 256  // name attribute
+	MaxElementID           = 256  // id attribute
+	MaxElementAutocomplete = 256  // autocomplete holds a few space-separated tokens
+	MaxElementRole         = 64   // ARIA roles are short
+	MaxElementLabel        = 1024 // accessible name: label, aria-label, placeholder, title
+	MaxElementText         = 1024 // visible text, truncated by the driver
+)
+
+// Element is the target of an action as the driver resolved it on the page:
+// the element the selector the model wrote actually addresses. The gate
+// judges sensitivity and risk on it (typing into an <input type=password>
+// is sensitive whatever the model called it), beside the selector string.
+//
+// Every field is page-controlled and may be empty. The driver lowercases
+// nothing: the gate normalizes. Fields are bounded by the Max* constants.
+type Element struct {
+	// Tag is the element's tag name, such as "input" or "button".
+	Tag string `json:"tag"`
+	// Type is the type attribute of an input or button ("password",
+	// "submit"); "" when absent.
+	Type string `json:"type,omitempty"`
+	// Name is the name attribute; "" when absent.
+	Name string `json:"name,omitempty"`
+	// ID is the id attribute; "" when absent.
+	ID string `json:"id,omitempty"`
+	// Autocomplete is the autocomplete attribute as written, such as
+	// "cc-number" or "section-1 shipping one-time-code"; "" when absent.
+	Autocomplete string `json:"autocomplete,omitempty"`
+	// Role is the element's ARIA role, explicit or implicit; "" when unknown.
+	Role string `json:"role,omitempty"`
+	// Label is the element's accessible name (its label, aria-label,
+	// placeholder or title); "" when it has none.
+	Label string `json:"label,omitempty"`
+	// Text is the element's visible text, truncated to MaxElementText; ""
+	// for elements without text (inputs).
+	Text string `json:"text,omitempty"`
+}
+
+// Validate reports the first field of e that is not valid UTF-8 or breaks
+// its bound.
+func (e Element) Validate() error {
+	for _, f := range []struct {
+		name  string
+		value string
+		max   int
+	}{
+		{"tag", e.Tag, MaxElementTag},
+		{"type", e.Type, MaxElementType},
+		{"name", e.Name, MaxElementName},
+		{"id", e.ID, MaxElementID},
+		{"autocomplete", e.Autocomplete, MaxElementAutocomplete},
+		{"role", e.Role, MaxElementRole},
+		{"label", e.Label, MaxElementLabel},
+		{"text", e.Text, MaxElementText},
+	} {
+		if !utf8.ValidString(f.value) {
+			return fmt.Errorf("contract: element %s is not valid UTF-8", f.name)
+		}
+		if n := utf8.RuneCountInString(f.value); n > f.max {
+			return fmt.Errorf("contract: element %s has %d characters, more than %d", f.name, n, f.max)
+		}
+	}
+	return nil
+}

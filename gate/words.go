@@ -1,0 +1,115 @@
+package gate
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Words splits the strings into lowercase words and joins them with single
+// spaces, with a space before the first and after the last (" pay now "),
+// so that the policy can match a pattern at the start of a word with one
+// contains(words, " pattern"). A word is a run of letters and digits;
+// camelCase and PascalCase are split ("btnPayNow" is "btn pay now").
+// Compatibility forms are folded first (NFKD: fullwidth letters, ligatures),
+// and combining marks and invisible format characters (zero-width spaces
+// and joiners, soft hyphens) are dropped, so that "Ｐａｙ", "pa\u200By" and
+// "pày" all read "pay". Look-alike letters of other scripts (Cyrillic "р")
+// are not folded.
+func Words(parts ...string) string {
+	var b strings.Builder
+	b.WriteByte(' ')
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if !isPlainASCII(p) {
+			p = norm.NFKD.String(p)
+		}
+		var prev rune // last letter or digit written, 0 after a separator
+		for _, r := range p {
+			switch {
+			case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Cf, r):
+				continue
+			case unicode.IsLetter(r) || unicode.IsDigit(r):
+				if unicode.IsUpper(r) && unicode.IsLower(prev) {
+					b.WriteByte(' ')
+				}
+				b.WriteRune(unicode.ToLower(r))
+				prev = r
+			default:
+				if prev != 0 {
+					b.WriteByte(' ')
+				}
+				prev = 0
+			}
+		}
+		if prev != 0 {
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
+}
+
+// MaxPatternLen is the longest word pattern the policy can match: the
+// tails handed to it are cut to this many bytes.
+const MaxPatternLen = 64
+
+// Tails returns, for every word of a Words string, the text from that word
+// on, cut to MaxPatternLen bytes: " btn pay now " gives "btn pay now",
+// "pay now" and "now ". A pattern matches at the start of a word exactly
+// when it is a prefix of one of the tails, which the policy checks for a
+// whole pattern list at once with strings.any_prefix_match.
+func Tails(words string) []any {
+	out := []any{}
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] != ' ' {
+			continue
+		}
+		t := words[i+1:]
+		if len(t) > MaxPatternLen {
+			t = truncateBytes(t, MaxPatternLen)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// truncateBytes cuts s to at most n bytes at a rune boundary.
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func isPlainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeSelector lowercases a CSS selector and drops whitespace and
+// quotes, so that input[type="password"], INPUT[type = 'password'] and
+// input[type=password] read the same. The sensitive selectors of the policy
+// are matched against this form.
+func normalizeSelector(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\'' || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r):
+		default:
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
+}

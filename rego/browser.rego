@@ -1,0 +1,607 @@
+# METADATA
+# title: aegis browser action gate
+# description: >-
+#   Gates every browser action a Navigator proposes. The gate queries one
+#   rule, data.aegis.browser.decision, once per action. Every list and
+#   threshold is data (data.aegis.config); URLs are parsed and normalized in
+#   Go before evaluation (input.derived), so this policy never matches on raw
+#   URL strings. See README.md.
+package aegis.browser
+
+import data.aegis.config
+
+# ---------------------------------------------------------------------------
+# The decision: one object, one evaluation per action.
+# ---------------------------------------------------------------------------
+
+# decision is the only rule the gate queries. An undefined decision, or one
+# without every field, is a deny in Go (fail closed).
+#
+# Most actions are plain allows: every check passes, nothing raises the
+# risk, nothing needs approval, the session has no exceptions. For them the
+# decision is built in one rule body (the fast path, a few dozen
+# expressions); every other action gets full_decision. The fast path never
+# decides anything full_decision would not: its conditions imply that
+# full_decision is exactly this object (where they are stricter, an action
+# merely takes the full path), and the tests compare the two on every test
+# input and on 10,000 random actions (gate tests).
+decision := d if {
+	# Nothing for a governed exception to waive or report, no unusable
+	# session entry, a valid decision log id.
+	count(input.derived.exceptions) == 0
+	count(input.derived.config_errors) == 0
+	input.derived.decision_log_id_valid == true
+
+	# check_action: a known type whose fields have their types.
+	cfg := config
+	t := input.action.type
+	s := cfg.action_types[t]
+	object.subset(input.derived.action_field_types, s.fields)
+
+	# check_budget.
+	i := input.step_index
+	b := input.state.policyContext.maxStepBudget
+	is_number(i)
+	is_number(b)
+	i >= 0
+	b >= 1
+	i <= b
+	i <= cfg.limits.max_step_budget
+
+	# check_permission, and no confirmation required (the expression of
+	# permission_of, written out).
+	p := object.get(
+		{"": object.get(cfg.presets, object.get({"": cfg.default_preset}, input.session.preset, input.session.preset), "invalid")},
+		input.session.permission,
+		input.session.permission,
+	)
+	level := cfg.permissions[p]
+	t in level.allow
+	not t in level.confirm
+
+	# check_target: requires_target implies a target (false < true).
+	s.requires_target <= is_object(object.get(input, "target", null))
+
+	# check_url, on url_fact (written out: the navigation target for
+	# navigate, the active page otherwise; undefined without the facts).
+	u := input.derived[object.get({"navigate": "target_url"}, t, "active")]
+	u.valid == true
+	u.userinfo == false
+	u.scheme in cfg.urls.allowed_schemes
+	not strings.any_suffix_match(u.host, cfg.urls.blocked_domains)
+	not strings.any_suffix_match(u.host, input.derived.blocked_domains)
+
+	# No risk above the base risk and none that needs approval: no word of
+	# the element or of the URL's path matches a high-risk pattern, and the
+	# field is not sensitive (checked only for the types it matters to).
+	s.risk in {"low", "medium"}
+	not s.risk in cfg.risk.approval_required
+	not strings.any_prefix_match(input.derived.subject_tails, cfg.risk.high_risk_patterns)
+	not strings.any_prefix_match(object.get(u, "path_tails", []), cfg.risk.high_risk_url_patterns)
+	sensitivity_harmless(t)
+
+	# origin_allowed, last: should two keys match, only what follows is
+	# evaluated again.
+	some k in u.origin_keys
+	input.derived.allowed_origin_keys[k]
+
+	d := {
+		"allow": true,
+		"deny": set(),
+		"waived": set(),
+		"risk": s.risk,
+		"risk_reasons": set(),
+		"requires_approval": false,
+		"approval_reasons": set(),
+		"action_name": s.name,
+		"permission": p,
+		"exceptions": [],
+	}
+} else := full_decision
+
+# Sensitivity changes the decision of type, select and extract actions only.
+sensitivity_harmless(t) if not t in {"type", "select", "extract"}
+
+sensitivity_harmless(_) if not sensitive
+
+# full_decision is the decision with every rule evaluated.
+full_decision := {
+	"allow": allow,
+	"deny": deny,
+	"waived": waived,
+	"risk": risk,
+	"risk_reasons": risk_reasons,
+	"requires_approval": requires_approval,
+	"approval_reasons": approval_reasons,
+	"action_name": action_name,
+	"permission": permission,
+	"exceptions": exception_results,
+}
+
+# Default deny: allow only when no deny rule fired (after governed
+# exceptions).
+default allow := false
+
+allow if count(deny) == 0
+
+# How the deny rules are organized. Each family of rules has one check, a
+# positive rule that holds when the action passes (check_action,
+# check_budget, ...): the checks are the source of truth. When every check
+# holds, nothing fired and the explanations are never evaluated (the fast
+# path, a few dozen expressions). When one fails, its family explains why
+# in words; if no explanation matches, the family's catch-all fires anyway,
+# so a failed check always denies.
+all_checks_pass if {
+	check_action
+	check_budget
+	check_decision_log
+	check_permission
+	check_url
+	check_target
+	check_sensitive
+	check_session_policy
+}
+
+fired := set() if {
+	all_checks_pass
+} else := explained
+
+# explained holds every reason of every failed check. A failed check with
+# no explanation still denies, with its catch-all FAMILY_rejected.
+explained contains r if {
+	not check_action
+	some r in explain("action", action_reasons)
+}
+
+explained contains r if {
+	not check_budget
+	some r in explain("budget", budget_reasons)
+}
+
+explained contains r if {
+	not check_decision_log
+	some r in explain("decision_log", decision_log_reasons)
+}
+
+explained contains r if {
+	not check_permission
+	some r in explain("permission", permission_reasons)
+}
+
+explained contains r if {
+	not check_url
+	some r in explain("url", url_reasons)
+}
+
+explained contains r if {
+	not check_target
+	some r in explain("target", target_reasons)
+}
+
+explained contains r if {
+	not check_sensitive
+	some r in explain("sensitive", sensitive_violations)
+}
+
+explained contains r if {
+	not check_session_policy
+	some r in explain("session_policy", session_policy_reasons)
+}
+
+explain(_, reasons) := reasons if count(reasons) > 0
+
+explain(family, reasons) := {reason(concat("_", [family, "rejected"]), sprintf("the %v check failed", [family]))} if {
+	count(reasons) == 0
+}
+
+# deny holds every rule that fired and that no applied exception waived.
+deny contains r if {
+	some r in fired
+	not waived_rule[r.rule]
+}
+
+# waived holds the rules that fired but were waived, with the exception id.
+waived contains {"rule": r.rule, "message": r.message, "exception": pair[1]} if {
+	some r in fired
+	some pair in applied_exceptions
+	pair[0] == r.rule
+}
+
+waived_rule contains pair[0] if some pair in applied_exceptions
+
+fired_rule contains r.rule if some r in fired
+
+reason(rule, message) := {"rule": rule, "message": message}
+
+default check_action := false
+
+default check_budget := false
+
+default check_decision_log := false
+
+default check_permission := false
+
+default check_url := false
+
+default check_target := false
+
+default check_sensitive := false
+
+default check_session_policy := false
+
+# ---------------------------------------------------------------------------
+# The action and its type.
+# ---------------------------------------------------------------------------
+
+action_type := t if {
+	t := input.action.type
+	is_string(t)
+} else := ""
+
+spec := config.action_types[action_type]
+
+default action_name := "browser.unknown"
+
+action_name := spec.name
+
+check_action if {
+	spec := config.action_types[input.action.type]
+	every field, want in spec.fields {
+		type_name(input.action[field]) == want
+	}
+}
+
+action_reasons contains reason(
+	"action_type_unknown",
+	sprintf("action type %v is not one of %v", [json.marshal(object.get(input, ["action", "type"], null)), concat(", ", sort(object.keys(config.action_types)))]),
+) if not config.action_types[action_type]
+
+action_reasons contains reason("action_malformed", sprintf("a %v action needs field %q of type %v", [action_type, field, want])) if {
+	some field, want in spec.fields
+	type_name(object.get(input.action, field, null)) != want
+}
+
+# ---------------------------------------------------------------------------
+# Step budget and decision log (seed 001 section 3).
+# ---------------------------------------------------------------------------
+
+check_budget if {
+	i := input.step_index
+	b := input.state.policyContext.maxStepBudget
+	is_number(i)
+	is_number(b)
+	i >= 0
+	b >= 1
+	i <= b
+	i <= config.limits.max_step_budget
+}
+
+budget_reasons contains reason("step_budget_invalid", "the session's maxStepBudget is missing or not a positive integer") if {
+	not valid_budget
+}
+
+budget_reasons contains reason("step_budget_invalid", "the step_index is missing or not a non-negative integer") if {
+	not valid_step_index
+}
+
+budget_reasons contains reason("step_budget_exceeded", sprintf("step %v is past the step budget of %v", [i, limit])) if {
+	valid_budget
+	valid_step_index
+	i := input.step_index
+	limit := min({input.state.policyContext.maxStepBudget, config.limits.max_step_budget})
+	i > limit
+}
+
+valid_budget if {
+	b := input.state.policyContext.maxStepBudget
+	is_number(b)
+	b >= 1
+}
+
+valid_step_index if {
+	i := input.step_index
+	is_number(i)
+	i >= 0
+}
+
+# The decision log id's form (an identifier) is checked in Go.
+check_decision_log if input.derived.decision_log_id_valid == true
+
+decision_log_reasons contains reason("decision_log_missing", "the session has no valid decisionLogId to record the decision under") if {
+	not check_decision_log
+}
+
+# ---------------------------------------------------------------------------
+# Permission levels and presets (seed 004).
+# ---------------------------------------------------------------------------
+
+# The permission level: the session's, else its preset's, else the default
+# preset's. An unknown preset is "invalid", which no level is named; an
+# unknown level is kept, and no rule allows it.
+permission_source := "permission" if {
+	input.session.permission != ""
+} else := "preset" if {
+	input.session.preset != ""
+} else := "default"
+
+default permission := "invalid"
+
+permission := p if {
+	p := permission_of(input.session.permission, input.session.preset)
+	is_string(p)
+}
+
+# permission_of is written as lookups, so that the fast path can inline it:
+# level if it is not "", else the preset's level (the default preset's when
+# preset is ""), "invalid" for an unknown preset.
+permission_of(level, preset) := object.get(
+	{"": object.get(config.presets, object.get({"": config.default_preset}, preset, preset), "invalid")},
+	level,
+	level,
+)
+
+check_permission if input.action.type in config.permissions[permission].allow
+
+permission_reasons contains reason("permission_unknown", sprintf("%v %v is not a known permission level or preset (levels: %v; presets: %v)", [
+	permission_source,
+	json.marshal(object.get(input, ["session", permission_source], config.default_preset)),
+	concat(", ", sort(object.keys(config.permissions))),
+	concat(", ", sort(object.keys(config.presets))),
+])) if not config.permissions[permission]
+
+permission_reasons contains reason("permission_denied", sprintf("permission level %v does not allow %v actions", [permission, json.marshal(action_type)])) if {
+	level := config.permissions[permission]
+	not action_type in level.allow
+}
+
+# ---------------------------------------------------------------------------
+# Origins: the URL the action runs on (the navigation target for navigate,
+# the active page otherwise), parsed and normalized in Go. The policy
+# matches normalized hosts exactly or by dot-suffix: Go lists the keys a
+# URL can match (origin_keys: its exact origin, and a wildcard origin for
+# its host and each parent domain) and the host's dot-suffixes
+# (host_suffixes: a.b.example, b.example, example).
+# ---------------------------------------------------------------------------
+
+# Two definitions, not an else: a navigate without target_url facts must
+# leave url_fact undefined (and be denied), not fall back to the active page.
+url_fact := input.derived.target_url if action_type == "navigate"
+
+url_fact := input.derived.active if action_type != "navigate"
+
+url_label := "navigation target" if {
+	action_type == "navigate"
+} else := "active page"
+
+check_url if {
+	u := url_fact
+	u.valid == true
+	u.userinfo == false
+	u.scheme in config.urls.allowed_schemes
+	origin_allowed
+	not host_blocked
+}
+
+origin_allowed if {
+	some k in url_fact.origin_keys
+	input.derived.allowed_origin_keys[k]
+}
+
+host_blocked if {
+	some s in url_fact.host_suffixes
+	s in config.urls.blocked_domains
+}
+
+host_blocked if {
+	some s in url_fact.host_suffixes
+	s in input.derived.blocked_domains
+}
+
+blocked_host[d] := "policy data" if some d in config.urls.blocked_domains
+
+blocked_host[d] := "session" if {
+	some d in input.derived.blocked_domains
+	not d in config.urls.blocked_domains
+}
+
+url_str(key) := s if {
+	s := url_fact[key]
+	is_string(s)
+} else := "(missing)"
+
+url_valid if url_fact.valid == true
+
+url_reasons contains reason("url_invalid", sprintf("%v URL %v is not a valid URL: %v", [url_label, json.marshal(url_str("raw")), url_str("error")])) if not url_valid
+
+url_reasons contains reason("url_scheme", sprintf("%v URL scheme %v is not allowed (allowed: %v)", [url_label, json.marshal(url_str("scheme")), concat(", ", config.urls.allowed_schemes)])) if {
+	url_valid
+	not object.get(url_fact, "scheme", null) in config.urls.allowed_schemes
+}
+
+url_reasons contains reason("url_userinfo", sprintf("%v URL %v carries a user name or password before its host %v; refused because it disguises the real host", [url_label, json.marshal(url_str("raw")), url_str("host")])) if {
+	url_valid
+	not url_fact.userinfo == false
+}
+
+url_reasons contains reason("origin_not_allowed", sprintf("%v origin %v is not one of the session's allowed origins (%v)", [url_label, url_str("origin"), concat(", ", input.derived.allowed_origins)])) if {
+	url_valid
+	not origin_allowed
+}
+
+url_reasons contains reason("blocked_domain", sprintf("%v host %v is in the blocked domain %v (%v)", [url_label, url_str("host"), s, blocked_host[s]])) if {
+	url_valid
+	some s in url_fact.host_suffixes
+	blocked_host[s]
+}
+
+# ---------------------------------------------------------------------------
+# The target element and sensitive fields (seed 001): judged on the element
+# the driver resolved, and on the selector the model wrote.
+# ---------------------------------------------------------------------------
+
+has_target if is_object(input.target)
+
+check_target if spec.requires_target == false
+
+check_target if has_target
+
+target_reasons contains reason("target_unresolved", sprintf("a %v action needs the element the driver resolved for its selector, and there is none", [action_type])) if {
+	not check_target
+}
+
+check_sensitive if not sensitive_violation
+
+sensitive_violation if count(sensitive_violations) > 0
+
+sensitive_violations contains reason("sensitive_unredacted", sprintf("typing into a sensitive field (%v) with redact false would put the secret in logs; set redact true", [sensitive_why])) if {
+	input.action.type == "type"
+	sensitive
+	not input.action.redact == true
+}
+
+sensitive_violations contains reason("sensitive_extract", sprintf("extracting the value of a sensitive field (%v) would hand the secret to the model", [sensitive_why])) if {
+	input.action.type == "extract"
+	input.derived.target.tag in config.sensitive.value_tags
+	sensitive
+}
+
+sensitive_reasons contains sprintf("the element is an input of type %v", [t]) if {
+	input.derived.target.tag == "input"
+	t := input.derived.target.type
+	t in config.sensitive.input_types
+}
+
+sensitive_reasons contains sprintf("the element's autocomplete is %v", [token]) if {
+	some token in input.derived.target.autocomplete
+	token in config.sensitive.autocomplete
+}
+
+sensitive_reasons contains sprintf("its name, id, label or selector matches %q", [p]) if {
+	strings.any_prefix_match(input.derived.field_tails, config.sensitive.name_patterns)
+	some p in config.sensitive.name_patterns
+	strings.any_prefix_match(input.derived.field_tails, p)
+}
+
+sensitive_reasons contains sprintf("its selector contains %q", [s]) if {
+	selector_sensitive
+	some s in sensitive_selectors
+	contains(input.derived.selector_lc, s)
+}
+
+selector_sensitive if {
+	some s in sensitive_selectors
+	contains(input.derived.selector_lc, s)
+}
+
+sensitive_selectors contains s if some s in config.sensitive.selectors
+
+sensitive_selectors contains s if some s in input.derived.sensitive_selectors
+
+sensitive if count(sensitive_reasons) > 0
+
+sensitive_why := concat("; ", sort(sensitive_reasons))
+
+# ---------------------------------------------------------------------------
+# The session's own policy additions must all be usable.
+# ---------------------------------------------------------------------------
+
+check_session_policy if count(input.derived.config_errors) == 0
+
+session_policy_reasons contains reason("session_policy_invalid", sprintf("%v entry %v is not usable: %v", [e.field, json.marshal(e.raw), e.error])) if {
+	some e in input.derived.config_errors
+}
+
+# ---------------------------------------------------------------------------
+# Risk (seed 000: low, medium, high) and approvals (seed 002).
+# ---------------------------------------------------------------------------
+
+risk_reason(rule, message, level) := {"rule": rule, "message": message, "risk": level}
+
+risk_reasons contains risk_reason("high_risk_pattern", sprintf("a %v on an element matching %q is high risk", [action_type, p]), "high") if {
+	spec.high_risk_patterns == true
+	strings.any_prefix_match(input.derived.subject_tails, config.risk.high_risk_patterns)
+	some p in config.risk.high_risk_patterns
+	strings.any_prefix_match(input.derived.subject_tails, p)
+}
+
+risk_reasons contains risk_reason("high_risk_url", sprintf("navigating to a URL whose path matches %q is high risk", [p]), "high") if {
+	input.action.type == "navigate"
+	strings.any_prefix_match(input.derived.target_url.path_tails, config.risk.high_risk_url_patterns)
+	some p in config.risk.high_risk_url_patterns
+	strings.any_prefix_match(input.derived.target_url.path_tails, p)
+}
+
+risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {
+	input.action.type == "type"
+	sensitive
+}
+
+risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {
+	input.action.type == "select"
+	sensitive
+}
+
+base_risk := spec.risk if {
+	config.action_types[action_type]
+} else := "high"
+
+risk_levels contains base_risk
+
+risk_levels contains r.risk if some r in risk_reasons
+
+# The highest level present; a level the data misspelled counts as high.
+risk := "high" if {
+	"high" in risk_levels
+} else := "high" if {
+	some l in risk_levels
+	not l in {"low", "medium"}
+} else := "medium" if {
+	"medium" in risk_levels
+} else := "low"
+
+approval_reasons contains reason("risk_requires_approval", sprintf("%v risk requires human approval", [risk])) if risk in config.risk.approval_required
+
+approval_reasons contains reason("permission_requires_confirmation", sprintf("permission level %v requires confirmation for %v actions", [permission, action_type])) if {
+	action_type in config.permissions[permission].confirm
+}
+
+requires_approval := count(approval_reasons) > 0
+
+# ---------------------------------------------------------------------------
+# Governed exceptions (seed 001): named, scoped to one rule, with a reason,
+# an expiry and a decision log link. Go checks their form and parses the
+# expiry (input.derived.exceptions); the policy decides what they waive.
+# ---------------------------------------------------------------------------
+
+exception_fields(e) := {k: v |
+	some k in ["id", "rule", "reason", "expires_at", "decision_log_id"]
+	v := e[k]
+}
+
+exception_well_formed(e) if {
+	count(e.problems) == 0
+	is_string(e.id)
+	is_string(e.rule)
+	is_number(e.expires_ns)
+	e.expires_ns > input.derived.now_ns
+}
+
+exception_status(e) := {"status": "malformed", "why": concat("; ", e.problems)} if {
+	count(e.problems) > 0
+} else := {"status": "expired", "why": sprintf("expired at %v, not after the decision time %v", [e.expires_at, input.now])} if {
+	e.expires_ns <= input.derived.now_ns
+} else := {"status": "out_of_scope", "why": sprintf("rule %v may not be waived by an exception", [e.rule])} if {
+	not e.rule in config.exceptions.waivable
+} else := {"status": "out_of_scope", "why": sprintf("rule %v did not fire for this action", [e.rule])} if {
+	not fired_rule[e.rule]
+} else := {"status": "applied", "why": sprintf("waives rule %v", [e.rule])} if {
+	exception_well_formed(e)
+} else := {"status": "malformed", "why": "the exception's facts are incomplete"}
+
+exception_results := [object.union(exception_fields(e), exception_status(e)) | some e in input.derived.exceptions]
+
+applied_exceptions contains [e.rule, e.id] if {
+	some e in input.derived.exceptions
+	s := exception_status(e)
+	s.status == "applied"
+}

@@ -1,0 +1,714 @@
+# Unit tests of the browser gate policy. Inputs are written as the Go gate
+# builds them (input.derived holds the facts Go computes); each test changes
+# the base input in one way. Every decision is also checked against
+# full_decision, so that the fast path never decides anything the full
+# rules would not.
+package aegis.browser_test
+
+import data.aegis.browser
+import data.aegis.config
+
+# ---------------------------------------------------------------------------
+# Fixtures.
+# ---------------------------------------------------------------------------
+
+shop_url := {
+	"raw": "https://shop.example/cart",
+	"valid": true,
+	"error": "",
+	"scheme": "https",
+	"host": "shop.example",
+	"port": 443,
+	"origin": "https://shop.example",
+	"userinfo": false,
+	"ip": "",
+	"path_tails": ["cart "],
+	"origin_keys": ["https://shop.example:443", "https://*.shop.example:443", "https://*.example:443"],
+	"host_suffixes": ["shop.example", "example"],
+}
+
+# url returns URL facts for host with the given path words.
+url(scheme, host, port, tails) := {
+	"raw": sprintf("%v://%v/", [scheme, host]),
+	"valid": true,
+	"error": "",
+	"scheme": scheme,
+	"host": host,
+	"port": port,
+	"origin": sprintf("%v://%v", [scheme, host]),
+	"userinfo": false,
+	"ip": "",
+	"path_tails": tails,
+	"origin_keys": [sprintf("%v://%v:%v", [scheme, host, port])],
+	"host_suffixes": [host],
+}
+
+base := {
+	"state": {
+		"sessionId": "s-1",
+		"activeUrl": "https://shop.example/cart",
+		"policyContext": {"maxStepBudget": 25, "decisionLogId": "dec-2026-01-23-001"},
+	},
+	"action": {"id": "a1", "type": "click", "reason": "open the next page", "policyTags": [], "selector": "#next"},
+	"step_index": 3,
+	"policy": {"blocked_domains": ["payments.example"], "sensitive_selectors": [], "governed_exceptions": []},
+	"session": {"id": "s-1", "allowed_origins": ["https://shop.example"], "permission": "", "preset": ""},
+	"now": "2026-01-23T10:00:00Z",
+	"derived": {
+		"now_ns": 1769162400000000000,
+		"active": shop_url,
+		"allowed_origins": ["https://shop.example"],
+		"allowed_origin_keys": {"https://shop.example:443": "https://shop.example"},
+		"config_errors": [],
+		"blocked_domains": ["payments.example"],
+		"sensitive_selectors": [],
+		"decision_log_id_valid": true,
+		"selector_lc": "#next",
+		"subject_tails": ["next "],
+		"field_tails": ["next "],
+		"action_field_types": {"id": "string", "type": "string", "reason": "string", "policyTags": "array", "selector": "string"},
+		"exceptions": [],
+	},
+}
+
+# with_action replaces the action's fields (and their Go facts).
+with_action(inp, fields, types) := object.union(inp, {
+	"action": object.union({"id": "a1", "reason": "r", "policyTags": []}, fields),
+	"derived": {"action_field_types": object.union({"id": "string", "reason": "string", "policyTags": "array"}, types)},
+})
+
+type_action(redact) := with_action(base, {"type": "type", "selector": "#pw", "text": "hunter2", "redact": redact}, {"type": "string", "selector": "string", "text": "string", "redact": "boolean"})
+
+with_target(inp, tag, typ, autocomplete) := object.union(inp, {
+	"target": {"tag": tag, "type": typ, "name": "", "id": "", "autocomplete": "", "role": "", "label": "", "text": ""},
+	"derived": {"target": {"tag": tag, "type": typ, "autocomplete": autocomplete}},
+})
+
+password_field := with_target(type_action(true), "input", "password", [])
+
+navigate(u) := object.union(
+	with_action(base, {"type": "navigate", "url": u.raw}, {"type": "string", "url": "string"}),
+	{"derived": {"target_url": u}},
+)
+
+# decide evaluates the decision for inp and checks that the fast path and
+# the full rules agree on it.
+decide(inp) := d if {
+	d := browser.decision with input as inp
+	full := browser.full_decision with input as inp
+	d == full
+}
+
+# fast reports whether inp takes the fast path: the decision is built
+# without full_decision.
+fast(inp) if {
+	d := browser.decision with input as inp with browser.full_decision as "full"
+	d != "full"
+}
+
+rules(d) := {r.rule | some r in d.deny}
+
+denied_by(inp, rule) if {
+	d := decide(inp)
+	d.allow == false
+	rule in rules(d)
+}
+
+exception(id, rule, expires_ns, problems) := {
+	"id": id,
+	"rule": rule,
+	"reason": "incident 42",
+	"expires_at": "2026-02-15T00:00:00Z",
+	"decision_log_id": "dec-approval-7",
+	"expires_ns": expires_ns,
+	"problems": problems,
+}
+
+live := 1771113600000000000
+
+with_exceptions(inp, es) := object.union(inp, {"derived": {"exceptions": es}})
+
+# ---------------------------------------------------------------------------
+# The decision.
+# ---------------------------------------------------------------------------
+
+test_base_allows_on_the_fast_path if {
+	d := decide(base)
+	d.allow == true
+	d.deny == set()
+	d.risk == "medium"
+	d.requires_approval == false
+	d.action_name == "browser.click"
+	d.permission == "full"
+	d.exceptions == []
+	fast(base)
+}
+
+test_every_field_is_present if {
+	d := decide(base)
+	object.keys(d) == {
+		"allow", "deny", "waived", "risk", "risk_reasons", "requires_approval",
+		"approval_reasons", "action_name", "permission", "exceptions",
+	}
+}
+
+test_full_decision_allows_the_base if {
+	d := browser.full_decision with input as base
+	d.allow == true
+	count(d.deny) == 0
+}
+
+test_every_action_type_allowed_with_its_fields if {
+	every t, spec in config.action_types {
+		fields := {f: sample[want] | some f, want in spec.fields}
+		inp0 := with_action(base, object.union({"type": t}, fields), object.union({"type": "string"}, spec.fields))
+		inp1 := object.union(inp0, {"derived": {"target_url": shop_url}})
+		inp := with_target(inp1, "input", "text", [])
+		d := decide(inp)
+		d.allow == true
+		d.action_name == spec.name
+	}
+}
+
+sample := {"string": "ok", "boolean": true, "number": 100}
+
+# ---------------------------------------------------------------------------
+# Action type and fields.
+# ---------------------------------------------------------------------------
+
+test_unknown_action_type_denied if {
+	inp := with_action(base, {"type": "shell", "selector": "#x"}, {"type": "string", "selector": "string"})
+	denied_by(inp, "action_type_unknown")
+	d := decide(inp)
+	d.action_name == "browser.unknown"
+	d.risk == "high"
+}
+
+test_missing_action_type_denied if {
+	inp := json.remove(base, ["/action/type"])
+	denied_by(inp, "action_type_unknown")
+}
+
+test_action_missing_field_denied if {
+	inp := json.remove(base, ["/action/selector", "/derived/action_field_types/selector"])
+	denied_by(inp, "action_malformed")
+}
+
+test_action_field_of_wrong_type_denied if {
+	inp := object.union(base, {"action": {"selector": 7}, "derived": {"action_field_types": {"selector": "number"}}})
+	denied_by(inp, "action_malformed")
+}
+
+# ---------------------------------------------------------------------------
+# Step budget and decision log.
+# ---------------------------------------------------------------------------
+
+test_step_at_budget_allowed if {
+	d := decide(object.union(base, {"step_index": 25}))
+	d.allow == true
+}
+
+test_step_past_budget_denied if {
+	denied_by(object.union(base, {"step_index": 26}), "step_budget_exceeded")
+}
+
+test_step_past_policy_cap_denied if {
+	inp := object.union(base, {"step_index": 30, "state": {"policyContext": {"maxStepBudget": 100}}})
+	denied_by(inp, "step_budget_exceeded") with config.limits.max_step_budget as 20
+}
+
+test_negative_step_denied if {
+	denied_by(object.union(base, {"step_index": -1}), "step_budget_invalid")
+}
+
+test_missing_step_denied if {
+	denied_by(json.remove(base, ["/step_index"]), "step_budget_invalid")
+}
+
+test_zero_budget_denied if {
+	inp := object.union(base, {"step_index": 0, "state": {"policyContext": {"maxStepBudget": 0}}})
+	denied_by(inp, "step_budget_invalid")
+}
+
+test_budget_not_a_number_denied if {
+	inp := object.union(base, {"state": {"policyContext": {"maxStepBudget": "25"}}})
+	denied_by(inp, "step_budget_invalid")
+}
+
+test_decision_log_missing_denied if {
+	denied_by(object.union(base, {"derived": {"decision_log_id_valid": false}}), "decision_log_missing")
+}
+
+# ---------------------------------------------------------------------------
+# Permission levels and presets.
+# ---------------------------------------------------------------------------
+
+with_session(inp, permission, preset) := object.union(inp, {"session": {"permission": permission, "preset": preset}})
+
+test_default_preset_is_power if {
+	d := decide(base)
+	d.permission == config.presets[config.default_preset]
+}
+
+test_disabled_denies_everything if {
+	every t in ["click", "extract", "wait"] {
+		inp := with_session(with_action(base, {"type": t, "selector": "#x", "extract": "text", "durationMs": 10}, {"type": "string", "selector": "string", "extract": "string", "durationMs": "number"}), "disabled", "")
+		denied_by(inp, "permission_denied")
+	}
+}
+
+test_safe_preset_is_disabled if {
+	denied_by(with_session(base, "", "safe"), "permission_denied")
+	d := decide(with_session(base, "", "safe"))
+	d.permission == "disabled"
+}
+
+test_observe_allows_extract_only_kinds if {
+	ext := with_action(base, {"type": "extract", "extract": "text"}, {"type": "string", "extract": "string"})
+	decide(with_session(ext, "observe", "")).allow == true
+	denied_by(with_session(base, "observe", ""), "permission_denied")
+}
+
+test_control_pauses_input if {
+	d := decide(with_session(base, "control", ""))
+	d.allow == true
+	d.requires_approval == true
+	"permission_requires_confirmation" in {r.rule | some r in d.approval_reasons}
+	not fast(with_session(base, "control", ""))
+}
+
+test_balanced_preset_is_control if {
+	d := decide(with_session(base, "", "balanced"))
+	d.permission == "control"
+	d.requires_approval == true
+}
+
+test_control_does_not_confirm_scroll if {
+	inp := with_action(base, {"type": "scroll", "direction": "down"}, {"type": "string", "direction": "string"})
+	d := decide(with_session(inp, "control", ""))
+	d.allow == true
+	d.requires_approval == false
+	d.risk == "low"
+}
+
+test_full_and_power_do_not_confirm if {
+	decide(with_session(base, "full", "")).requires_approval == false
+	decide(with_session(base, "", "power")).requires_approval == false
+	decide(with_session(base, "", "developer")).requires_approval == false
+}
+
+test_permission_beats_preset if {
+	decide(with_session(base, "full", "safe")).allow == true
+}
+
+test_unknown_permission_denied if {
+	denied_by(with_session(base, "root", ""), "permission_unknown")
+}
+
+test_unknown_preset_denied if {
+	inp := with_session(base, "", "yolo")
+	denied_by(inp, "permission_unknown")
+	decide(inp).permission == "invalid"
+}
+
+test_non_string_permission_denied if {
+	inp := with_session(base, 5, "")
+	denied_by(inp, "permission_unknown")
+	decide(inp).permission == "invalid"
+}
+
+# ---------------------------------------------------------------------------
+# Origins.
+# ---------------------------------------------------------------------------
+
+test_navigate_within_allowlist_allowed if {
+	d := decide(navigate(url("https", "shop.example", 443, ["products "])))
+	d.allow == true
+	d.action_name == "browser.navigate"
+}
+
+test_navigate_outside_allowlist_denied if {
+	denied_by(navigate(url("https", "evil.example", 443, [])), "origin_not_allowed")
+}
+
+test_navigate_other_port_denied if {
+	denied_by(navigate(url("https", "shop.example", 8443, [])), "origin_not_allowed")
+}
+
+test_wildcard_allowlist_allows_subdomains if {
+	u := object.union(url("https", "a.shop.example", 443, []), {"origin_keys": ["https://a.shop.example:443", "https://*.a.shop.example:443", "https://*.shop.example:443", "https://*.example:443"]})
+	inp := object.union(navigate(u), {"derived": {"allowed_origin_keys": {"https://*.shop.example:443": "https://*.shop.example"}}})
+	decide(inp).allow == true
+}
+
+test_navigate_blocked_domain_denied if {
+	u := object.union(url("https", "pay.payments.example", 443, []), {"host_suffixes": ["pay.payments.example", "payments.example", "example"]})
+	inp := object.union(navigate(u), {"derived": {"allowed_origin_keys": {"https://pay.payments.example:443": "x"}}})
+	denied_by(inp, "blocked_domain")
+	some r in decide(inp).deny
+	r.rule == "blocked_domain"
+	contains(r.message, "(session)")
+}
+
+test_policy_data_blocked_domain_denied if {
+	inp := object.union(base, {"derived": {"blocked_domains": []}})
+	denied_by(inp, "blocked_domain") with config.urls.blocked_domains as ["example"]
+	some r in decide(inp).deny with config.urls.blocked_domains as ["example"]
+	contains(r.message, "(policy data)")
+}
+
+test_blocked_suffix_lookalike_takes_full_path_but_allows if {
+	# "xample" is a string suffix of shop.example but not a domain of it.
+	inp := object.union(base, {"derived": {"blocked_domains": ["xample"]}})
+	d := decide(inp)
+	d.allow == true
+	not fast(inp)
+}
+
+test_javascript_url_denied if {
+	u := {"raw": "javascript:alert(1)", "valid": true, "error": "", "scheme": "javascript", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "path_tails": [], "origin_keys": [], "host_suffixes": []}
+	denied_by(navigate(u), "url_scheme")
+	denied_by(navigate(u), "origin_not_allowed")
+}
+
+test_invalid_url_denied if {
+	u := {"raw": "https://exa mple.com", "valid": false, "error": "contains whitespace", "scheme": "https", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "path_tails": [], "origin_keys": [], "host_suffixes": []}
+	denied_by(navigate(u), "url_invalid")
+}
+
+test_navigate_without_facts_denied if {
+	inp := with_action(base, {"type": "navigate", "url": "https://shop.example/"}, {"type": "string", "url": "string"})
+	denied_by(inp, "url_invalid")
+	some r in decide(inp).deny
+	contains(r.message, "(missing)")
+}
+
+test_userinfo_denied if {
+	u := object.union(url("https", "evil.example", 443, []), {"raw": "https://shop.example@evil.example/", "userinfo": true})
+	denied_by(navigate(u), "url_userinfo")
+	denied_by(navigate(u), "origin_not_allowed")
+}
+
+test_action_on_page_outside_allowlist_denied if {
+	inp := object.union(base, {"derived": {"active": url("https", "evil.example", 443, [])}})
+	denied_by(inp, "origin_not_allowed")
+	some r in decide(inp).deny
+	contains(r.message, "active page")
+}
+
+test_action_on_about_blank_denied if {
+	blank := {"raw": "about:blank", "valid": true, "error": "", "scheme": "about", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "path_tails": [], "origin_keys": [], "host_suffixes": []}
+	denied_by(object.union(base, {"derived": {"active": blank}}), "url_scheme")
+}
+
+test_navigate_from_about_blank_allowed if {
+	blank := {"raw": "about:blank", "valid": true, "error": "", "scheme": "about", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "path_tails": [], "origin_keys": [], "host_suffixes": []}
+	inp := object.union(navigate(url("https", "shop.example", 443, [])), {"derived": {"active": blank}})
+	decide(inp).allow == true
+}
+
+test_unusable_session_entry_denied if {
+	inp := object.union(base, {"derived": {"config_errors": [{"field": "allowed_origins", "raw": "ftp://x", "error": "scheme ftp is not http or https"}]}})
+	denied_by(inp, "session_policy_invalid")
+}
+
+test_failed_check_without_explanation_still_denies if {
+	inp := json.remove(base, ["/derived/config_errors"])
+	denied_by(inp, "session_policy_rejected")
+}
+
+# ---------------------------------------------------------------------------
+# Targets and sensitive fields.
+# ---------------------------------------------------------------------------
+
+test_type_without_target_denied if {
+	denied_by(type_action(true), "target_unresolved")
+}
+
+test_type_into_plain_field_allowed_fast if {
+	inp := with_target(type_action(false), "input", "text", [])
+	inp2 := object.union(inp, {"derived": {"selector_lc": "#q", "field_tails": ["q "]}})
+	d := decide(inp2)
+	d.allow == true
+	d.requires_approval == false
+	fast(inp2)
+}
+
+test_password_input_called_pw_is_sensitive if {
+	inp := with_target(type_action(false), "input", "password", [])
+	denied_by(inp, "sensitive_unredacted")
+}
+
+test_password_input_redacted_needs_approval if {
+	d := decide(password_field)
+	d.allow == true
+	d.risk == "high"
+	d.requires_approval == true
+	"sensitive_field" in {r.rule | some r in d.risk_reasons}
+	"risk_requires_approval" in {r.rule | some r in d.approval_reasons}
+}
+
+test_autocomplete_cc_number_is_sensitive if {
+	inp := with_target(type_action(false), "input", "text", ["cc-number"])
+	denied_by(inp, "sensitive_unredacted")
+}
+
+test_one_time_code_is_sensitive if {
+	inp := with_target(type_action(false), "input", "text", ["one-time-code"])
+	denied_by(inp, "sensitive_unredacted")
+}
+
+test_name_ssn_is_sensitive if {
+	inp0 := with_target(type_action(false), "input", "text", [])
+	inp := object.union(inp0, {"derived": {"field_tails": ["user ssn ", "ssn "]}})
+	denied_by(inp, "sensitive_unredacted")
+}
+
+test_seed_selector_list_applies if {
+	inp0 := with_target(type_action(false), "input", "text", [])
+	inp := object.union(inp0, {"derived": {"selector_lc": "input[name=ssn]", "field_tails": ["input ", "name "]}})
+	denied_by(inp, "sensitive_unredacted")
+}
+
+test_session_selector_list_applies if {
+	inp0 := with_target(type_action(false), "input", "text", [])
+	inp := object.union(inp0, {"derived": {"selector_lc": "#secret-box", "field_tails": ["box "], "sensitive_selectors": ["#secret-box"]}})
+	denied_by(inp, "sensitive_unredacted")
+}
+
+test_select_in_sensitive_field_is_high_risk if {
+	inp0 := with_action(base, {"type": "select", "selector": "#exp", "value": "12"}, {"type": "string", "selector": "string", "value": "string"})
+	inp := with_target(inp0, "select", "", ["cc-exp-month"])
+	d := decide(inp)
+	d.allow == true
+	d.risk == "high"
+}
+
+test_extract_of_password_value_denied if {
+	inp0 := with_action(base, {"type": "extract", "selector": "#pw", "extract": "text"}, {"type": "string", "selector": "string", "extract": "string"})
+	inp := with_target(inp0, "input", "password", [])
+	denied_by(inp, "sensitive_extract")
+}
+
+test_extract_of_page_text_allowed if {
+	inp0 := with_action(base, {"type": "extract", "selector": "#help", "extract": "text"}, {"type": "string", "selector": "string", "extract": "string"})
+	inp := object.union(with_target(inp0, "p", "", []), {"derived": {"field_tails": ["password ", "help "]}})
+	decide(inp).allow == true
+}
+
+test_click_on_password_field_is_not_sensitive if {
+	inp := with_target(base, "input", "password", [])
+	d := decide(inp)
+	d.allow == true
+	d.risk == "medium"
+}
+
+# ---------------------------------------------------------------------------
+# Risk.
+# ---------------------------------------------------------------------------
+
+test_scroll_is_low_risk if {
+	inp := with_action(base, {"type": "scroll", "direction": "down"}, {"type": "string", "direction": "string"})
+	decide(inp).risk == "low"
+}
+
+test_click_pay_is_high_risk if {
+	inp := object.union(base, {"derived": {"subject_tails": ["btn pay now ", "pay now ", "now "]}})
+	d := decide(inp)
+	d.allow == true
+	d.risk == "high"
+	d.requires_approval == true
+	some r in d.risk_reasons
+	r.rule == "high_risk_pattern"
+	contains(r.message, "\"pay\"")
+}
+
+test_click_submit_order_is_high_risk if {
+	inp := object.union(base, {"derived": {"subject_tails": ["submit order ", "order "]}})
+	decide(inp).risk == "high"
+}
+
+test_click_submit_is_not_high_risk if {
+	inp := object.union(base, {"derived": {"subject_tails": ["submit "]}})
+	decide(inp).risk == "medium"
+}
+
+test_click_display_is_not_pay if {
+	inp := object.union(base, {"derived": {"subject_tails": ["display settings ", "settings "]}})
+	decide(inp).risk == "medium"
+}
+
+test_type_text_matching_pattern_is_not_high_risk if {
+	inp := object.union(with_target(type_action(false), "input", "text", []), {"derived": {"subject_tails": ["delete "], "field_tails": ["q "]}})
+	d := decide(inp)
+	d.risk == "medium"
+	d.allow == true
+}
+
+test_navigate_to_checkout_is_high_risk if {
+	d := decide(navigate(url("https", "shop.example", 443, ["checkout step 1 ", "step 1 ", "1 "])))
+	d.risk == "high"
+	some r in d.risk_reasons
+	r.rule == "high_risk_url"
+}
+
+test_misspelled_risk_level_counts_as_high if {
+	d := decide(base) with config.action_types.click.risk as "severe"
+	d.risk == "high"
+}
+
+test_low_risk_level_data if {
+	d := decide(base) with config.action_types.click.risk as "low"
+	d.risk == "low"
+}
+
+test_high_base_risk_requires_approval if {
+	d := decide(base) with config.action_types.click.risk as "high"
+	d.risk == "high"
+	d.requires_approval == true
+}
+
+test_policy_tags_from_the_model_change_nothing if {
+	inp := object.union(base, {"action": {"policyTags": ["approved", "low-risk", "exception:all"]}})
+	decide(inp) == decide(base)
+}
+
+# ---------------------------------------------------------------------------
+# Governed exceptions.
+# ---------------------------------------------------------------------------
+
+outside := object.union(base, {"derived": {"active": url("https", "evil.example", 443, [])}})
+
+test_valid_exception_waives_its_rule if {
+	inp := with_exceptions(outside, [exception("ge-1", "origin_not_allowed", live, [])])
+	d := decide(inp)
+	d.allow == true
+	some w in d.waived
+	w.rule == "origin_not_allowed"
+	w.exception == "ge-1"
+	d.exceptions[0].status == "applied"
+	d.exceptions[0].id == "ge-1"
+}
+
+test_expired_exception_waives_nothing if {
+	inp := with_exceptions(outside, [exception("ge-1", "origin_not_allowed", 1769162400000000000, [])])
+	denied_by(inp, "origin_not_allowed")
+	d := decide(inp)
+	d.exceptions[0].status == "expired"
+	contains(d.exceptions[0].why, "expired at")
+}
+
+test_malformed_exception_waives_nothing if {
+	inp := with_exceptions(outside, [exception("ge-1", "", live, ["it names no rule to waive"])])
+	denied_by(inp, "origin_not_allowed")
+	d := decide(inp)
+	d.exceptions[0].status == "malformed"
+	d.exceptions[0].why == "it names no rule to waive"
+}
+
+test_exception_for_unwaivable_rule_is_out_of_scope if {
+	inp := with_exceptions(object.union(base, {"derived": {"decision_log_id_valid": false}}), [exception("ge-1", "decision_log_missing", live, [])])
+	denied_by(inp, "decision_log_missing")
+	d := decide(inp)
+	d.exceptions[0].status == "out_of_scope"
+	contains(d.exceptions[0].why, "may not be waived")
+}
+
+test_exception_for_another_rule_is_out_of_scope if {
+	inp := with_exceptions(outside, [exception("ge-1", "step_budget_exceeded", live, [])])
+	denied_by(inp, "origin_not_allowed")
+	d := decide(inp)
+	d.exceptions[0].status == "out_of_scope"
+	contains(d.exceptions[0].why, "did not fire")
+}
+
+test_exception_waives_only_its_rule if {
+	inp := with_exceptions(object.union(outside, {"step_index": 99}), [exception("ge-1", "origin_not_allowed", live, [])])
+	d := decide(inp)
+	rules(d) == {"step_budget_exceeded"}
+}
+
+test_exception_on_an_allowed_action_is_out_of_scope if {
+	d := decide(with_exceptions(base, [exception("ge-1", "origin_not_allowed", live, [])]))
+	d.allow == true
+	d.exceptions[0].status == "out_of_scope"
+}
+
+test_exception_with_incomplete_facts_is_malformed if {
+	e := json.remove(exception("ge-1", "origin_not_allowed", live, []), ["/id"])
+	d := decide(with_exceptions(outside, [e]))
+	d.allow == false
+	d.exceptions[0].status == "malformed"
+}
+
+# ---------------------------------------------------------------------------
+# The data itself: normalized as the rules assume.
+# ---------------------------------------------------------------------------
+
+word_pattern(p) if regex.match(`^[a-z0-9]+( [a-z0-9]+)*$`, p)
+
+test_data_patterns_are_normalized_words if {
+	every p in config.risk.high_risk_patterns {
+		word_pattern(p)
+		count(p) <= 64
+	}
+	every p in config.risk.high_risk_url_patterns {
+		word_pattern(p)
+	}
+	every p in config.sensitive.name_patterns {
+		word_pattern(p)
+	}
+}
+
+test_data_selectors_are_normalized if {
+	every s in config.sensitive.selectors {
+		s == lower(s)
+		not regex.match(`[\s"']`, s)
+		s != ""
+	}
+}
+
+test_data_blocked_domains_are_normalized if {
+	every d in config.urls.blocked_domains {
+		d == lower(d)
+		not endswith(d, ".")
+		not startswith(d, "*")
+		d != ""
+	}
+}
+
+test_data_action_types_are_complete if {
+	every t, spec in config.action_types {
+		spec.name == concat(".", ["browser", t])
+		spec.risk in {"low", "medium", "high"}
+		is_boolean(spec.requires_target)
+		is_boolean(spec.high_risk_patterns)
+		is_object(spec.fields)
+	}
+}
+
+test_data_permissions_and_presets if {
+	object.keys(config.permissions) == {"disabled", "observe", "control", "full"}
+	config.presets.safe == "disabled"
+	config.presets.balanced == "control"
+	config.presets.power == "full"
+	config.presets.developer == "full"
+	count(config.permissions.disabled.allow) == 0
+	every t in config.permissions.observe.allow {
+		config.action_types[t].risk == "low"
+	}
+	config.presets[config.default_preset]
+}
+
+test_data_waivable_rules_exclude_the_floor if {
+	every r in ["url_scheme", "url_userinfo", "url_invalid", "sensitive_unredacted", "sensitive_extract", "decision_log_missing", "action_type_unknown", "action_malformed", "permission_unknown", "session_policy_invalid"] {
+		not r in config.exceptions.waivable
+	}
+}
+
+test_unknown_default_preset_denied if {
+	inp := base
+	denied_by(inp, "permission_unknown") with config.default_preset as "nope"
+	some r in decide(inp).deny with config.default_preset as "nope"
+	startswith(r.message, "default")
+}
