@@ -1006,7 +1006,7 @@
 
   function arm(el) {
     disarm();
-    const state = { el, listeners: [], intercepted: '', seen: false, navigating: false, download: false };
+    const state = { el, listeners: [], intercepted: '', seen: false, navigating: false, download: false, submit: null };
     const target = winOf(el);
     const wins = [];
     let w = target, guard = 0;
@@ -1046,6 +1046,12 @@
           state.listeners.push([nav, 'navigate', fn]);
         }
       } catch (e) { /* no Navigation API */ }
+      // A form submission plans its navigation in a later task, which may
+      // run after finishClick: remember the submit event and judge it there,
+      // when every handler has had its chance to cancel it.
+      const sb = (ev) => { if (armed === state && ev.isTrusted !== false) state.submit = ev; };
+      apply(origAdd || win.addEventListener, win, ['submit', sb, true]);
+      state.listeners.push([win, 'submit', sb]);
       const bu = () => { if (armed === state) state.navigating = true; };
       apply(origAdd || win.addEventListener, win, ['beforeunload', bu, true]);
       state.listeners.push([win, 'beforeunload', bu]);
@@ -1087,7 +1093,8 @@
       const a = disarm();
       if (!a) return { seen: false, navigating: false };
       if (a.intercepted) throw new Fail('not_interactable', 'the click landed on ' + a.intercepted + ' instead of the element and was stopped');
-      return { seen: a.seen, navigating: a.navigating, download: a.download };
+      const submitted = !!(a.submit && !a.submit.defaultPrevented);
+      return { seen: a.seen, navigating: a.navigating || submitted, download: a.download };
     });
   }
 
