@@ -2,9 +2,10 @@ package contract
 
 // The Go side of the evidence bundle's manifest and ledger (schemas
 // evidence-manifest.schema.json and ledger-entry.schema.json, kinds
-// "manifest" and "ledger-entry"). Both shapes are PRELIMINARY: a later issue
-// settles the details. Times stay strings (RFC 3339) and hashes are 64
-// lowercase hex digits, as everywhere in the contract.
+// "manifest" and "ledger-entry"). The bundle format itself (files, hashing,
+// chain, seal, signature, packing) is specified in evidence/FORMAT.md and
+// implemented by package evidence. Times stay strings (RFC 3339) and hashes
+// are 64 lowercase hex digits, as everywhere in the contract.
 
 // ManifestFormatVersion is the formatVersion of the manifests this version
 // of aegis writes and reads.
@@ -15,8 +16,11 @@ const ManifestFormatVersion = "aegis-evidence/1"
 const GenesisPrevHash = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // Manifest is the manifest.json of an evidence bundle (schema kind
-// "manifest"). While Status is SessionRunning it has neither EndedAt nor
-// Seal; a sealed manifest has both.
+// "manifest"). While Status is SessionRunning it has neither EndedAt, Signer
+// nor Seal. The same shape is recorded twice in the ledger: as first
+// written (provenance/manifest-start.json, status running) and as last
+// written before the seal (provenance/manifest-end.json, final status, no
+// seal); the sealed manifest.json is the latter plus Seal.
 type Manifest struct {
 	// FormatVersion is ManifestFormatVersion.
 	FormatVersion string `json:"formatVersion"`
@@ -36,8 +40,13 @@ type Manifest struct {
 	Status SessionStatus `json:"status"`
 	// Versions names the versions of everything that decided or acted.
 	Versions Versions `json:"versions"`
-	// Counts counts the records of the bundle.
+	// Counts counts the records of the bundle (all zero while running).
 	Counts Counts `json:"counts"`
+	// Signer is the key id ("ed25519:" and the public key in 64 lowercase
+	// hex digits) of the DSSE signature over the sealed manifest
+	// (provenance/seal.dsse.json); "" (absent) for an unsigned bundle and
+	// while running. It is a hint naming the key, never a trust anchor.
+	Signer string `json:"signer,omitempty"`
 	// Seal seals the ledger; nil until the session is over and sealed.
 	Seal *Seal `json:"seal,omitempty"`
 }
@@ -58,49 +67,61 @@ type Versions struct {
 
 // Counts counts the records an evidence bundle holds.
 type Counts struct {
-	// Actions counts the actions in actions.jsonl.
+	// Actions counts the executed actions: the lines of actions.jsonl.
 	Actions int `json:"actions"`
-	// Decisions counts the policy decision records.
+	// Decisions counts the policy decision records: the lines of
+	// decisions.jsonl.
 	Decisions int `json:"decisions"`
-	// Events counts the stream events.
+	// Events counts the stream events: the lines of events.jsonl.
 	Events int `json:"events"`
-	// Observations counts the observations (each with a DOM snapshot).
+	// Observations counts the observations (dom/{step}.json, each with its
+	// dom/{step}.html snapshot).
 	Observations int `json:"observations"`
-	// Artifacts counts the artifacts.
+	// Artifacts counts the artifact records under artifacts/: extracted
+	// artifacts and image records (not the image files themselves).
 	Artifacts int `json:"artifacts"`
 }
 
 // Seal seals an evidence bundle's ledger once the session is over.
 type Seal struct {
-	// Entries is how many entries the ledger holds (at least 1).
+	// Entries is how many entries the ledger holds (at least 2: the
+	// genesis entry and the manifest-end entry).
 	Entries int `json:"entries"`
 	// HeadHash is the EntryHash of the ledger's last entry.
 	HeadHash string `json:"headHash"`
 	// MerkleRoot is the RFC 6962 Merkle tree hash over the entries'
-	// EntryHash values, in index order.
+	// EntryHash values (32 bytes each), in index order.
 	MerkleRoot string `json:"merkleRoot"`
-	// SealedAt is when the seal was written.
+	// SealedAt is when the seal was written: the Time of the last entry.
 	SealedAt string `json:"sealedAt"`
 }
 
-// LedgerKind is what a ledger entry records.
+// LedgerKind is what a ledger entry records. Each kind lives at its own
+// place in the bundle (see evidence/FORMAT.md).
 type LedgerKind string
 
 // The ledger entry kinds.
 const (
-	LedgerManifestStart     LedgerKind = "manifest-start"     // the genesis entry: the manifest as first written
-	LedgerPlan              LedgerKind = "plan"               // a BrowserPlan
-	LedgerNavigatorResponse LedgerKind = "navigator-response" // the model's answer, as received
-	LedgerAction            LedgerKind = "action"             // a line of actions.jsonl
-	LedgerDecision          LedgerKind = "decision"           // a policy decision record
-	LedgerControl           LedgerKind = "control"            // an operator's abort or approval decision
-	LedgerEvent             LedgerKind = "event"              // a stream event
-	LedgerObservation       LedgerKind = "observation"        // a BrowserObservation
-	LedgerDOMSnapshot       LedgerKind = "dom-snapshot"       // dom/{step}.json
-	LedgerArtifact          LedgerKind = "artifact"           // artifacts/{id}.json
-	LedgerImageArtifact     LedgerKind = "image-artifact"     // an image stored in the bundle
-	LedgerToolResult        LedgerKind = "tool-result"        // an executed action's result
+	LedgerManifestStart LedgerKind = "manifest-start" // provenance/manifest-start.json: the genesis entry, the manifest as first written
+	LedgerPlan          LedgerKind = "plan"           // plan.json, then plans/{n}.json: a BrowserPlan and its revisions
+	LedgerAction        LedgerKind = "action"         // a line of actions.jsonl: an executed action with its ToolResult
+	LedgerDecision      LedgerKind = "decision"       // a line of decisions.jsonl: a policy decision record
+	LedgerEvent         LedgerKind = "event"          // a line of events.jsonl: a stream event
+	LedgerDOMSnapshot   LedgerKind = "dom-snapshot"   // dom/{step}.html: an observation's DOM snapshot, verbatim
+	LedgerObservation   LedgerKind = "observation"    // dom/{step}.json: a BrowserObservation, its snapshot moved to the .html
+	LedgerArtifact      LedgerKind = "artifact"       // artifacts/{id}.json: an extracted artifact
+	LedgerImage         LedgerKind = "image"          // artifacts/{id}.png|jpg|webp: an image's bytes
+	LedgerImageArtifact LedgerKind = "image-artifact" // artifacts/{id}.json: the ImageArtifact record of an image
+	LedgerManifestEnd   LedgerKind = "manifest-end"   // provenance/manifest-end.json: the last entry, the manifest as the session ended
 )
+
+// LedgerKinds returns every ledger kind, in the order of the constants.
+func LedgerKinds() []LedgerKind {
+	return []LedgerKind{
+		LedgerManifestStart, LedgerPlan, LedgerAction, LedgerDecision, LedgerEvent, LedgerDOMSnapshot,
+		LedgerObservation, LedgerArtifact, LedgerImage, LedgerImageArtifact, LedgerManifestEnd,
+	}
+}
 
 // LedgerEntry is one line of provenance/ledger.json, which is kept as JSON
 // Lines (schema kind "ledger-entry"): one record of the bundle, hash-chained
@@ -115,14 +136,15 @@ type LedgerEntry struct {
 	// Line is the record's line (from 1) in a .jsonl File; 0 (absent) for
 	// other files.
 	Line int `json:"line,omitempty"`
-	// ContentHash is the SHA-256 (hex) of the record's canonical bytes
-	// (RFC 8785, package canonjson).
+	// ContentHash commits to the record's bytes and kind:
+	// SHA-256("aegis.evidence.v1.content:" || kind || ":" || SHA-256(record)),
+	// in hex (evidence/FORMAT.md).
 	ContentHash string `json:"contentHash"`
 	// PrevHash is the previous entry's EntryHash; GenesisPrevHash for the
 	// entry at index 0.
 	PrevHash string `json:"prevHash"`
-	// EntryHash is the SHA-256 (hex) of the canonical bytes of the entry
-	// without its entryHash member.
+	// EntryHash is SHA-256("aegis.evidence.v1.entry:" || the canonical
+	// bytes (RFC 8785) of the entry without its entryHash member), in hex.
 	EntryHash string `json:"entryHash"`
 	// Time is when the record was appended, an RFC 3339 date-time.
 	Time string `json:"time"`

@@ -15,13 +15,7 @@ var evidenceKinds = map[schemas.Kind]func() any{
 	schemas.KindLedgerEntry: func() any { return new(contract.LedgerEntry) },
 }
 
-func ledgerKinds() []contract.LedgerKind {
-	return []contract.LedgerKind{
-		contract.LedgerManifestStart, contract.LedgerPlan, contract.LedgerNavigatorResponse, contract.LedgerAction,
-		contract.LedgerDecision, contract.LedgerControl, contract.LedgerEvent, contract.LedgerObservation,
-		contract.LedgerDOMSnapshot, contract.LedgerArtifact, contract.LedgerImageArtifact, contract.LedgerToolResult,
-	}
-}
+func ledgerKinds() []contract.LedgerKind { return contract.LedgerKinds() }
 
 func ledgerKindsAny() []any {
 	var out []any
@@ -61,12 +55,14 @@ func TestEvidenceGoValuesRoundTrip(t *testing.T) {
 	sealed.Status, sealed.EndedAt = contract.SessionCompleted, "2026-01-23T10:16:10.5Z"
 	sealed.Versions.Extension, sealed.Versions.Model = "0.1.0.3", "gpt-4o-2024-08-06"
 	sealed.Counts = contract.Counts{Actions: 6, Decisions: 6, Events: 9, Observations: 6, Artifacts: 2}
+	sealed.Signer = "ed25519:" + hex64(0x3b)
 	sealed.Seal = &contract.Seal{Entries: 30, HeadHash: hex64(0xaa), MerkleRoot: hex64(0xbb), SealedAt: "2026-01-23T10:16:11Z"}
 	cases := []tc{
 		{schemas.KindManifest, "hand/running", handManifest()},
 		{schemas.KindManifest, "hand/sealed", sealed},
 		{schemas.KindLedgerEntry, "hand/genesis", contract.LedgerEntry{Index: 0, Kind: contract.LedgerManifestStart, File: "provenance/manifest-start.json", ContentHash: hex64(1), PrevHash: contract.GenesisPrevHash, EntryHash: hex64(2), Time: "2026-01-23T10:15:00Z"}},
 		{schemas.KindLedgerEntry, "hand/action", contract.LedgerEntry{Index: 1, Kind: contract.LedgerAction, File: "actions.jsonl", Line: 1, ContentHash: hex64(3), PrevHash: hex64(2), EntryHash: hex64(4), Time: "2026-01-23T10:15:01Z"}},
+		{schemas.KindLedgerEntry, "hand/manifest-end", contract.LedgerEntry{Index: 9, Kind: contract.LedgerManifestEnd, File: "provenance/manifest-end.json", ContentHash: hex64(5), PrevHash: hex64(4), EntryHash: hex64(6), Time: "2026-01-23T10:16:11Z"}},
 	}
 	g := newGen(1001)
 	for i := range 150 {
@@ -82,7 +78,7 @@ func TestEvidenceGoValuesRoundTrip(t *testing.T) {
 
 // TestManifestLifecycle checks the rules that tie status, endedAt and seal.
 func TestManifestLifecycle(t *testing.T) {
-	seal := &contract.Seal{Entries: 1, HeadHash: hex64(1), MerkleRoot: hex64(1), SealedAt: "2026-01-23T10:16:11Z"}
+	seal := &contract.Seal{Entries: 2, HeadHash: hex64(1), MerkleRoot: hex64(1), SealedAt: "2026-01-23T10:16:11Z"}
 	tests := []struct {
 		name    string
 		status  contract.SessionStatus
@@ -96,6 +92,34 @@ func TestManifestLifecycle(t *testing.T) {
 		{"ended, not sealed", contract.SessionFailed, "2026-01-23T10:16:10Z", nil, ""},
 		{"ended and sealed", contract.SessionAborted, "2026-01-23T10:16:10Z", seal, ""},
 		{"sealed without endedAt", contract.SessionCompleted, "", seal, "missing properties: 'endedAt'"},
+	}
+	signed := []struct {
+		name    string
+		status  contract.SessionStatus
+		endedAt string
+		signer  string
+		wantErr string
+	}{
+		{"signed and ended", contract.SessionCompleted, "2026-01-23T10:16:10Z", "ed25519:" + hex64(0x3b), ""},
+		{"signed while running", contract.SessionRunning, "", "ed25519:" + hex64(0x3b), "/signer: not allowed"},
+		{"signed without endedAt", contract.SessionCompleted, "", "ed25519:" + hex64(0x3b), "missing properties: 'endedAt'"},
+		{"signer without algorithm", contract.SessionCompleted, "2026-01-23T10:16:10Z", hex64(0x3b), "/signer: does not match pattern"},
+	}
+	for _, tt := range signed {
+		t.Run(tt.name, func(t *testing.T) {
+			m := handManifest()
+			m.Status, m.EndedAt, m.Signer = tt.status, tt.endedAt, tt.signer
+			_, err := contract.Encode(schemas.KindManifest, m)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Errorf("got %v, want valid", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +161,17 @@ func TestLedgerGenesisRules(t *testing.T) {
 		{"dot-dot segment", entry(1, contract.LedgerArtifact, "artifacts/../../etc/passwd", 0, hex64(9)), true},
 		{"hidden file", entry(1, contract.LedgerArtifact, "artifacts/.hidden", 0, hex64(9)), true},
 		{"drive letter", entry(1, contract.LedgerArtifact, "C:/artifacts/a.json", 0, hex64(9)), true},
+		{"action in its file", entry(1, contract.LedgerAction, "actions.jsonl", 1, hex64(9)), false},
+		{"action in another file", entry(1, contract.LedgerAction, "decisions.jsonl", 1, hex64(9)), true},
+		{"snapshot as html", entry(1, contract.LedgerDOMSnapshot, "dom/0.html", 0, hex64(9)), false},
+		{"snapshot as json", entry(1, contract.LedgerDOMSnapshot, "dom/0.json", 0, hex64(9)), true},
+		{"step with a leading zero", entry(1, contract.LedgerObservation, "dom/01.json", 0, hex64(9)), true},
+		{"first plan", entry(1, contract.LedgerPlan, "plan.json", 0, hex64(9)), false},
+		{"plan revision", entry(1, contract.LedgerPlan, "plans/2.json", 0, hex64(9)), false},
+		{"webp image", entry(1, contract.LedgerImage, "artifacts/shot_1.webp", 0, hex64(9)), false},
+		{"image record beside it", entry(1, contract.LedgerImageArtifact, "artifacts/shot_1.json", 0, hex64(9)), false},
+		{"gif image", entry(1, contract.LedgerImage, "artifacts/shot_1.gif", 0, hex64(9)), true},
+		{"manifest-end elsewhere", entry(5, contract.LedgerManifestEnd, "manifest.json", 0, hex64(9)), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,11 +184,6 @@ func TestLedgerGenesisRules(t *testing.T) {
 }
 
 const printable = "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
-
-// pathSegment draws one segment of a safe bundle path.
-func (g *gen) pathSegment() string {
-	return g.word(alnum+"_-", alnum+"._-", 1, 40)
-}
 
 func (g *gen) evManifest() contract.Manifest {
 	task := g.cuInput()
@@ -180,8 +210,11 @@ func (g *gen) evManifest() contract.Manifest {
 	}
 	if m.Status != contract.SessionRunning {
 		m.EndedAt = g.timestamp()
+		if g.chance(0.3) {
+			m.Signer = "ed25519:" + g.hash()
+		}
 		if g.chance(0.6) {
-			m.Seal = &contract.Seal{Entries: g.between(1, 1<<53-1), HeadHash: g.hash(), MerkleRoot: g.hash(), SealedAt: g.timestamp()}
+			m.Seal = &contract.Seal{Entries: g.between(2, 1<<53-1), HeadHash: g.hash(), MerkleRoot: g.hash(), SealedAt: g.timestamp()}
 		}
 	}
 	return m
@@ -200,16 +233,27 @@ func (g *gen) evLedgerEntry() contract.LedgerEntry {
 	for e.PrevHash == contract.GenesisPrevHash {
 		e.PrevHash = g.hash()
 	}
-	segs := make([]string, g.between(1, 6))
-	for i := range segs {
-		segs[i] = g.pathSegment()
-	}
-	e.File = strings.Join(segs, "/")
-	if g.chance(0.4) {
-		e.File += ".jsonl"
-	}
-	if strings.HasSuffix(e.File, ".jsonl") {
+	id := g.word(alnum, alnum+"._-", 1, 128)
+	step := fmt.Sprint(g.between(0, 1<<31))
+	switch e.Kind {
+	case contract.LedgerPlan:
+		e.File = "plan.json"
+		if g.chance(0.5) {
+			e.File = fmt.Sprintf("plans/%d.json", g.between(2, 999999999))
+		}
+	case contract.LedgerAction, contract.LedgerDecision, contract.LedgerEvent:
+		e.File = map[contract.LedgerKind]string{contract.LedgerAction: "actions.jsonl", contract.LedgerDecision: "decisions.jsonl", contract.LedgerEvent: "events.jsonl"}[e.Kind]
 		e.Line = g.between(1, 1<<53-1)
+	case contract.LedgerDOMSnapshot:
+		e.File = "dom/" + step + ".html"
+	case contract.LedgerObservation:
+		e.File = "dom/" + step + ".json"
+	case contract.LedgerArtifact, contract.LedgerImageArtifact:
+		e.File = "artifacts/" + id + ".json"
+	case contract.LedgerImage:
+		e.File = "artifacts/" + id + oneOf(g, ".png", ".jpg", ".webp")
+	case contract.LedgerManifestEnd:
+		e.File = "provenance/manifest-end.json"
 	}
 	return e
 }

@@ -1,0 +1,197 @@
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/aegis-run/aegis/canonjson"
+	"github.com/aegis-run/aegis/schemas"
+)
+
+func TestParseCanonical(t *testing.T) {
+	tests := []struct {
+		doc     string
+		wantErr string // "" = canonical
+	}{
+		{`{}`, ""},
+		{`[]`, ""},
+		{`{"a":1,"b":[true,false,null],"c":"x"}`, ""},
+		{`{"b":1,"a":2}`, "not sorted"},
+		{`{"a":1,"a":2}`, "duplicate object key"},
+		{`{"a": 1}`, "unexpected byte"},
+		{`{"a":1} `, "data after"},
+		{"{\"a\":\"\\u000b\"}", ""},
+		{"{\"a\":\"\\u000B\"}", "non-canonical"},
+		{`{"a":"\u0041"}`, "non-canonical"},
+		{`{"a":"\/"}`, "non-canonical escape"},
+		{`{"a":"\n"}`, ""},
+		{`{"a":"\u000a"}`, "non-canonical"},
+		{"{\"a\":\"\x01\"}", "control character"},
+		{"{\"a\":\"\xff\"}", "invalid UTF-8"},
+		{`{"a":"é€😀"}`, ""},
+		{`1.0`, "not in canonical form"},
+		{`1e2`, "not in canonical form"},
+		{`100`, ""},
+		{`-0`, "not in canonical form"},
+		{`0.1`, ""},
+		{`1e+21`, ""},
+		{`1e21`, "not in canonical form"},
+		{`01`, "invalid number"},
+		{`1.`, "invalid number"},
+		{`-`, "invalid number"},
+		{`9007199254740993`, "not in canonical form"},
+		{`tru`, "invalid literal"},
+		{`"abc`, "unterminated string"},
+		{`{"a":1,}`, "want an object key"},
+		{`[1,]`, "unexpected byte"},
+		{`{"\ud800":1}`, "non-canonical"},
+		// UTF-16 order: U+1F600 (a surrogate pair, D83D...) sorts before U+FB01.
+		{`{"😀":1,"ﬁ":2}`, ""},
+		{`{"ﬁ":1,"😀":2}`, "not sorted"},
+		{strings.Repeat("[", 65) + strings.Repeat("]", 65), "nesting deeper"},
+		{strings.Repeat("[", 64) + strings.Repeat("]", 64), ""},
+	}
+	for _, tt := range tests {
+		_, err := parseCanonical([]byte(tt.doc))
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s: %v, want canonical", tt.doc, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s: %v, want an error containing %q", tt.doc, err, tt.wantErr)
+		}
+		// Whatever parseCanonical accepts, canonjson leaves unchanged.
+		if err == nil {
+			if c, cerr := canonjson.Transform([]byte(tt.doc)); cerr != nil || !bytes.Equal(c, []byte(tt.doc)) {
+				t.Errorf("%s: accepted, but its canonical form is %s (%v)", tt.doc, c, cerr)
+			}
+		}
+	}
+}
+
+// checkCanonAgreement: parseCanonical accepts doc exactly when it is its
+// own canonical form, and then parses it as schemas.Parse does.
+func checkCanonAgreement(t testing.TB, doc []byte) {
+	v, err := parseCanonical(doc)
+	c, cerr := canonjson.Transform(doc)
+	isCanon := cerr == nil && bytes.Equal(c, doc)
+	if (err == nil) != isCanon {
+		t.Fatalf("%q: parseCanonical error %v, but canonjson gives %q (%v)", doc, err, c, cerr)
+	}
+	if err == nil {
+		want, _ := schemas.Parse(doc)
+		if !reflect.DeepEqual(v, want) {
+			t.Fatalf("%q: parsed %#v, schemas.Parse %#v", doc, v, want)
+		}
+	}
+	if cerr == nil {
+		if _, err := parseCanonical(c); err != nil {
+			t.Fatalf("%q: its canonical form %q is refused: %v", doc, c, err)
+		}
+	}
+}
+
+func FuzzParseCanonical(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5,-3e-7,"x\n\u0001"],"b":{"c":null}}`, `"😀ﬁ"`, `1e+21`, `[true,false]`} {
+		f.Add([]byte(s))
+	}
+	files, _ := filepath.Glob("../schemas/testdata/*.json")
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		var vf struct {
+			Valid []struct{ Doc json.RawMessage }
+		}
+		json.Unmarshal(b, &vf)
+		for _, v := range vf.Valid {
+			if c, err := canonjson.Transform(v.Doc); err == nil {
+				f.Add(c)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		checkCanonAgreement(t, doc)
+	})
+}
+
+// TestUTF8Seq cross-checks the inline UTF-8 sequence check of the
+// canonical parser with the standard library on every 1 to 4 byte
+// sequence class.
+func TestUTF8Seq(t *testing.T) {
+	check := func(b []byte) {
+		want := 0
+		if r, n := utf8.DecodeRune(b); !(r == utf8.RuneError && n <= 1) {
+			want = n
+		}
+		if got := utf8Seq(b, 0); got != want {
+			t.Fatalf("% x: got %d, want %d", b, got, want)
+		}
+	}
+	for a := 0x80; a < 0x100; a++ {
+		check([]byte{byte(a)})
+		for b := 0; b < 0x100; b++ {
+			check([]byte{byte(a), byte(b)})
+			for _, c := range []byte{0x00, 0x7f, 0x80, 0xbf, 0xc0} {
+				check([]byte{byte(a), byte(b), c})
+				for _, d := range []byte{0x00, 0x80, 0xbf, 0xc0} {
+					check([]byte{byte(a), byte(b), c, d})
+				}
+			}
+		}
+	}
+}
+
+func FuzzUTF8Seq(f *testing.F) {
+	f.Add([]byte("\xe2\x82\xac"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] < 0x80 {
+			return
+		}
+		want := 0
+		if r, n := utf8.DecodeRune(b); !(r == utf8.RuneError && n <= 1) {
+			want = n
+		}
+		if got := utf8Seq(b, 0); got != want {
+			t.Fatalf("% x: got %d, want %d", b, got, want)
+		}
+	})
+}
+
+// TestValidUTF8 cross-checks the DFA with the standard library on every
+// sequence of up to three bytes (behind prefixes that put it on and off
+// the ASCII fast path) and on a sample of longer ones.
+func TestValidUTF8(t *testing.T) {
+	for _, pre := range []string{"", "abcdefghijklmnopq", "é", "日本"} {
+		for a := 0; a < 256; a++ {
+			for b := 0; b < 256; b++ {
+				for c := 0; c < 256; c += 5 {
+					s := append([]byte(pre), byte(a), byte(b), byte(c))
+					if validUTF8(s) != utf8.Valid(s) {
+						t.Fatalf("% x: got %v", s, validUTF8(s))
+					}
+					if validUTF8(s[:len(s)-1]) != utf8.Valid(s[:len(s)-1]) {
+						t.Fatalf("% x", s[:len(s)-1])
+					}
+				}
+			}
+		}
+	}
+	for _, s := range []string{"\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf0\x8f\xbf\xbf", strings.Repeat("日本語", 20) + "\xe6"} {
+		if validUTF8([]byte(s)) != utf8.Valid([]byte(s)) {
+			t.Errorf("%q", s)
+		}
+	}
+}
+
+func FuzzValidUTF8(f *testing.F) {
+	f.Add([]byte("héllo wörld, 日本語, a longer ASCII run follows.................\xff"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if validUTF8(b) != utf8.Valid(b) {
+			t.Fatalf("%q", b)
+		}
+	})
+}

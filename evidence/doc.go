@@ -1,0 +1,30 @@
+// Package evidence writes, verifies, seals, signs, packs and proves the
+// evidence bundle of an aegis session: a directory, written append-only
+// as the session runs, in which every record (plan, observation and DOM
+// snapshot, policy decision, executed action with its result, stream
+// event, extracted artifact, image) is committed by a ledger entry
+// hash-chained to the one before it, and which is sealed when the session
+// ends with the head of the chain and an RFC 6962 Merkle root over all
+// entries, optionally signed as a DSSE envelope with Ed25519.
+//
+// An auditor who was not there verifies a bundle offline with Verify (or
+// aegis verify): that nothing was changed, added, removed or reordered,
+// that every executed action was allowed by a decision before it, and, with
+// the signer's public key, who sealed it. A bundle left by a writer that was
+// killed verifies as unsealed, with the number of intact entries. Prove and
+// VerifyProof prove one entry without the rest of the bundle; Pack and
+// Unpack move a bundle as one deterministic .tar.zst file.
+//
+// The format is specified in FORMAT.md, precisely enough for an independent
+// verifier; the session loop writes through a Writer:
+//
+//	w, err := evidence.Create(root, manifest, evidence.Options{Secrets: secrets})
+//	w.Plan(plan)
+//	w.Observation(step, obs)
+//	w.Decision(record)         // every evaluated action, allowed or not
+//	w.Action(action, result)   // every executed action
+//	w.Event(event)
+//	w.Image(id, png, meta)     // refused images are quarantined: log and go on
+//	w.Artifact(artifact)
+//	w.Seal(ctx, contract.SessionCompleted, time.Now(), signer)
+package evidence

@@ -1,0 +1,66 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aegis-run/aegis/contract"
+)
+
+// TestFormatDocument: the values FORMAT.md quotes in its worked example are
+// those of the committed example bundle, recomputed here.
+func TestFormatDocument(t *testing.T) {
+	doc, err := os.ReadFile("FORMAT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(exampleDir, testSession)
+	read := func(f string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	record := bytes.SplitN(read(FileEvents), []byte("\n"), 2)[0]
+	d := Hash(sha256.Sum256(record))
+	ch := ContentHash(contract.LedgerEvent, d)
+	ledger := bytes.Split(read(FileLedger), []byte("\n"))
+	var e contract.LedgerEntry
+	if err := jsonUnmarshal(ledger[1], &e); err != nil {
+		t.Fatal(err)
+	}
+	eh := entryHash(encodeEntry(e, false))
+	var hashes []Hash
+	for _, l := range ledger[:len(ledger)-1] {
+		var x contract.LedgerEntry
+		jsonUnmarshal(l, &x)
+		h, _ := ParseHash(x.EntryHash)
+		hashes = append(hashes, h)
+	}
+	root, _ := MerkleRoot(hashes)
+	img := sha256.Sum256(read("artifacts/shot-1.png"))
+	snap := sha256.Sum256(read("dom/0.html"))
+	manifest := bytes.TrimSuffix(read(FileManifest), []byte("\n"))
+	pae := string(PAE(SealPayloadType, manifest))
+	want := []string{
+		string(record), d.String(), ch.String(), string(ledger[1]), eh.String(), LeafHash(eh).String(),
+		hex.EncodeToString(img[:]), hex.EncodeToString(snap[:]), hashes[len(hashes)-1].String(), root.String(),
+		strconv.Itoa(len(manifest)) + " bytes", pae[:strings.Index(pae, "{")+len(`{"counts":{`)], KeyID(testPub()),
+		strconv.Itoa(len(hashes)) + " entries",
+	}
+	for _, w := range want {
+		if !bytes.Contains(doc, []byte(w)) {
+			t.Errorf("FORMAT.md does not quote %q", w)
+		}
+	}
+	if len(ContentPrefix) != 26 || ContentPrefix[18] != 'c' || EntryPrefix[18] != 'e' || ContentPrefix[:18] != EntryPrefix[:18] {
+		t.Error("FORMAT.md's description of the prefixes is out of date")
+	}
+}
