@@ -62,7 +62,10 @@ type DecisionRecord struct {
 	ActionID string `json:"actionId,omitempty"`
 	// ActionHash is the SHA-256 (64 lowercase hex digits) of the canonical
 	// JSON of the action, its resolved target, the active URL and the
-	// session id: what an approval is bound to.
+	// session id: what an approval is bound to. The text of an action with
+	// redact true enters it only as an HMAC under a key the gate never
+	// writes (gate.Gate.ActionHash), so the hash of a redacted action
+	// cannot be brute-forced, nor recomputed after the process ends.
 	ActionHash string `json:"actionHash"`
 	// ActionName is the stable policy action name, such as "browser.click"
 	// ("browser.unknown" for an unknown type).

@@ -80,6 +80,10 @@ type Counts struct {
 	// Artifacts counts the artifact records under artifacts/: extracted
 	// artifacts and image records (not the image files themselves).
 	Artifacts int `json:"artifacts"`
+	// ModelCalls counts the model-call records: the lines of
+	// model-calls.jsonl. 0 is written as absent (the schema refuses an
+	// explicit 0).
+	ModelCalls int `json:"modelCalls,omitempty"`
 }
 
 // Seal seals an evidence bundle's ledger once the session is over.
@@ -107,6 +111,7 @@ const (
 	LedgerAction        LedgerKind = "action"         // a line of actions.jsonl: an executed action with its ToolResult
 	LedgerDecision      LedgerKind = "decision"       // a line of decisions.jsonl: a policy decision record
 	LedgerEvent         LedgerKind = "event"          // a line of events.jsonl: a stream event
+	LedgerModelCall     LedgerKind = "model-call"     // a line of model-calls.jsonl: the record of one model call
 	LedgerDOMSnapshot   LedgerKind = "dom-snapshot"   // dom/{step}.html: an observation's DOM snapshot, verbatim
 	LedgerObservation   LedgerKind = "observation"    // dom/{step}.json: a BrowserObservation, its snapshot moved to the .html
 	LedgerArtifact      LedgerKind = "artifact"       // artifacts/{id}.json: an extracted artifact
@@ -118,8 +123,8 @@ const (
 // LedgerKinds returns every ledger kind, in the order of the constants.
 func LedgerKinds() []LedgerKind {
 	return []LedgerKind{
-		LedgerManifestStart, LedgerPlan, LedgerAction, LedgerDecision, LedgerEvent, LedgerDOMSnapshot,
-		LedgerObservation, LedgerArtifact, LedgerImage, LedgerImageArtifact, LedgerManifestEnd,
+		LedgerManifestStart, LedgerPlan, LedgerAction, LedgerDecision, LedgerEvent, LedgerModelCall,
+		LedgerDOMSnapshot, LedgerObservation, LedgerArtifact, LedgerImage, LedgerImageArtifact, LedgerManifestEnd,
 	}
 }
 

@@ -54,7 +54,7 @@ func TestEvidenceGoValuesRoundTrip(t *testing.T) {
 	sealed := handManifest()
 	sealed.Status, sealed.EndedAt = contract.SessionCompleted, "2026-01-23T10:16:10.5Z"
 	sealed.Versions.Extension, sealed.Versions.Model = "0.1.0.3", "gpt-4o-2024-08-06"
-	sealed.Counts = contract.Counts{Actions: 6, Decisions: 6, Events: 9, Observations: 6, Artifacts: 2}
+	sealed.Counts = contract.Counts{Actions: 6, Decisions: 6, Events: 9, Observations: 6, Artifacts: 2, ModelCalls: 14}
 	sealed.Signer = "ed25519:" + hex64(0x3b)
 	sealed.Seal = &contract.Seal{Entries: 30, HeadHash: hex64(0xaa), MerkleRoot: hex64(0xbb), SealedAt: "2026-01-23T10:16:11Z"}
 	cases := []tc{
@@ -62,6 +62,7 @@ func TestEvidenceGoValuesRoundTrip(t *testing.T) {
 		{schemas.KindManifest, "hand/sealed", sealed},
 		{schemas.KindLedgerEntry, "hand/genesis", contract.LedgerEntry{Index: 0, Kind: contract.LedgerManifestStart, File: "provenance/manifest-start.json", ContentHash: hex64(1), PrevHash: contract.GenesisPrevHash, EntryHash: hex64(2), Time: "2026-01-23T10:15:00Z"}},
 		{schemas.KindLedgerEntry, "hand/action", contract.LedgerEntry{Index: 1, Kind: contract.LedgerAction, File: "actions.jsonl", Line: 1, ContentHash: hex64(3), PrevHash: hex64(2), EntryHash: hex64(4), Time: "2026-01-23T10:15:01Z"}},
+		{schemas.KindLedgerEntry, "hand/model-call", contract.LedgerEntry{Index: 2, Kind: contract.LedgerModelCall, File: "model-calls.jsonl", Line: 1, ContentHash: hex64(3), PrevHash: hex64(4), EntryHash: hex64(5), Time: "2026-01-23T10:15:02Z"}},
 		{schemas.KindLedgerEntry, "hand/manifest-end", contract.LedgerEntry{Index: 9, Kind: contract.LedgerManifestEnd, File: "provenance/manifest-end.json", ContentHash: hex64(5), PrevHash: hex64(4), EntryHash: hex64(6), Time: "2026-01-23T10:16:11Z"}},
 	}
 	g := newGen(1001)
@@ -203,6 +204,9 @@ func (g *gen) evManifest() contract.Manifest {
 		},
 	}
 	if g.chance(0.5) {
+		m.Counts.ModelCalls = g.between(1, 1<<53-1)
+	}
+	if g.chance(0.5) {
 		m.Versions.Extension = g.word(printable, printable, 1, 64)
 	}
 	if g.chance(0.5) {
@@ -241,8 +245,8 @@ func (g *gen) evLedgerEntry() contract.LedgerEntry {
 		if g.chance(0.5) {
 			e.File = fmt.Sprintf("plans/%d.json", g.between(2, 999999999))
 		}
-	case contract.LedgerAction, contract.LedgerDecision, contract.LedgerEvent:
-		e.File = map[contract.LedgerKind]string{contract.LedgerAction: "actions.jsonl", contract.LedgerDecision: "decisions.jsonl", contract.LedgerEvent: "events.jsonl"}[e.Kind]
+	case contract.LedgerAction, contract.LedgerDecision, contract.LedgerEvent, contract.LedgerModelCall:
+		e.File = map[contract.LedgerKind]string{contract.LedgerAction: "actions.jsonl", contract.LedgerDecision: "decisions.jsonl", contract.LedgerEvent: "events.jsonl", contract.LedgerModelCall: "model-calls.jsonl"}[e.Kind]
 		e.Line = g.between(1, 1<<53-1)
 	case contract.LedgerDOMSnapshot:
 		e.File = "dom/" + step + ".html"

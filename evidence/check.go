@@ -69,6 +69,9 @@ func checkStartManifest(tree any) error {
 			return fmt.Errorf("counts.%s is not zero", k)
 		}
 	}
+	if member(counts, "modelCalls") != nil {
+		return errors.New("counts.modelCalls present in the manifest of a running session")
+	}
 	if strMember(tree, "goal") != strMember(member(tree, "task"), "goal") {
 		return errors.New("goal differs from task.goal")
 	}
@@ -181,6 +184,14 @@ func checkEvent(tree any, sid string) error {
 		if got := strMember(tree, "computerUseSessionId"); got != sid {
 			return fmt.Errorf("session.started names session %q, want %q", got, sid)
 		}
+	}
+	return nil
+}
+
+// checkModelCall: a model-call record names the bundle's session.
+func checkModelCall(tree any, sid string) error {
+	if got := strMember(tree, "sessionId"); got != sid {
+		return fmt.Errorf("sessionId %q, want %q", got, sid)
 	}
 	return nil
 }

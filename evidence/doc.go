@@ -1,8 +1,8 @@
 // Package evidence writes, verifies, seals, signs, packs and proves the
 // evidence bundle of an aegis session: a directory, written append-only
 // as the session runs, in which every record (plan, observation and DOM
-// snapshot, policy decision, executed action with its result, stream
-// event, extracted artifact, image) is committed by a ledger entry
+// snapshot, policy decision, executed action with its result, model call,
+// stream event, extracted artifact, image) is committed by a ledger entry
 // hash-chained to the one before it, and which is sealed when the session
 // ends with the head of the chain and an RFC 6962 Merkle root over all
 // entries, optionally signed as a DSSE envelope with Ed25519.
@@ -24,6 +24,7 @@
 //	w.Decision(record)         // every evaluated action, allowed or not
 //	w.Action(action, result)   // every executed action
 //	w.Event(event)
+//	w.ModelCall(call.ModelCall(sessionID, step, time.Now())) // each llm.CallRecord
 //	w.Image(id, png, meta)     // refused images are quarantined: log and go on
 //	w.Artifact(artifact)
 //	w.Seal(ctx, contract.SessionCompleted, time.Now(), signer)

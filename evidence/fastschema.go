@@ -779,6 +779,7 @@ var shapeRefs = map[string]string{
 	string(schemas.KindEvent):         "computer-use.schema.json#/$defs/ComputerUseStreamEvent",
 	string(schemas.KindObservation):   "browser-observation.schema.json",
 	string(schemas.KindImageArtifact): "image-artifact.schema.json",
+	string(schemas.KindModelCall):     "model-call.schema.json",
 	shapeArtifact:                     "browser-observation.schema.json#/$defs/artifact",
 }
 

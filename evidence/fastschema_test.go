@@ -260,6 +260,7 @@ func TestFastSchemaAgreesOnBundles(t *testing.T) {
 	shapeOf := map[string]string{
 		"manifest-start": "manifest", "manifest-end": "manifest", "plan": "plan", "decision": "decision",
 		"event": "event", "observation": "observation", "artifact": shapeArtifact, "image-artifact": "image-artifact",
+		"model-call": "model-call",
 	}
 	dirs := []string{filepath.Join(exampleDir, testSession), buildRealistic(t, t.TempDir())}
 	n := 0

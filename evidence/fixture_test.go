@@ -153,6 +153,15 @@ func result(a contract.Action, ok bool) contract.ToolResult {
 	return r
 }
 
+// modelCall returns the record of a model call made for step.
+func modelCall(step int, purpose contract.ModelPurpose) contract.ModelCall {
+	return contract.ModelCall{
+		SessionID: testSession, Step: step, Purpose: purpose, Model: "gpt-4o-2024-08-06",
+		PromptHash: hex64(fmt.Sprint("prompt ", purpose, " ", step)), PromptTokens: 1834, CompletionTokens: 212, TotalTokens: 2046,
+		LatencyMs: 1873.5, Attempts: 1, Mode: contract.ModelOutputJSONSchema, Time: fmt.Sprintf("2026-01-23T10:15:%02dZ", step),
+	}
+}
+
 // fixture says how to build a test bundle.
 type fixture struct {
 	secrets map[string]string
@@ -176,6 +185,7 @@ func writeSession(t testing.TB, w *Writer, f fixture) {
 	ts := "2026-01-23T10:15:00Z"
 	must(w.Event(contract.StreamEvent{Type: contract.EventSessionStarted, ComputerUseSessionID: testSession, Timestamp: ts}))
 	plan := contract.Plan{Goal: "Find the monthly price of the Pro plan", Steps: []contract.PlanStep{{ID: "s1", Description: "Open the pricing page", SuccessCriteria: "The Pro plan is visible"}}}
+	must(w.ModelCall(modelCall(0, contract.ModelPurposePlan)))
 	must(w.Plan(plan))
 	snapshot := f.snapshot
 	if snapshot == "" {
@@ -184,6 +194,7 @@ func writeSession(t testing.TB, w *Writer, f fixture) {
 	steps := max(f.steps, 1)
 	for s := 0; s < steps; s++ {
 		must(w.Observation(s, testObservation(s, snapshot)))
+		must(w.ModelCall(modelCall(s, contract.ModelPurposeNavigate)))
 		nav := contract.Action{ID: "a1", Type: contract.ActNavigate, Reason: "open pricing", PolicyTags: []string{"nav"}, URL: "https://example.com/pricing"}
 		must(w.Decision(decision(fmt.Sprint("nav", s), nav, contract.ResultAllowed)))
 		must(w.Action(nav, result(nav, true)))

@@ -54,6 +54,7 @@ func TestFormatDocument(t *testing.T) {
 		hex.EncodeToString(img[:]), hex.EncodeToString(snap[:]), hashes[len(hashes)-1].String(), root.String(),
 		strconv.Itoa(len(manifest)) + " bytes", pae[:strings.Index(pae, "{")+len(`{"counts":{`)], KeyID(testPub()),
 		strconv.Itoa(len(hashes)) + " entries",
+		string(bytes.SplitN(read(FileModelCalls), []byte("\n"), 2)[0]),
 	}
 	for _, w := range want {
 		if !bytes.Contains(doc, []byte(w)) {

@@ -26,6 +26,8 @@ const (
 	FileDecisions = "decisions.jsonl"
 	// FileEvents holds the stream events, one per line.
 	FileEvents = "events.jsonl"
+	// FileModelCalls holds the model-call records, one per line.
+	FileModelCalls = "model-calls.jsonl"
 	// FilePlan is the first plan; revision n >= 2 is plans/{n}.json.
 	FilePlan = "plan.json"
 
@@ -62,9 +64,10 @@ var imageExt = map[string]string{contract.MIMEPNG: ".png", contract.MIMEJPEG: ".
 
 // jsonlKinds maps each JSON Lines file to its kind.
 var jsonlKinds = map[string]contract.LedgerKind{
-	FileActions:   contract.LedgerAction,
-	FileDecisions: contract.LedgerDecision,
-	FileEvents:    contract.LedgerEvent,
+	FileActions:    contract.LedgerAction,
+	FileDecisions:  contract.LedgerDecision,
+	FileEvents:     contract.LedgerEvent,
+	FileModelCalls: contract.LedgerModelCall,
 }
 
 var (

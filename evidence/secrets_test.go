@@ -93,6 +93,10 @@ func TestSecretsNeverWritten(t *testing.T) {
 	must(w.Decision(decision("typ", typ, contract.ResultAllowed)))
 	must(w.Action(typ, result(typ, true)))
 	must(w.Event(contract.StreamEvent{Type: contract.EventError, Code: "x", Message: "echo " + typedText + " " + all, Timestamp: "2026-01-23T10:15:00Z"}))
+	// A model call whose error quotes the typed text and the secrets.
+	mc := modelCall(1, contract.ModelPurposeNavigate)
+	mc.Error = "llm: 400 the request echoed " + typedText + " " + all
+	must(w.ModelCall(mc))
 	must(w.Artifact(contract.Artifact{ID: "art-1", Type: contract.ArtifactText, Value: "extracted " + all, SourceURL: "https://example.com/?t=" + tok}))
 	// An image that holds a secret is refused, never written.
 	img := append(testPNG(2, 2), []byte(pw)...)
@@ -134,7 +138,8 @@ func TestSecretsNeverWritten(t *testing.T) {
 	scanForSecrets(t, "the packed archive", tarBytes)
 	// And the masking is visible: placeholders and the notice events.
 	mustContain(t, string(files[FileActions]), "{{secret:PASSWORD}}", RedactedText)
-	mustContain(t, string(files[FileEvents]), CodeSecretMasked, CodeArtifactQuarantined)
+	mustContain(t, string(files[FileEvents]), CodeSecretMasked, CodeArtifactQuarantined, "masked in "+FileModelCalls)
+	mustContain(t, string(files[FileModelCalls]), "{{secret:TOKEN}}", RedactedText)
 	if t.Failed() {
 		return
 	}

@@ -172,7 +172,7 @@ func TestTamperLines(t *testing.T) {
 	check := func(desc, file string, content []byte, want string) {
 		muts = append(muts, mutation{desc, file, content, want})
 	}
-	for _, file := range []string{FileActions, FileDecisions, FileEvents, FileLedger} {
+	for _, file := range []string{FileActions, FileDecisions, FileEvents, FileModelCalls, FileLedger} {
 		ls := lines(tp.orig[file])
 		join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 		for i := range ls {
@@ -218,7 +218,7 @@ func TestTamperFiles(t *testing.T) {
 		check(file+" removed", file, nil, file)
 	}
 	for _, file := range []string{"extra.txt", "artifacts/art-9.json", "dom/7.html", "dom/0.json.tmp", "plans/3.json",
-		"manifest.json.tmp", "provenance/seal.dsse.json.tmp", "provenance/notes.json", "ARTIFACTS/art-1.json", "Actions.jsonl"} {
+		"manifest.json.tmp", "provenance/seal.dsse.json.tmp", "provenance/notes.json", "ARTIFACTS/art-1.json", "Actions.jsonl", "Model-calls.jsonl"} {
 		check(file+" added", file, []byte("{}\n"), file)
 	}
 	// A copy of a committed file under another record's name.

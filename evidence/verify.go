@@ -588,6 +588,8 @@ func (v *verifier) form(p *prepared, content []byte) error {
 		shape = string(schemas.KindDecision)
 	case contract.LedgerEvent:
 		shape = string(schemas.KindEvent)
+	case contract.LedgerModelCall:
+		shape = string(schemas.KindModelCall)
 	case contract.LedgerObservation:
 		shape = string(schemas.KindObservation)
 	case contract.LedgerArtifact:
@@ -711,6 +713,11 @@ func (v *verifier) record(p *prepared) error {
 			return bad("event", err)
 		}
 		v.counts.Events++
+	case contract.LedgerModelCall:
+		if err := checkModelCall(tree, v.sid); err != nil {
+			return bad("model call", err)
+		}
+		v.counts.ModelCalls++
 	case contract.LedgerObservation:
 		if html, _ := domFiles(stepOf(e.File)); v.lastKind != contract.LedgerDOMSnapshot || !v.used[html] {
 			return bad("order", fmt.Errorf("not recorded right after its snapshot %s", html))

@@ -390,6 +390,30 @@ func (w *Writer) event(ev contract.StreamEvent) error {
 	return w.noteMasked(masked, FileEvents)
 }
 
+// ModelCall records a model call as a line of model-calls.jsonl. Its
+// sessionId must be the bundle's; llm.CallRecord.ModelCall builds one. The
+// record holds the prompt's hash, never the prompt; secret values in it
+// (in an error message, say) are masked like anywhere else.
+func (w *Writer) ModelCall(rec contract.ModelCall) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	canon, tree, masked, err := w.prepare(string(schemas.KindModelCall), rec)
+	if err != nil {
+		return fmt.Errorf("evidence: model call: %w", err)
+	}
+	if err := checkModelCall(tree, w.sid); err != nil {
+		return fmt.Errorf("evidence: model call: %w", err)
+	}
+	if err := w.appendLine(contract.LedgerModelCall, FileModelCalls, canon); err != nil {
+		return err
+	}
+	w.counts.ModelCalls++
+	return w.noteMasked(masked, FileModelCalls)
+}
+
 // errorEvent appends an error event of the writer's own.
 func (w *Writer) errorEvent(code, msg string) error {
 	return w.event(contract.StreamEvent{Type: contract.EventError, Code: code, Message: msg, Timestamp: formatTime(w.clock())})

@@ -25,11 +25,11 @@ var (
 )
 
 // Approval is a human approval of one exact action (seed 002): bound to
-// the action's hash (ActionHash), single-use, expiring.
+// the action's hash (Gate.ActionHash), single-use, expiring.
 type Approval struct {
 	// ID identifies the approval: "apr-" and 32 random hex digits.
 	ID string
-	// ActionHash is the hash of the action approved (see ActionHash).
+	// ActionHash is the hash of the action approved (see Gate.ActionHash).
 	ActionHash string
 	// Approver names who approved.
 	Approver string

@@ -135,6 +135,7 @@ type Gate struct {
 	approval *Approvals
 	sessions sessionCache
 	urls     urlCache
+	redact   []byte // the redaction key of ActionHash, never written anywhere
 }
 
 // errUndefined is the error of an evaluation that produced no decision.
@@ -152,6 +153,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		audit:    opts.Audit,
 		approval: opts.Approvals,
 		version:  emptyVersion,
+		redact:   newRedactKey(),
 	}
 	if g.timeout <= 0 {
 		g.timeout = DefaultTimeout
@@ -298,7 +300,7 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 	}()
 	action := actionMap(req.Action)
 	target := elementMap(req.Target)
-	hash = actionHash(req.SessionID, req.ActiveURL, action, target)
+	hash = g.actionHash(req.SessionID, req.ActiveURL, action, target)
 	d = g.skeleton(&req, now, hash)
 	if g == nil {
 		return g.failClosed(&req, now, hash, errors.New("gate: nil Gate"))

@@ -381,7 +381,7 @@ func TestApprovals(t *testing.T) {
 	if first.Allow || !first.RequiresApproval || len(first.ApprovalReasons) == 0 {
 		t.Fatalf("unapproved: %+v", first.DecisionRecord)
 	}
-	if got, want := first.ActionHash, ActionHash(pay); got != want {
+	if got, want := first.ActionHash, g.ActionHash(pay); got != want {
 		t.Fatalf("ActionHash = %s, record says %s", want, got)
 	}
 	grant := func(hash string, ttl time.Duration) string {

@@ -208,7 +208,8 @@ func TestActionHashCanonical(t *testing.T) {
 	// Invalid UTF-8 and non-ASCII keys fall back, and still hash.
 	bad := baseRequest()
 	bad.Action.Text = "\xff"
-	if h := ActionHash(bad); !isSHA256Hex(h) || h == ActionHash(baseRequest()) {
+	var g *Gate // a nil gate hashes too
+	if h := g.ActionHash(bad); !isSHA256Hex(h) || h == g.ActionHash(baseRequest()) {
 		t.Errorf("hash of invalid UTF-8: %s", h)
 	}
 	if _, ok := appendCanonical(nil, map[string]any{"é": 1}); ok {
@@ -217,7 +218,8 @@ func TestActionHashCanonical(t *testing.T) {
 }
 
 func TestActionHashBinds(t *testing.T) {
-	base := ActionHash(baseRequest())
+	g := sharedGate(t)
+	base := g.ActionHash(baseRequest())
 	for name, mutate := range map[string]func(*Request){
 		"text":      func(r *Request) { r.Target.Text = "Next!" },
 		"selector":  func(r *Request) { r.Action.Selector = "#next2" },
@@ -228,7 +230,7 @@ func TestActionHashBinds(t *testing.T) {
 	} {
 		req := baseRequest()
 		mutate(&req)
-		if ActionHash(req) == base {
+		if g.ActionHash(req) == base {
 			t.Errorf("%s: same hash", name)
 		}
 	}
@@ -239,7 +241,7 @@ func TestActionHashBinds(t *testing.T) {
 	} {
 		req := baseRequest()
 		mutate(&req)
-		if ActionHash(req) != base {
+		if g.ActionHash(req) != base {
 			t.Errorf("%s: hash changed", name)
 		}
 	}

@@ -212,6 +212,12 @@ func TestRemoteOPA(t *testing.T) {
 		if got.PolicySource != SourceRemote {
 			t.Errorf("policy source %q", got.PolicySource)
 		}
+		// Each gate keys the hash of a redacted text with its own key
+		// (Gate.ActionHash): compare the hash with the gate's own.
+		if got.ActionHash != rg.ActionHash(req) || want.ActionHash != local.ActionHash(req) {
+			t.Fatalf("request %d: recorded hashes %s, %s are not the gates' ActionHash", i, got.ActionHash, want.ActionHash)
+		}
+		got.ActionHash, want.ActionHash = "", ""
 		if agreement(got) != agreement(want) {
 			t.Fatalf("request %d (%+v): remote and embedded disagree\nremote   %s\nembedded %s", i, req.Action, agreement(got), agreement(want))
 		}

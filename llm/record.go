@@ -3,9 +3,12 @@ package llm
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/canonjson"
+	"github.com/aegis-run/aegis/contract"
 )
 
 // Purpose says what a model call was for.
@@ -74,6 +77,77 @@ type CallRecord struct {
 	Mode StructuredOutput `json:"mode,omitempty"`
 	// Error is the call's error, when it failed; "" when it succeeded.
 	Error string `json:"error,omitempty"`
+}
+
+// ModelCall returns the record of the call as the evidence bundle stores
+// it (contract.ModelCall, schema kind "model-call"): for session
+// sessionID, made for step step, ending at t (written in UTC with
+// nanoseconds). What the endpoint reported is kept within the schema's
+// bounds, so that a hostile or broken endpoint cannot make the record
+// unwritable: token counts are clamped to 0..2^53-1, the latency to
+// 0..contract.MaxModelLatencyMs, the model id and the error cut to
+// contract.MaxModelIDLen and contract.MaxModelCallError characters (marked
+// with "…") with invalid UTF-8 replaced. A call that failed before it sent
+// anything (an empty request: no attempt, no prompt hash) is recorded as
+// one attempt over no messages (PromptHash(nil)), its error saying why. Mode
+// "" (no schema asked for) becomes contract.ModelOutputNone. The purpose,
+// session id and step are the caller's and copied as they are: the
+// evidence writer refuses a record they make invalid.
+func (r CallRecord) ModelCall(sessionID string, step int, t time.Time) contract.ModelCall {
+	mc := contract.ModelCall{
+		SessionID:        sessionID,
+		Step:             step,
+		Purpose:          contract.ModelPurpose(r.Purpose),
+		Model:            cutRunes(r.Model, contract.MaxModelIDLen),
+		PromptHash:       r.PromptHash,
+		PromptTokens:     clampTokens(r.PromptTokens),
+		CompletionTokens: clampTokens(r.CompletionTokens),
+		TotalTokens:      clampTokens(r.TotalTokens),
+		LatencyMs:        float64(min(max(r.LatencyMs, 0), contract.MaxModelLatencyMs)),
+		Attempts:         max(r.Attempts, 1),
+		Mode:             contract.ModelOutputMode(r.Mode),
+		Error:            cutRunes(r.Error, contract.MaxModelCallError),
+		Time:             t.UTC().Format(time.RFC3339Nano),
+	}
+	if mc.PromptHash == "" {
+		mc.PromptHash = PromptHash(nil)
+	}
+	if mc.Mode == "" {
+		mc.Mode = contract.ModelOutputNone
+	}
+	return mc
+}
+
+// maxTokens is the largest token count a record holds: 2^53 - 1, which
+// every JSON reader holds exactly (a variable, so that the conversion
+// compiles where int has 32 bits).
+var maxTokens int64 = 1<<53 - 1
+
+func clampTokens(n int) int {
+	switch {
+	case n < 0:
+		return 0
+	case int64(n) > maxTokens:
+		return int(maxTokens)
+	}
+	return n
+}
+
+// cutRunes makes s valid UTF-8 of at most n characters, marking a cut with
+// "…".
+func cutRunes(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n-1 {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
 }
 
 // PromptHash returns the SHA-256, in lowercase hex, of the RFC 8785

@@ -56,6 +56,7 @@ const (
 	KindImageArtifact     Kind = "image-artifact"     // image artifact record (seed 004)
 	KindManifest          Kind = "manifest"           // evidence bundle manifest
 	KindLedgerEntry       Kind = "ledger-entry"       // one entry of provenance/ledger.json
+	KindModelCall         Kind = "model-call"         // one model call: a line of model-calls.jsonl
 )
 
 // kindRefs maps each kind to its schema, relative to BaseURL.
@@ -75,6 +76,7 @@ var kindRefs = map[Kind]string{
 	KindImageArtifact:     "image-artifact.schema.json",
 	KindManifest:          "evidence-manifest.schema.json",
 	KindLedgerEntry:       "ledger-entry.schema.json",
+	KindModelCall:         "model-call.schema.json",
 }
 
 // Kinds returns every kind, sorted by name.

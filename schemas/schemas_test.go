@@ -133,7 +133,7 @@ func TestKindsSorted(t *testing.T) {
 	if got, want := sort.SliceIsSorted(ks, func(i, j int) bool { return ks[i] < ks[j] }), true; got != want {
 		t.Errorf("Kinds() = %v, not sorted", ks)
 	}
-	if got, want := len(ks), 15; got != want {
+	if got, want := len(ks), 16; got != want {
 		t.Errorf("len(Kinds()) = %d, want %d", got, want)
 	}
 }
@@ -232,6 +232,7 @@ var browserFiles = []string{
 	"navigator-response.schema.json",
 	"tool-result.schema.json",
 	"image-artifact.schema.json",
+	"model-call.schema.json",
 }
 
 // TestSchemaHouseRules checks the browser schemas: every schema, property,
