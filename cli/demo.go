@@ -2,30 +2,97 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
+	"sync"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/demosite"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/session"
 )
 
 func init() {
 	register(command{
 		name:    "demo",
-		summary: "serve the embedded demo shop (--serve ADDR)",
+		summary: "run a governed session on the embedded demo shop and verify its evidence (--serve ADDR: only serve the shop)",
 		run:     runDemo,
 	})
 }
 
-// demoOptions are the flags of "aegis demo". The full demo run (planner,
-// navigator, gate, driver and evidence on the demo shop) will be added
-// here; --serve runs only the site.
-type demoOptions struct {
-	serve string
+const demoUsage = `[--evidence DIR] [--approve auto|ask|deny|low-and-medium-only] [flags]
+       aegis demo --serve ADDR
+
+Serves the embedded demo shop on 127.0.0.1 (a free port) and runs a
+realistic task on it with every safeguard of "aegis run": sign in with a
+secret password, fill and submit the order form, extract the orders table.
+Then it verifies the evidence bundle (as "aegis verify" does) and prints a
+summary and where the bundle is. "make demo" runs it.
+
+The agent is the offline steps agent, or the LLM agents when a model is
+configured (--model or $AEGIS_MODEL; see aegis help run). The password is
+the demo's own secret DEMO_PASSWORD: it is typed into the password field
+and appears in no model request, log line or bundle file.
+
+Two actions need approval under the default preset: typing the password
+(a sensitive field) and "Place order". --approve auto (the default; only
+the demo has it) approves them as "aegis demo", since the shop is the
+demo's own on loopback; ask prompts on the terminal; deny and
+low-and-medium-only refuse them, and the session fails, as it should.
+
+--serve ADDR only serves the shop on ADDR (such as 127.0.0.1:8080) until
+interrupted, and prints its URL.
+
+Exit status: 0 completed and the bundle verifies, 1 the bundle does not
+verify, otherwise as "aegis run": 3 aborted, 4 duration_exceeded,
+5 action_limit_exceeded, 6 failed, 2 usage.`
+
+// demoPassword is the secret the demo signs in with. Any password works on
+// the demo shop; this one is long enough to be masked wherever it might
+// appear, and recognizable when looking for leaks.
+const demoPassword = "aegis-demo-Pa55w0rd-7f3c"
+
+// demoSteps is the demo task for the steps agent.
+var demoSteps = []string{
+	`type "demo" into "Username"`,
+	`type "{{secret:DEMO_PASSWORD}}" into "Password"`,
+	`click "Sign in"`,
+	`expect "Signed in as demo"`,
+	`navigate /form`,
+	`type "Ada Lovelace" into "Full name"`,
+	`type "ada@example.com" into "Email"`,
+	`select "Express" in "Shipping"`,
+	`click "Gift wrap"`,
+	`click "Place order"`,
+	`expect "Thank you, Ada Lovelace!"`,
+	`navigate /orders`,
+	`extract table "Orders"`,
+}
+
+const demoGoal = `Sign in to the shop as user "demo" with the password {{secret:DEMO_PASSWORD}}. Then place an order on the order form for Ada Lovelace (email ada@example.com) with express shipping and gift wrap, and submit it. Finally go to the orders page and extract the orders table.`
+
+// demoTask returns the demo's task on the shop at base.
+func demoTask(base string) contract.Input {
+	hints, _ := json.Marshal(map[string]any{"steps": demoSteps})
+	maxActions, maxMs := 40, 180000
+	return contract.Input{
+		Goal:          demoGoal,
+		URLs:          []string{base + "/login"},
+		MaxActions:    &maxActions,
+		MaxDurationMs: &maxMs,
+		Hints:         hints,
+	}
 }
 
 func runDemo(ctx context.Context, args []string, stdio Stdio) error {
-	fs := newFlagSet("demo", "--serve ADDR\n\n--serve serves the embedded demo shop on ADDR (such as 127.0.0.1:8080, or 127.0.0.1:0 for a free port)\nuntil interrupted, and prints its URL.", stdio)
-	var o demoOptions
-	fs.StringVar(&o.serve, "serve", "", "serve the demo site on `ADDR` until interrupted")
+	fs := newFlagSet("demo", demoUsage, stdio)
+	var o runOptions
+	serve := fs.String("serve", "", "only serve the demo shop on `ADDR` until interrupted")
+	fs.StringVar(&o.approve, "approve", "auto", "approval requests: auto (approve as \"aegis demo\"), ask, deny or low-and-medium-only")
+	fs.StringVar(&o.agent, "agent", "", "`agent`: steps or llm (default: llm with a model, else steps)")
+	addSessionFlags(fs, &o)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -33,11 +100,106 @@ func runDemo(ctx context.Context, args []string, stdio Stdio) error {
 		fs.Usage()
 		return usageError("demo takes no arguments, got %d", fs.NArg())
 	}
-	if o.serve == "" {
-		fs.Usage()
-		return usageError("demo needs --serve ADDR (the full demo run is not built yet)")
+	if *serve != "" {
+		return serveDemo(ctx, *serve, stdio)
 	}
-	return serveDemo(ctx, o.serve, stdio)
+	if o.agent == "script" {
+		return usageError("the demo has no script: --agent steps or llm")
+	}
+	var approver session.Approver
+	var auto *demoApprover
+	if o.approve == "auto" {
+		auto = &demoApprover{out: stdio.Err}
+		approver = auto
+	} else {
+		a, err := runApprover(o.approve, stdio)
+		if err != nil {
+			return err
+		}
+		approver = a
+	}
+
+	site, err := demosite.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		return exitCode(ExitSessionFailed, err)
+	}
+	defer site.Close()
+	fmt.Fprintf(stdio.Err, "aegis demo: the demo shop is at %s/\n", site.URL())
+	in := demoTask(site.URL())
+	hooks := &sessionHooks{
+		secrets: map[string]string{"DEMO_PASSWORD": demoPassword},
+		done: func(res session.Result) error {
+			return demoSummary(ctx, res, &o, auto, stdio.Out)
+		},
+	}
+	return runSession(ctx, &o, in, approver, stdio, hooks)
+}
+
+// demoApprover approves every request, as "aegis demo", saying so: the
+// demo runs unattended on its own shop. It exists only in the demo.
+type demoApprover struct {
+	mu  sync.Mutex
+	out io.Writer
+	n   int
+}
+
+func (d *demoApprover) Approve(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.n++
+	fmt.Fprintf(d.out, "aegis demo: approval required (%s risk): %s: approved automatically (the demo's own shop)\n", req.Risk, session.DescribeAction(req.Action, req.Target))
+	return session.ApprovalAnswer{Approved: true, Approver: "aegis demo (auto-approved)"}, nil
+}
+
+// demoSummary verifies the bundle and prints what the demo did.
+func demoSummary(ctx context.Context, res session.Result, o *runOptions, auto *demoApprover, out io.Writer) error {
+	agent := o.agent
+	if agent == "steps" {
+		agent += " (set --model or $" + EnvModel + " to use the LLM agents)"
+	}
+	fmt.Fprintf(out, "aegis demo: %s in %s\n", res.Status, res.Timings.Total.Round(1e7))
+	fmt.Fprintf(out, "  task:      sign in with a secret, fill and submit the order form, extract the orders table\n")
+	fmt.Fprintf(out, "  agent:     %s\n", agent)
+	approved := fmt.Sprintf("%d approved", res.Approved)
+	if auto != nil {
+		approved += " (automatically, by the demo)"
+	}
+	fmt.Fprintf(out, "  actions:   %d executed, %d denied, %s\n", res.Output.ActionsExecuted, res.Denied, approved)
+	if res.Status != contract.SessionCompleted {
+		fmt.Fprintf(out, "  summary:   %s\n", session.Sanitize(res.Output.Summary, 500))
+	}
+	for _, a := range res.Artifacts {
+		fmt.Fprintf(out, "  extracted: %s from %s\n", a.Type, session.Sanitize(a.SourceURL, 200))
+		var rows [][]string
+		if a.Type == contract.ArtifactTable && json.Unmarshal([]byte(a.Value), &rows) == nil {
+			for i, r := range rows {
+				if i == 12 {
+					fmt.Fprintf(out, "             ... %d more rows\n", len(rows)-i)
+					break
+				}
+				for j := range r {
+					r[j] = session.Sanitize(r[j], 40)
+				}
+				fmt.Fprintf(out, "             %s\n", strings.Join(r, " | "))
+			}
+		} else {
+			fmt.Fprintf(out, "             %s\n", session.Sanitize(a.Value, 300))
+		}
+	}
+	if res.Evidence.Dir == "" {
+		fmt.Fprintf(out, "  evidence:  none: %s\n", res.Evidence.Error)
+		return exitCode(ExitFailure, fmt.Errorf("no evidence bundle"))
+	}
+	fmt.Fprintf(out, "  evidence:  %s\n", res.Evidence.Dir)
+	rep, err := evidence.Verify(ctx, res.Evidence.Dir, evidence.VerifyOptions{})
+	if err != nil {
+		fmt.Fprintf(out, "  verify:    INVALID: %v\n", err)
+		return exitCode(ExitFailure, fmt.Errorf("the evidence bundle does not verify: %w", err))
+	}
+	fmt.Fprintf(out, "  verify:    valid: sealed, %d ledger entries, %d decisions, %d events, head %s, merkle root %s\n",
+		rep.Entries, rep.Counts.Decisions, rep.Counts.Events, short(rep.HeadHash), short(rep.MerkleRoot))
+	fmt.Fprintf(out, "  check it:  aegis verify %s\n", res.Evidence.Dir)
+	return nil
 }
 
 // serveDemo serves the demo site until ctx ends.

@@ -26,6 +26,7 @@ const policyUsage = `Usage: aegis policy SUBCOMMAND [flags] [args]
 Subcommands:
   eval   evaluate the gate on one policy input and print the decision record
   test   run the policy's Rego unit tests and report coverage
+  diff   re-evaluate an evidence bundle's decisions under another policy
 
 Run "aegis policy SUBCOMMAND -h" for a subcommand's flags.
 `
@@ -33,7 +34,7 @@ Run "aegis policy SUBCOMMAND -h" for a subcommand's flags.
 func runPolicy(ctx context.Context, args []string, stdio Stdio) error {
 	if len(args) == 0 {
 		fmt.Fprint(stdio.Err, policyUsage)
-		return usageError("policy needs a subcommand: eval or test")
+		return usageError("policy needs a subcommand: eval or test, or diff")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -43,6 +44,8 @@ func runPolicy(ctx context.Context, args []string, stdio Stdio) error {
 		return runPolicyEval(ctx, args[1:], stdio)
 	case "test":
 		return runPolicyTest(ctx, args[1:], stdio)
+	case "diff":
+		return runPolicyDiff(ctx, args[1:], stdio)
 	}
 	fmt.Fprint(stdio.Err, policyUsage)
 	return usageError("unknown policy subcommand %q", args[0])

@@ -1,0 +1,45 @@
+// Package audit holds the auditor's tools over an evidence bundle: Replay
+// re-executes a recorded session without any model and compares what it
+// sees with the record, Report renders a bundle as one self-contained HTML
+// file, and PolicyDiff re-evaluates every recorded decision under another
+// policy.
+//
+// The three share one reader (Open): it verifies the bundle first (a
+// tampered bundle is refused, or for Report only shown up to the place of
+// the tampering), then reads the ledger in order and groups its records
+// into steps, one per proposed action: the decisions about it, the executed
+// action and its result, the observations that followed, the events and
+// artifacts. One package rather than three because the reader, the step
+// model and the reconstruction of the gate's inputs (Reconstruct) are what
+// all three are made of.
+//
+// # Re-evaluating a decision
+//
+// A decision record keeps the action's id and hash, the step index, the
+// evaluation time, the decision log id, the permission level applied and
+// the governed exceptions, but not every input of gate.Request. The rest is
+// reconstructed from the bundle:
+//
+//   - the action: from actions.jsonl. An action that was denied (or paused
+//     and then refused) was never executed, and the bundle does not keep its
+//     content, only its hash: such a decision cannot be re-evaluated, and
+//     PolicyDiff lists it as such.
+//   - the active URL: the URL of the last observation or action result
+//     before the decision, as the session tracks it (about:blank first).
+//   - the target element: resolved from the DOM snapshot of the observation
+//     before the action (a subset of CSS, and the observer's rules for
+//     roles, names and text, in Go). Not recorded as such.
+//   - the allowlist: the task's urls in the manifest; the step budget: the
+//     policyContext of the observations (else task.maxActions, else 50).
+//   - the session's permission: the level the decision record says was
+//     applied (the preset's name is not recorded); its blocked domains and
+//     sensitive selectors are not recorded either.
+//
+// The action hash of every decision commits to the action, the active URL,
+// the session id and the target, so a reconstruction is checked: when the
+// hash it yields equals the recorded one, the inputs the hash covers are
+// exactly those the gate saw (Reconstruction.Exact). The hash of a type
+// action with redact true is keyed by the gate that judged it (its text is
+// masked in the bundle) and cannot be recomputed: such a reconstruction is
+// never exact, and a replay types the recorded placeholder.
+package audit

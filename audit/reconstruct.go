@@ -1,0 +1,184 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/gate"
+)
+
+// DefaultStepBudget is the step budget assumed for a bundle that records
+// none (no observation, no task.maxActions): the session's default action
+// budget.
+const DefaultStepBudget = 50
+
+// ErrNotRecorded is wrapped by Reconstruct's error for a decision whose
+// action never ran: the bundle keeps only its id and hash, so it cannot be
+// re-evaluated.
+var ErrNotRecorded = errors.New("the action did not run, and the bundle does not keep the content of an action that did not run")
+
+// Reconstruction is the gate request of one recorded decision, rebuilt
+// from the bundle.
+type Reconstruction struct {
+	// Request is what the gate is asked again. Its ApprovalID is empty: an
+	// approval is never re-granted by a reconstruction.
+	Request gate.Request
+	// Exact is true when the action hash of Request equals the recorded
+	// one: the action, active URL, session id and target are exactly those
+	// the gate saw.
+	Exact bool
+	// Gaps says what could not be reconstructed exactly, in words.
+	Gaps []string
+}
+
+// Reconstruct rebuilds the gate request of decision i of step s.
+// Everything not recorded in the decision is taken from the rest of the
+// bundle (see the package documentation); what is missing is said in Gaps.
+// A decision whose action never ran returns an error wrapping
+// ErrNotRecorded.
+func (b *Bundle) Reconstruct(s *Step, i int) (Reconstruction, error) {
+	if i < 0 || i >= len(s.Decisions) {
+		return Reconstruction{}, fmt.Errorf("audit: step %d has no decision %d", s.Index, i)
+	}
+	d := s.Decisions[i]
+	if s.Action == nil {
+		return Reconstruction{}, fmt.Errorf("audit: step %d (action %s): %w", s.Index, d.ActionID, ErrNotRecorded)
+	}
+	now, err := time.Parse(time.RFC3339Nano, d.EvaluatedAt)
+	if err != nil {
+		return Reconstruction{}, fmt.Errorf("audit: step %d: evaluatedAt %q: %w", s.Index, d.EvaluatedAt, err)
+	}
+	sid := d.SessionID
+	if sid == "" {
+		sid = b.Manifest.SessionID
+	}
+	req := gate.Request{
+		SessionID: sid,
+		StepIndex: d.StepIndex,
+		Action:    *s.Action,
+		ActiveURL: s.ActiveURL,
+		Session: gate.Session{
+			AllowedOrigins: append([]string(nil), b.Manifest.Task.URLs...),
+			Permission:     d.Permission,
+			MaxStepBudget:  b.stepBudget(s),
+			DecisionLogID:  d.DecisionLogID,
+		},
+		Now: now,
+	}
+	for _, e := range d.Exceptions {
+		req.Policy.GovernedExceptions = append(req.Policy.GovernedExceptions, gate.Exception{
+			ID: e.ID, Rule: e.Rule, Reason: e.Reason, ExpiresAt: e.ExpiresAt, DecisionLogID: e.DecisionLogID,
+		})
+	}
+	rec := Reconstruction{Request: req}
+	if d.Permission == "" {
+		rec.Gaps = append(rec.Gaps, "the decision names no permission level; the policy's default preset applies")
+	}
+	if s.Action.Type == contract.ActType && s.Action.Redact {
+		rec.Gaps = append(rec.Gaps, "the typed text is redacted in the bundle; the action hash cannot be checked")
+	}
+	if !needsTarget(*s.Action) {
+		rec.Exact = actionHash(rec.Request) == d.ActionHash
+		if !rec.Exact && len(rec.Gaps) == 0 {
+			rec.Gaps = append(rec.Gaps, "the action hash does not recompute: the active URL differs from the one the gate saw")
+		}
+		return rec, nil
+	}
+	target, why := b.target(s)
+	if target == nil {
+		rec.Gaps = append(rec.Gaps, "target element not reconstructed: "+why)
+		return rec, nil
+	}
+	rec.Request.Target = target
+	rec.Exact = actionHash(rec.Request) == d.ActionHash
+	if !rec.Exact && len(rec.Gaps) == 0 {
+		rec.Gaps = append(rec.Gaps, "the action hash does not recompute: the target element reconstructed from the DOM snapshot differs from the one the driver resolved")
+	}
+	return rec, nil
+}
+
+// target resolves the step's selector on the snapshot of the observation
+// before it.
+func (b *Bundle) target(s *Step) (*contract.Element, string) {
+	if s.Before == nil {
+		return nil, "no observation was recorded before the action"
+	}
+	root, err := parseSnapshot(s.Before.Observation.DOMSnapshot)
+	if err != nil {
+		return nil, err.Error()
+	}
+	el, err := resolveSelector(root, s.Action.Selector)
+	if err != nil {
+		return nil, fmt.Sprintf("selector %q on dom/%d: %v", s.Action.Selector, s.Before.Seq, err)
+	}
+	e := describeSnapshot(el)
+	return &e, ""
+}
+
+// stepBudget is the session's step budget: the policyContext of the
+// observation before the step (any observation otherwise), else the task's
+// maxActions, else DefaultStepBudget.
+func (b *Bundle) stepBudget(s *Step) int {
+	if s != nil && s.Before != nil && s.Before.Observation.State.PolicyContext.MaxStepBudget > 0 {
+		return s.Before.Observation.State.PolicyContext.MaxStepBudget
+	}
+	for _, o := range b.Initial {
+		if n := o.Observation.State.PolicyContext.MaxStepBudget; n > 0 {
+			return n
+		}
+	}
+	for _, st := range b.Steps {
+		for _, o := range st.After {
+			if n := o.Observation.State.PolicyContext.MaxStepBudget; n > 0 {
+				return n
+			}
+		}
+	}
+	if m := b.Manifest.Task.MaxActions; m != nil && *m > 0 {
+		return *m
+	}
+	return DefaultStepBudget
+}
+
+// needsTarget reports whether the gate judges the action on its resolved
+// element (as the session asks the driver for one).
+func needsTarget(a contract.Action) bool {
+	switch a.Type {
+	case contract.ActClick, contract.ActType, contract.ActSelect:
+		return true
+	case contract.ActExtract:
+		return a.Selector != ""
+	}
+	return false
+}
+
+// affordance returns the affordance of obs with selector sel, nil when
+// none.
+func affordance(obs *contract.Observation, sel string) *contract.Affordance {
+	if obs == nil || sel == "" {
+		return nil
+	}
+	for i := range obs.Affordances {
+		if obs.Affordances[i].Selector == sel {
+			return &obs.Affordances[i]
+		}
+	}
+	return nil
+}
+
+// redacted reports whether a is a type action whose text the bundle masks.
+func redacted(a contract.Action) bool {
+	return a.Type == contract.ActType && (a.Redact || a.Text == evidence.RedactedText)
+}
+
+// actionHash is the plain action hash of req (gate.Gate.ActionHash): that
+// of an action without redact true, which anyone can recompute. A redacted
+// action's hash is keyed by the gate that judged it and cannot be
+// recomputed; callers never check one.
+func actionHash(req gate.Request) string {
+	var plain *gate.Gate
+	return plain.ActionHash(req)
+}

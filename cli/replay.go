@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode"
+
+	"github.com/aegis-run/aegis/audit"
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/session"
+)
+
+// The auditor's commands: replay, report, and policy diff (policy_diff.go).
+// Their work is done by package audit.
+
+func init() {
+	register(command{name: "replay", summary: "re-run a recorded session without a model and compare it with its evidence", run: runReplay})
+}
+
+const replayUsage = `BUNDLE [--driver playwright|sandbox] [--policy DIR | --policy-from-bundle]
+       [--map-origin FROM=TO]... [--approve deny|ask|low-and-medium-only] [--json]
+
+Re-executes the recorded actions of an evidence bundle in order, without any
+model: each action is judged again by the gate, run in a fresh browser, and
+what the replay sees is compared with the record: the action's outcome and
+URL, the URL, title and DOM hash of every page the recording observed (with
+a short diff of the visible text when it changed), and the element each
+action targets. Each step is reported as same, diverged, or blocked.
+
+A recorded denial stays denied and is not executed. A recorded approval is
+not granted again silently: the action is asked about again (--approve ask)
+or denied (--approve deny, the default without a terminal).
+--map-origin FROM=TO (repeatable) replays a bundle recorded against one
+origin on another, such as the demo site served on another port.
+
+The bundle is verified first: a tampered bundle is refused, naming the
+place; an unsealed one unless --allow-unsealed. The replay writes its own
+evidence bundle under --evidence, whose task hints link the recorded
+session ("replayOf").
+
+Exit status: 0 no step diverged (and every recorded action ran again),
+1 a step diverged or was blocked by the policy or a refused approval, or
+the bundle was refused, 2 usage or unreadable input.`
+
+// replayOutput is the --json output of replay.
+type replayOutput struct {
+	Reproduced bool `json:"reproduced"`
+	*audit.ReplayReport
+}
+
+func runReplay(ctx context.Context, args []string, stdio Stdio) error {
+	fs := newFlagSet("replay", replayUsage, stdio)
+	driverMode := fs.String("driver", "", "browser `driver`: playwright or sandbox (default: the bundle's)")
+	policy := fs.String("policy", "", "judge the actions by the policy in `DIR` (or an OPA bundle .tar.gz; default: the embedded policy)")
+	fromBundle := fs.Bool("policy-from-bundle", false, "judge by the policy that judged the recording: refuse unless the policy has the version the bundle names")
+	var origins audit.OriginMap
+	fs.Var(&origins, "map-origin", "replay the recorded origin `FROM=TO` on another (repeatable)")
+	approve := fs.String("approve", "", "approval requests: ask (default on a terminal), deny (default otherwise) or low-and-medium-only")
+	preset := fs.String("preset", "", "security `preset` replacing the permission level the recording applied")
+	evidenceDir := fs.String("evidence", DefaultEvidenceDir, "evidence root `DIR` of the replay's own bundle")
+	allowUnsealed := fs.Bool("allow-unsealed", false, "replay an unsealed bundle (its intact entries)")
+	pubFile := fs.String("pubkey", "", "trusted public key `FILE`: the bundle's seal must be signed by it")
+	signKey := fs.String("sign-key", "", "sign the replay bundle's seal with the Ed25519 key in `FILE`")
+	endpoint := fs.String("browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
+	headed := fs.Bool("headed", false, "show the browser window")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageError("replay takes one BUNDLE, got %d arguments", len(pos))
+	}
+	if *fromBundle && *policy != "" {
+		return usageError("--policy and --policy-from-bundle are exclusive")
+	}
+	opts := audit.ReplayOptions{
+		PolicyPath: *policy, PolicyFromBundle: *fromBundle, Preset: *preset, Origins: origins,
+		AllowUnsealed: *allowUnsealed, EvidenceRoot: *evidenceDir, Version: Version,
+		BrowserEndpoint: *endpoint, Headed: *headed,
+	}
+	switch m := contract.DriverMode(*driverMode); m {
+	case "", contract.ModePlaywright, contract.ModeSandbox:
+		opts.Driver = m
+	default:
+		return usageError("--driver %q: want playwright or sandbox", *driverMode)
+	}
+	if *pubFile != "" {
+		if opts.PubKey, err = evidence.LoadPublicKey(*pubFile); err != nil {
+			return usageError("%v", err)
+		}
+	}
+	if *signKey != "" {
+		s, err := evidence.LoadSigner(*signKey)
+		if err != nil {
+			return usageError("--sign-key: %v", err)
+		}
+		opts.Signer = s
+	}
+	if opts.Approver, err = replayApprover(*approve, stdio); err != nil {
+		return err
+	}
+	if !*asJSON {
+		opts.OnStep = func(s audit.StepResult) { printStep(stdio.Out, s) }
+	}
+	rep, err := audit.Replay(ctx, pos[0], opts)
+	if err != nil {
+		var te *audit.TamperedError
+		switch {
+		case errors.As(err, &te), errors.Is(err, evidence.ErrUnsealed):
+			return exitCode(ExitFailure, err)
+		case rep == nil:
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				return usageError("%v", err)
+			}
+			return exitCode(ExitFailure, err)
+		}
+		fmt.Fprintf(stdio.Err, "aegis: replay stopped: %v\n", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdio.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(replayOutput{Reproduced: rep.Reproduced() && err == nil, ReplayReport: rep}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdio.Out, "%d steps: %d same, %d diverged, %d blocked\nreplay bundle: %s\n", len(rep.Steps), rep.Same, rep.Diverged, rep.Blocked, rep.ReplayBundle)
+	}
+	if err != nil || !rep.Reproduced() {
+		return exitCode(ExitFailure, nil)
+	}
+	return nil
+}
+
+// printStep writes one replayed step for a person.
+func printStep(w io.Writer, s audit.StepResult) {
+	line := fmt.Sprintf("step %-3d %-8s %-10s %s", s.Step, s.ActionType, termSafe(s.ActionID, 40), s.Status)
+	switch {
+	case s.Status == audit.StepBlocked && s.RecordedDenial:
+		line += ": the record denied it; not executed"
+	case s.Status == audit.StepBlocked && len(s.Reasons) > 0 && strings.HasPrefix(s.Reasons[0].Rule, "approval_"):
+		line += ": it needs an approval again, and it was refused (recorded " + string(s.Recorded) + ")"
+	case s.Status == audit.StepBlocked:
+		line += ": the gate denies it now (recorded " + string(s.Recorded) + ")"
+	case s.Approver != "":
+		line += " (approved again by " + termSafe(s.Approver, 80) + ")"
+	}
+	fmt.Fprintln(w, line)
+	if s.Status == audit.StepBlocked {
+		for _, r := range s.Reasons {
+			fmt.Fprintf(w, "    %s: %s\n", termSafe(r.Rule, 64), termSafe(r.Message, 300))
+		}
+	}
+	for _, d := range s.Differences {
+		where := "the action"
+		if d.Observation >= 0 {
+			where = fmt.Sprintf("dom/%d", d.Observation)
+		}
+		fmt.Fprintf(w, "    %s (%s): want %s\n    %*s  got  %s\n", d.Field, where, termSafe(d.Want, 300), len(d.Field)+len(where)+3, "", termSafe(d.Got, 300))
+		for _, l := range strings.Split(d.TextDiff, "\n") {
+			if l != "" {
+				fmt.Fprintf(w, "      %s\n", termSafe(l, 240))
+			}
+		}
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "    note: %s\n", termSafe(n, 300))
+	}
+}
+
+// termSafe bounds s and replaces control characters (a hostile page's
+// terminal escapes) by U+FFFD.
+func termSafe(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+// replayApprover picks the approver of replay's --approve: as aegis run,
+// ask needs a terminal (piped input cannot approve), deny is the default
+// without one.
+func replayApprover(flagValue string, stdio Stdio) (audit.Approver, error) {
+	tty := false
+	if f, ok := stdio.In.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	if flagValue == "" {
+		flagValue = string(session.ApproveDeny)
+		if tty {
+			flagValue = string(session.ApproveAsk)
+		}
+	}
+	mode, err := session.ParseApproveMode(flagValue)
+	if err != nil {
+		return nil, usageError("--approve: %v", err)
+	}
+	var sa session.Approver
+	switch {
+	case mode == session.ApproveDeny:
+		return nil, nil
+	case mode != session.ApproveAsk:
+		sa = session.PolicyApprover{Mode: mode}
+	case !tty:
+		return nil, usageError("--approve=ask needs an interactive terminal on stdin (piped input cannot approve actions); use deny or low-and-medium-only")
+	default:
+		sa = session.NewTerminalApprover(stdio.In, stdio.Err, "terminal:replay")
+	}
+	return audit.ApproverFunc(func(ctx context.Context, req audit.ApprovalRequest) (audit.ApprovalAnswer, error) {
+		if req.Recorded != nil {
+			fmt.Fprintf(stdio.Err, "\naegis: step %d was approved in the recording by %s at %s; it needs an approval again\n", req.Step, termSafe(req.Recorded.Approver, 120), termSafe(req.Recorded.ApprovedAt, 40))
+		}
+		ans, err := sa.Approve(ctx, session.ApprovalRequest{
+			Action: req.Action, Target: req.Target, URL: req.URL, Risk: req.Risk, Reasons: req.Reasons,
+		})
+		return audit.ApprovalAnswer{Approved: ans.Approved, Approver: ans.Approver}, err
+	}), nil
+}

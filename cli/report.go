@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aegis-run/aegis/audit"
+)
+
+func init() {
+	register(command{name: "report", summary: "render an evidence bundle as one self-contained HTML report", run: runReport})
+}
+
+const reportUsage = `BUNDLE [-o report.html]
+
+Writes the evidence bundle (a directory or a packed .tar.zst) as one
+self-contained HTML file: no script and no external asset, so it opens
+offline in any browser. At the top, whether the bundle verifies (valid,
+tampered with the place where it breaks, or unsealed); then the goal, the
+plan, each step with its action (typed secrets masked), the policy's
+decision and reasons, the risk, the approval and who gave it, latencies,
+DOM hashes and screenshots, and the final output. Of a tampered bundle,
+only what precedes the tampered place is shown.
+
+Exit status: 0 the report was written and the bundle is valid, 1 the
+report was written but the bundle is tampered or unsealed (the report
+says so), 2 usage or a bundle that cannot be read.`
+
+func runReport(ctx context.Context, args []string, stdio Stdio) error {
+	fs := newFlagSet("report", reportUsage, stdio)
+	out := fs.String("o", "-", "write the report to `FILE` (- for stdout)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageError("report takes one BUNDLE, got %d arguments", len(pos))
+	}
+	b, err := audit.Open(ctx, pos[0], audit.OpenOptions{AllowTampered: true, AllowUnsealed: true})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer b.Close()
+	var buf bytes.Buffer
+	if err := audit.RenderReport(b, &buf); err != nil {
+		return exitCode(ExitFailure, err)
+	}
+	if *out == "-" {
+		if _, err := stdio.Out.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	} else if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
+		return exitCode(ExitFailure, err)
+	}
+	v := b.Verification
+	switch v.Status {
+	case audit.StatusTampered:
+		return exitCode(ExitFailure, fmt.Errorf("the bundle is tampered (%s); the report says so at the top", v.Place()))
+	case audit.StatusUnsealed:
+		return exitCode(ExitFailure, errors.New("the bundle is unsealed; the report says so at the top"))
+	}
+	if *out != "-" {
+		fmt.Fprintf(stdio.Err, "aegis: report of %s written to %s\n", b.Manifest.SessionID, *out)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, renamed into place.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".aegis-report-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

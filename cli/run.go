@@ -1,0 +1,503 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/llm"
+	"github.com/aegis-run/aegis/navigator"
+	"github.com/aegis-run/aegis/planner"
+	"github.com/aegis-run/aegis/schemas"
+	"github.com/aegis-run/aegis/secrets"
+	"github.com/aegis-run/aegis/session"
+)
+
+func init() {
+	register(command{
+		name:    "run",
+		summary: "run a governed browser session on a task (TASK.json or --goal and --url)",
+		run:     runRun,
+	})
+}
+
+// Exit codes of "aegis run" (and of "aegis demo"), one per session status,
+// on top of ExitOK (completed) and ExitUsage.
+const (
+	ExitAborted             = 3 // aborted (Ctrl-C, SIGTERM)
+	ExitDurationExceeded    = 4 // the duration budget ran out
+	ExitActionLimitExceeded = 5 // the action budget ran out
+	ExitSessionFailed       = 6 // the session failed (model, browser, policy, loop...)
+)
+
+// Environment variables that configure the model when the flags do not.
+const (
+	EnvModel      = "AEGIS_MODEL"
+	EnvLLMBaseURL = "AEGIS_LLM_BASE_URL"
+)
+
+// DefaultEvidenceDir is where bundles go without --evidence.
+const DefaultEvidenceDir = "aegis-evidence"
+
+// DefaultPreset is the policy preset of a run without --preset.
+const DefaultPreset = "power"
+
+const runUsage = `[flags] TASK.json|-
+       aegis run [flags] --goal "..." --url URL [--url URL...]
+
+Runs one governed browser session: the Planner and the Navigator propose
+actions, the policy gate judges every one of them (with the element the
+browser resolved), a human or a rule approves the high-risk ones, the
+driver runs what was allowed, and an evidence bundle records everything
+and is sealed however the session ends.
+
+TASK.json is a ComputerUseInput (seed 003): {"goal", "urls", "maxActions",
+"maxDurationMs", "hints"}. The urls are the allowlist (by origin); the first
+is opened first. hints.steps (plain-language steps: navigate, click, type,
+select, scroll, wait, extract, expect) drive the steps agent; hints.script
+(raw BrowserActions) the script agent.
+
+Agent (--agent): llm when a model is configured (--model or $AEGIS_MODEL,
+with --llm-base-url or $AEGIS_LLM_BASE_URL, and the key from --llm-key-file
+or $OPENAI_API_KEY), else steps when the task has hints.steps, else script
+when it has hints.script.
+
+Secrets: write {{secret:NAME}} in a type step or action; the value comes
+from $AEGIS_SECRET_NAME or --secrets-file (NAME=value lines, mode 0600).
+The model, the policy, the evidence and the output only ever see the
+placeholder; the value is typed into a field the policy judges sensitive,
+and nowhere else.
+
+Approvals (--approve): the policy pauses high-risk actions (payments,
+deletions, typing into sensitive fields) for a human. ask prompts on the
+terminal (only when stdin is one; the default then); deny (the default
+without a terminal) refuses them all; low-and-medium-only approves what the
+policy rates low or medium risk and refuses high risk: with the default
+preset it approves nothing, with --preset balanced it confirms ordinary
+input and navigation. An approval is bound to the action's hash, used once,
+and a request unanswered after --approval-timeout is refused.
+
+Presets (--preset): power (default: full permission; high risk still
+needs approval), balanced (every navigate, click, type and select needs
+approval), safe (nothing may act), developer (as power).
+
+Output: a progress line per action on stderr, such as
+  step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms
+and the ComputerUseOutput JSON on stdout, indented (--json: one compact
+line, for machines). Its "status" is seed 003's; a failed session says
+"aborted" there and "endStatus": "failed" with "error" beside it. Its
+"evidence" member names the bundle: dir, sealed, headHash. The bundle goes
+to --evidence DIR/SESSION-ID (default ./` + DefaultEvidenceDir + `); verify it with
+aegis verify DIR/SESSION-ID.
+
+Exit status: 0 completed, 3 aborted, 4 duration_exceeded,
+5 action_limit_exceeded, 6 failed, 2 usage (bad flags or task, unreadable
+secrets file or key, policy that does not load).`
+
+// runOptions are the flags of "aegis run".
+type runOptions struct {
+	goal         string
+	urls         stringList
+	driver       string
+	agent        string
+	policy       string
+	opaURL       string
+	preset       string
+	maxActions   int
+	maxDuration  time.Duration
+	evidence     string
+	json         bool
+	baseURL      string
+	model        string
+	keyFile      string
+	secretsFile  string
+	approve      string
+	approvalWait time.Duration
+	endpoint     string
+	headed       bool
+	signKey      string
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// addSessionFlags declares the flags run and demo share.
+func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
+	fs.StringVar(&o.driver, "driver", string(contract.ModeSandbox), "browser `driver`: sandbox (Playwright with every request outside the allowlist blocked) or playwright")
+	fs.StringVar(&o.policy, "policy", "", "policy `DIR` in OPA's bundle layout, or an OPA bundle .tar.gz (default: the embedded policy)")
+	fs.StringVar(&o.opaURL, "opa-url", "", "evaluate the policy on the OPA server at `URL` instead of the embedded engine")
+	fs.StringVar(&o.preset, "preset", DefaultPreset, "security `preset`: power (full permission; high risk still needs approval), balanced, safe or developer")
+	fs.StringVar(&o.evidence, "evidence", DefaultEvidenceDir, "evidence root `DIR`: each bundle goes to DIR/SESSION-ID")
+	fs.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible endpoint `URL`, up to /v1 (default $"+EnvLLMBaseURL+", else OpenAI)")
+	fs.StringVar(&o.model, "model", "", "model `id`; setting one selects the LLM agents (default $"+EnvModel+")")
+	fs.StringVar(&o.keyFile, "llm-key-file", "", "read the API key from `FILE` (mode 0600) instead of $OPENAI_API_KEY")
+	fs.StringVar(&o.secretsFile, "secrets-file", "", "read secrets from `FILE`: NAME=value lines, mode 0600 ($AEGIS_SECRET_NAME wins)")
+	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
+	fs.StringVar(&o.endpoint, "browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
+	fs.BoolVar(&o.headed, "headed", false, "show the browser window")
+	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
+}
+
+func runRun(ctx context.Context, args []string, stdio Stdio) error {
+	fs := newFlagSet("run", runUsage, stdio)
+	var o runOptions
+	fs.StringVar(&o.goal, "goal", "", "the task's `goal` (with --url instead of TASK.json)")
+	fs.Var(&o.urls, "url", "an allowed `URL` (repeatable; the first is opened first)")
+	fs.StringVar(&o.agent, "agent", "", "`agent`: llm, steps or script (default: llm with a model, else steps or script by the task's hints)")
+	fs.IntVar(&o.maxActions, "max-actions", 0, "action budget, 1 to 200 (default the task's, else 50)")
+	fs.DurationVar(&o.maxDuration, "max-duration", 0, "duration budget, 1s to 30m (default the task's, else 10m)")
+	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), deny (default otherwise) or low-and-medium-only")
+	fs.BoolVar(&o.json, "json", false, "print the output as one compact JSON line (default indented)")
+	addSessionFlags(fs, &o)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	in, err := runTask(&o, pos, stdio)
+	if err != nil {
+		return err
+	}
+	approver, err := runApprover(o.approve, stdio)
+	if err != nil {
+		return err
+	}
+	return runSession(ctx, &o, in, approver, stdio, nil)
+}
+
+// runTask builds the task from TASK.json or --goal/--url, and applies the
+// budget flags.
+func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
+	var in contract.Input
+	switch {
+	case len(pos) > 1:
+		return in, usageError("run takes one TASK.json, got %d arguments", len(pos))
+	case len(pos) == 1:
+		if o.goal != "" || len(o.urls) > 0 {
+			return in, usageError("give a TASK.json or --goal and --url, not both")
+		}
+		data, err := readBounded(pos[0], schemas.MaxDocumentBytes, stdio)
+		if err != nil {
+			return in, usageError("read %s: %v", pos[0], err)
+		}
+		if err := contract.Decode(schemas.KindInput, data, &in); err != nil {
+			return in, usageError("%s is not a valid task (ComputerUseInput): %v", pos[0], err)
+		}
+	default:
+		if o.goal == "" || len(o.urls) == 0 {
+			return in, usageError("run needs a TASK.json, or --goal and at least one --url (aegis help run)")
+		}
+		in = contract.Input{Goal: o.goal, URLs: o.urls}
+	}
+	if o.maxActions != 0 {
+		in.MaxActions = &o.maxActions
+	}
+	if o.maxDuration != 0 {
+		ms := int(o.maxDuration.Milliseconds())
+		in.MaxDurationMs = &ms
+	}
+	if _, err := contract.Encode(schemas.KindInput, in); err != nil {
+		return in, usageError("invalid task: %v", err)
+	}
+	return in, nil
+}
+
+// isTerminal reports whether r is a character device (an interactive
+// terminal).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// runApprover picks the approver of --approve.
+func runApprover(flagValue string, stdio Stdio) (session.Approver, error) {
+	tty := isTerminal(stdio.In)
+	if flagValue == "" {
+		flagValue = string(session.ApproveDeny)
+		if tty {
+			flagValue = string(session.ApproveAsk)
+		}
+	}
+	mode, err := session.ParseApproveMode(flagValue)
+	if err != nil {
+		return nil, usageError("--approve: %v", err)
+	}
+	if mode != session.ApproveAsk {
+		return session.PolicyApprover{Mode: mode}, nil
+	}
+	if !tty {
+		return nil, usageError("--approve=ask needs an interactive terminal on stdin (piped input cannot approve actions); use deny or low-and-medium-only")
+	}
+	name := "terminal"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = "terminal:" + u.Username
+	}
+	return session.NewTerminalApprover(stdio.In, stdio.Err, name), nil
+}
+
+// hasHint reports whether the task's hints have the member.
+func hasHint(in contract.Input, name string) bool {
+	var m map[string]json.RawMessage
+	return len(in.Hints) > 0 && json.Unmarshal(in.Hints, &m) == nil && m[name] != nil
+}
+
+// agents builds the Planner and the Navigator for the task.
+func agents(o *runOptions, in contract.Input, set *secrets.Set) (planner.Planner, navigator.Navigator, string, error) {
+	model := o.model
+	if model == "" {
+		model = os.Getenv(EnvModel)
+	}
+	agent := o.agent
+	if agent == "" {
+		switch {
+		case model != "":
+			agent = "llm"
+		case hasHint(in, "steps"):
+			agent = "steps"
+		case hasHint(in, "script"):
+			agent = "script"
+		default:
+			return nil, nil, "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script", EnvModel)
+		}
+		o.agent = agent
+	}
+	switch agent {
+	case "llm":
+		if model == "" {
+			return nil, nil, "", usageError("--agent llm needs a model: --model or $%s", EnvModel)
+		}
+		base := o.baseURL
+		if base == "" {
+			base = os.Getenv(EnvLLMBaseURL)
+		}
+		key, err := llm.LoadAPIKey(o.keyFile)
+		if err != nil {
+			return nil, nil, "", usageError("%v", err)
+		}
+		c, err := llm.New(llm.Config{BaseURL: base, Model: model, APIKey: key, Guard: set.Guard()})
+		if err != nil {
+			return nil, nil, "", usageError("%v", err)
+		}
+		pl, err := planner.NewLLM(c, planner.LLMOptions{Secrets: set})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		nav, err := navigator.NewLLM(c, navigator.LLMOptions{Secrets: set})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return pl, nav, model, nil
+	case "steps", "script":
+		plan, err := planner.FromHints(in.Goal, in.Hints)
+		if err != nil {
+			return nil, nil, "", usageError("the task's hints: %v", err)
+		}
+		pl, err := planner.NewStatic(plan)
+		if err != nil {
+			return nil, nil, "", usageError("the task's hints: %v", err)
+		}
+		var nav navigator.Navigator
+		if agent == "steps" {
+			nav, err = navigator.NewStepsFromHints(in.Hints, navigator.StepsOptions{BaseURL: in.URLs[0], Secrets: set})
+		} else {
+			nav, err = navigator.NewScriptFromHints(in.Hints, navigator.ScriptOptions{Secrets: set})
+		}
+		if err != nil {
+			return nil, nil, "", usageError("the task's hints for the %s agent: %v", agent, err)
+		}
+		return pl, nav, "", nil
+	}
+	return nil, nil, "", usageError("unknown --agent %q (want llm, steps or script)", agent)
+}
+
+// statusExit maps a session status to the exit code of run and demo.
+func statusExit(s contract.SessionStatus) int {
+	switch s {
+	case contract.SessionCompleted:
+		return ExitOK
+	case contract.SessionAborted:
+		return ExitAborted
+	case contract.SessionDurationExceeded:
+		return ExitDurationExceeded
+	case contract.SessionActionLimitExceeded:
+		return ExitActionLimitExceeded
+	}
+	return ExitSessionFailed
+}
+
+// sessionHooks lets the demo add to a run: more secrets and its own
+// summary.
+type sessionHooks struct {
+	secrets map[string]string
+	done    func(res session.Result) error
+}
+
+// runSession builds everything a session needs from the options, runs it,
+// prints the progress and the output, and returns the exit code as an
+// error.
+func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) error {
+	mode := contract.DriverMode(o.driver)
+	if mode != contract.ModeSandbox && mode != contract.ModePlaywright {
+		return usageError("--driver %q: want sandbox or playwright", o.driver)
+	}
+	switch o.preset {
+	case "safe", "balanced", "power", "developer":
+	default:
+		return usageError("--preset %q: want power, balanced, safe or developer", o.preset)
+	}
+	if o.policy != "" && o.opaURL != "" {
+		return usageError("--policy and --opa-url are exclusive: the remote server holds its own policy")
+	}
+	environ := os.Environ()
+	if hooks != nil {
+		for k, v := range hooks.secrets {
+			environ = append(environ, session.EnvSecretPrefix+k+"="+v)
+		}
+	}
+	set, err := session.LoadSecrets(environ, o.secretsFile)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	pl, nav, model, err := agents(o, in, set)
+	if err != nil {
+		return err
+	}
+	approvals := gate.NewApprovals()
+	g, err := gate.New(ctx, gate.Options{PolicyPath: o.policy, OPAURL: o.opaURL, Approvals: approvals})
+	if err != nil {
+		return usageError("policy: %v", err)
+	}
+	cfg := session.Config{
+		Task:            in,
+		Driver:          driver.Config{Mode: mode, BrowserEndpoint: o.endpoint, Headed: o.headed},
+		Gate:            g,
+		Approvals:       approvals,
+		Preset:          o.preset,
+		Planner:         pl,
+		Navigator:       nav,
+		Approver:        approver,
+		ApprovalTimeout: o.approvalWait,
+		Secrets:         set,
+		EvidenceRoot:    o.evidence,
+		Model:           model,
+		Version:         Version,
+		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
+	}
+	if o.signKey != "" {
+		signer, err := loadSigner(o.signKey)
+		if err != nil {
+			return usageError("--sign-key: %v", err)
+		}
+		cfg.Signer = signer
+	}
+	s, err := session.New(cfg)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	fmt.Fprintf(stdio.Err, "aegis: session %s: %s\n", s.ID(), session.Sanitize(in.Goal, 200))
+	res, runErr := s.Run(ctx)
+	if res.Output.ComputerUseSessionID == "" {
+		// Not even started: nothing to print but the error.
+		return exitCode(ExitSessionFailed, runErr)
+	}
+	var b []byte
+	if o.json {
+		b, err = json.Marshal(res.Output)
+	} else {
+		b, err = json.MarshalIndent(res.Output, "", "  ")
+	}
+	if err != nil {
+		return exitCode(ExitSessionFailed, err)
+	}
+	if hooks == nil || hooks.done == nil {
+		fmt.Fprintf(stdio.Out, "%s\n", b)
+	}
+	fmt.Fprintln(stdio.Err, endLine(res))
+	if hooks != nil && hooks.done != nil {
+		if err := hooks.done(res); err != nil {
+			return err
+		}
+	}
+	code := statusExit(res.Status)
+	if code == ExitOK {
+		return nil
+	}
+	if runErr != nil {
+		return exitCode(code, runErr)
+	}
+	return exitCode(code, nil)
+}
+
+// progressLine renders one action for stderr, such as
+// `step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms`.
+func progressLine(r session.StepReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "step %d/%d  %s  ", r.Index, r.Budget, session.DescribeAction(r.Action, r.Target))
+	switch {
+	case r.Decision == "":
+		b.WriteString("not run")
+	case r.Decision == contract.ResultDenied:
+		rules := make([]string, len(r.Reasons))
+		for i, rs := range r.Reasons {
+			rules[i] = rs.Rule
+		}
+		fmt.Fprintf(&b, "DENIED (%s): %s", r.Risk, strings.Join(rules, ", "))
+	default:
+		fmt.Fprintf(&b, "%s (%s)", r.Decision, r.Risk)
+	}
+	if r.Executed {
+		fmt.Fprintf(&b, "  %s", r.Duration.Round(time.Millisecond))
+	}
+	if r.Error != "" {
+		b.WriteString("  failed: " + session.Sanitize(r.Error, 200))
+	}
+	return b.String()
+}
+
+// endLine says how the session ended and where the bundle is.
+func endLine(res session.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "aegis: %s in %s: %d actions, %d denied, %d approved", res.Status,
+		res.Timings.Total.Round(10*time.Millisecond), res.Output.ActionsExecuted, res.Denied, res.Approved)
+	switch {
+	case res.Evidence.Sealed:
+		fmt.Fprintf(&b, "; evidence %s (sealed, head %s)", res.Evidence.Dir, short(res.Evidence.HeadHash))
+	case res.Evidence.Dir != "":
+		fmt.Fprintf(&b, "; evidence %s NOT SEALED: %s", res.Evidence.Dir, res.Evidence.Error)
+	default:
+		fmt.Fprintf(&b, "; no evidence bundle: %s", res.Evidence.Error)
+	}
+	return b.String()
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return h
+}
+
+// loadSigner loads the seal signing key.
+func loadSigner(path string) (evidence.Signer, error) {
+	s, err := evidence.LoadSigner(path)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
