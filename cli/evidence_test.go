@@ -214,7 +214,7 @@ func TestProveCommand(t *testing.T) {
 		t.Fatalf("prove: %s", errOut)
 	}
 	code, out, errOut := run(t, "", "verify", "--proof", proof, "--pubkey", examplePub)
-	if code != ExitOK || !strings.Contains(out, "proof: valid: entry 9 (action actions.jsonl line 2)") || !strings.Contains(out, "record verified") || !strings.Contains(out, "authenticated") {
+	if code != ExitOK || !strings.Contains(out, "proof: valid: entry 11 (action actions.jsonl line 2)") || !strings.Contains(out, "record verified") || !strings.Contains(out, "authenticated") {
 		t.Errorf("verify --proof: exit %d %q %q", code, out, errOut)
 	}
 	if code, out, _ := run(t, "", "verify", "--proof", proof, dir); code != ExitOK || !strings.Contains(out, "proof: valid") {
