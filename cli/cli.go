@@ -91,6 +91,10 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		printHelp(stdio.Err)
 		return ExitUsage
 	}
+	if isHostOrigin(args[0]) {
+		// Chrome started aegis as a native messaging host (host.go).
+		return finish(stdio, runHost(ctx, args, stdio))
+	}
 	name, rest := args[0], args[1:]
 	switch name {
 	case "help", "-h", "-help", "--help":

@@ -99,8 +99,25 @@
     }
   } catch (e) { /* frozen prototype: no listener detection */ }
 
+  // In the extension's isolated world the page's own addEventListener
+  // calls are not seen above. There, listeners.js (in the page's main
+  // world) remembers them and answers a cancelable query event dispatched
+  // on the element by cancelling it. Off in the page's main world (the
+  // Playwright driver), where chrome.runtime.id does not exist.
+  const LISTENER_QUERY = '__aegis_listener_query';
+  let isolatedWorld = false;
+  try {
+    isolatedWorld = !!(root.chrome && root.chrome.runtime && typeof root.chrome.runtime.id === 'string');
+  } catch (e) { isolatedWorld = false; }
+  function mainWorldListener(el) {
+    try {
+      return !el.dispatchEvent(new root.CustomEvent(LISTENER_QUERY, { cancelable: true, bubbles: false, composed: false }));
+    } catch (e) { return false; }
+  }
+
   function hasClickListener(el) {
     if (listened.has(el)) return true;
+    if (isolatedWorld && mainWorldListener(el)) return true;
     try {
       const win = el.ownerDocument && el.ownerDocument.defaultView;
       if (win && win !== root) {

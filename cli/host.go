@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/aegis-run/aegis/nativehost"
+)
+
+func init() {
+	register(command{
+		name:    "host",
+		summary: "run as the extension's native messaging host (Chrome starts it)",
+		run:     runHost,
+	})
+}
+
+// isHostOrigin reports whether the first argument is the caller origin
+// Chrome passes a native messaging host it starts
+// ("chrome-extension://ID/"): then aegis is in host mode.
+func isHostOrigin(arg string) bool { return nativehost.IsOriginArg(arg) }
+
+const hostUsage = `ORIGIN
+
+Runs aegis as the native messaging host of the aegis extension. Chrome starts
+it, as "aegis chrome-extension://ID/", when the extension's popup starts a
+session; "aegis host chrome-extension://ID/" is the same. stdin and stdout
+carry Chrome's frames (nothing else is ever written to stdout); the log goes
+to stderr, which Chrome forwards to its own log, and to the configuration's
+logFile when set.
+
+The origin must be in the allowed_origins of an installed host manifest that
+points at this executable (see "aegis install"); any other caller is refused.
+Model settings and secrets come from the host configuration file
+($AEGIS_HOST_CONFIG, else host.json in the user configuration directory, such
+as ~/.config/aegis/host.json), which must be readable by its owner only (0600).
+
+When the extension disconnects, a running session is aborted, its evidence
+sealed, and the host exits within a second.
+
+Exit status: 0 after the extension disconnected, 1 a refused caller or a
+broken configuration, 2 usage.`
+
+func runHost(ctx context.Context, args []string, stdio Stdio) error {
+	fs := newFlagSet("host", hostUsage, stdio)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var origin string
+	for _, a := range fs.Args() {
+		// Chrome on Windows adds --parent-window=N after the origin.
+		if strings.HasPrefix(a, "--parent-window=") {
+			continue
+		}
+		if origin != "" {
+			fs.Usage()
+			return usageError("host takes one origin, got %q too", a)
+		}
+		origin = a
+	}
+	if origin == "" {
+		fs.Usage()
+		return usageError("host needs the caller's origin (chrome-extension://ID/)")
+	}
+	if f, ok := stdio.Out.(*os.File); ok && f == os.Stdout {
+		// From here on only frames reach Chrome's end of stdout.
+		frames, err := nativehost.ProtectStdout()
+		if err != nil {
+			return exitCode(ExitFailure, err)
+		}
+		stdio.Out = frames
+	}
+	path, err := nativehost.ConfigPath()
+	if err != nil {
+		return exitCode(ExitFailure, err)
+	}
+	cfg, cerr := nativehost.LoadConfig(path)
+	if cerr != nil {
+		// Tell the extension why before exiting: the popup shows it.
+		refuse(stdio, &nativehost.Error{Code: nativehost.CodeConfig, Message: cerr.Error()})
+		return exitCode(ExitFailure, cerr)
+	}
+	err = nativehost.Serve(ctx, nativehost.Options{
+		In: stdio.In, Out: stdio.Out, Log: stdio.Err,
+		Origin: origin, Config: cfg, ConfigPath: path, Version: Version,
+	})
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return nil
+	case errors.Is(err, nativehost.ErrOriginRefused):
+		return exitCode(ExitFailure, err)
+	}
+	return exitCode(ExitFailure, err)
+}
+
+// refuse writes one error event frame to the extension.
+func refuse(stdio Stdio, e *nativehost.Error) {
+	b, err := nativehost.Message{Kind: nativehost.KindEvent, Event: nativehost.EventError, Params: mustJSON(e.Wire())}.Encode()
+	if err == nil {
+		_ = nativehost.NewWriter(stdio.Out).WriteFrame(b)
+	}
+}

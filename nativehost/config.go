@@ -1,0 +1,231 @@
+package nativehost
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/aegis-run/aegis/llm"
+)
+
+// EnvConfig names a host configuration file to use instead of the default
+// one (ConfigPath).
+const EnvConfig = "AEGIS_HOST_CONFIG"
+
+// MaxConfigBytes bounds the configuration file.
+const MaxConfigBytes = 1 << 20
+
+// Config is the host's configuration file: what the popup may not hold.
+// Model settings and secrets live here, in a file only its owner may read
+// or write (0600), and never in the extension's storage, where any code
+// running in the extension (or a profile sync) could read them.
+type Config struct {
+	// Model is the model the Planner and the Navigator ask; nil means
+	// none, and only steps tasks run.
+	Model *ModelConfig `json:"model,omitempty"`
+	// Secrets are values the Navigator may type through {{secret:NAME}}
+	// placeholders; the model, the evidence and the extension's events
+	// only ever see the placeholders.
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// EvidenceDir is where evidence bundles are written (one directory per
+	// session); "" means DefaultEvidenceDir.
+	EvidenceDir string `json:"evidenceDir,omitempty"`
+	// Policy is a policy bundle (directory or .tar.gz) to use instead of
+	// the embedded policy; "" means the embedded one.
+	Policy string `json:"policy,omitempty"`
+	// Manifests are the host manifests "aegis install" wrote: the origin
+	// check reads their allowed_origins (besides the browsers' usual
+	// locations).
+	Manifests []string `json:"manifests,omitempty"`
+	// LogFile, when set, receives the host's log (appended, 0600) besides
+	// stderr.
+	LogFile string `json:"logFile,omitempty"`
+	// ApprovalTimeoutSeconds bounds how long the person may take to
+	// answer an approval request (default 300); no answer is a refusal.
+	ApprovalTimeoutSeconds int `json:"approvalTimeoutSeconds,omitempty"`
+}
+
+// ModelConfig is an OpenAI-compatible endpoint (llm.Config).
+type ModelConfig struct {
+	// BaseURL is the endpoint up to and including /v1; "" is OpenAI's.
+	BaseURL string `json:"baseUrl,omitempty"`
+	// Model is the model id. Required.
+	Model string `json:"model"`
+	// APIKey is the bearer token; "" sends none (local servers).
+	APIKey string `json:"apiKey,omitempty"`
+	// Azure selects the Azure OpenAI protocol, with APIVersion.
+	Azure      bool   `json:"azure,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// LLM returns the model's llm.Config.
+func (m *ModelConfig) LLM() llm.Config {
+	return llm.Config{BaseURL: m.BaseURL, Model: m.Model, APIKey: llm.Key(m.APIKey), Azure: m.Azure, APIVersion: m.APIVersion}
+}
+
+// ConfigPath returns the host's configuration file: $AEGIS_HOST_CONFIG, else
+// host.json in the user's configuration directory (such as
+// ~/.config/aegis/host.json on Linux, ~/Library/Application
+// Support/aegis/host.json on macOS).
+func ConfigPath() (string, error) {
+	if p := os.Getenv(EnvConfig); p != "" {
+		return filepath.Abs(p)
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("nativehost: no configuration directory: %w", err)
+	}
+	return filepath.Join(d, "aegis", "host.json"), nil
+}
+
+// DefaultEvidenceDir is where evidence bundles go when the configuration
+// names no directory: evidence/ in the user's data directory
+// ($XDG_DATA_HOME/aegis/evidence, ~/.local/share/aegis/evidence on Linux;
+// ~/Library/Application Support/aegis/evidence on macOS;
+// %LOCALAPPDATA%\aegis\evidence on Windows).
+func DefaultEvidenceDir() (string, error) {
+	switch runtime.GOOS {
+	case "windows":
+		if d := os.Getenv("LOCALAPPDATA"); d != "" {
+			return filepath.Join(d, "aegis", "evidence"), nil
+		}
+	case "darwin":
+		if d, err := os.UserConfigDir(); err == nil {
+			return filepath.Join(d, "aegis", "evidence"), nil
+		}
+	default:
+		if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+			return filepath.Join(d, "aegis", "evidence"), nil
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("nativehost: no home directory for the evidence: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "aegis", "evidence"), nil
+}
+
+// ErrConfigPermissions is returned for a configuration file that others
+// may read or write.
+var ErrConfigPermissions = errors.New("nativehost: the configuration file may be read or written by others (chmod 600 it)")
+
+// LoadConfig reads the configuration file at path. A missing file is an
+// empty configuration. Like ssh with a private key, it refuses a file that
+// the group or others may read or write (on Unix), one that is not a
+// regular file, and one over MaxConfigBytes; unknown members are refused.
+// Errors never quote the file's content.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return c, fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return c, fmt.Errorf("nativehost: configuration %s is not a regular file", path)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		return c, fmt.Errorf("%w: %s is %v", ErrConfigPermissions, path, st.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return c, fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	if len(b) > MaxConfigBytes {
+		return c, fmt.Errorf("nativehost: configuration %s is over %d bytes", path, MaxConfigBytes)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return c, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return Config{}, fmt.Errorf("nativehost: configuration %s is not valid JSON (at byte %d)", path, se.Offset)
+		}
+		// Type and unknown-field errors name fields, never values.
+		return Config{}, fmt.Errorf("nativehost: configuration %s: %v", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("nativehost: configuration %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate checks the configuration's values.
+func (c Config) Validate() error {
+	if c.Model != nil {
+		if strings.TrimSpace(c.Model.Model) == "" {
+			return errors.New("model.model is required when a model is configured")
+		}
+		if c.Model.BaseURL != "" && !strings.HasPrefix(c.Model.BaseURL, "http://") && !strings.HasPrefix(c.Model.BaseURL, "https://") {
+			return errors.New("model.baseUrl must be an http(s) URL")
+		}
+		if strings.ContainsAny(c.Model.APIKey, "\r\n") {
+			return errors.New("model.apiKey contains a line break")
+		}
+	}
+	for _, p := range append([]string{c.EvidenceDir, c.Policy, c.LogFile}, c.Manifests...) {
+		if p != "" && !filepath.IsAbs(p) {
+			return fmt.Errorf("path %q must be absolute", p)
+		}
+	}
+	if c.ApprovalTimeoutSeconds < 0 || c.ApprovalTimeoutSeconds > 3600 {
+		return errors.New("approvalTimeoutSeconds must be within 0..3600")
+	}
+	return nil
+}
+
+// SaveConfig writes c to path atomically, as a file only its owner may
+// read or write (0600), in a directory created 0700 if missing.
+func SaveConfig(path string, c Config) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".host-*.json")
+	if err != nil {
+		return fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		tmp.Close()
+		return fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("nativehost: configuration: %w", err)
+	}
+	return nil
+}
