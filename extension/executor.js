@@ -31,39 +31,8 @@
   }
 
   function lname(el) { return String((el && el.localName) || '').toLowerCase(); }
-  function isFrame(el) { const t = lname(el); return t === 'iframe' || t === 'frame'; }
-  function frameDoc(el) { try { return el.contentDocument || null; } catch (e) { return null; } }
-  function styleOf(el) {
-    try { return ((el.ownerDocument && el.ownerDocument.defaultView) || root).getComputedStyle(el); } catch (e) { return null; }
-  }
-
-  // deepHit returns the innermost element at top-level viewport point
-  // (x, y) and the point in that element's own viewport, descending into
-  // open shadow roots and same-origin frames (as the observer's hit test).
-  function deepHit(x, y) {
-    let scope = root.document;
-    let hit = null;
-    let guard = 0;
-    while (guard++ < 64) {
-      const h = scope.elementFromPoint(x, y);
-      if (!h || h === hit) break;
-      hit = h;
-      if (h.shadowRoot && h.shadowRoot !== scope) { scope = h.shadowRoot; continue; }
-      if (isFrame(h)) {
-        const fd = frameDoc(h);
-        if (!fd) break;
-        const r = h.getBoundingClientRect();
-        const st = styleOf(h);
-        x -= r.left + h.clientLeft + (st ? parseFloat(st.paddingLeft) || 0 : 0);
-        y -= r.top + h.clientTop + (st ? parseFloat(st.paddingTop) || 0 : 0);
-        scope = fd;
-        hit = null;
-        continue;
-      }
-      break;
-    }
-    return hit ? { el: hit, x, y } : null;
-  }
+  const deepHit = api.deepHit;
+  const deepActive = api.deepActive;
 
   function composedParent(n) {
     if (!n) return null;
@@ -121,17 +90,6 @@
     const f = JSON.parse(api.finishClick());
     if (!f.ok) return JSON.stringify(f);
     return JSON.stringify({ ok: true, navigating: !!f.navigating, download: !!f.download });
-  }
-
-  function deepActive(doc) {
-    let a = doc.activeElement;
-    let guard = 0;
-    while (a && guard++ < 64) {
-      if (a.shadowRoot && a.shadowRoot.activeElement) { a = a.shadowRoot.activeElement; continue; }
-      if (isFrame(a)) { const d = frameDoc(a); if (d && d.activeElement) { a = d.activeElement; continue; } }
-      break;
-    }
-    return a;
   }
 
   function fire(el, type) {

@@ -974,7 +974,10 @@
   }
 
   // deepHit returns the innermost element at top-level viewport point (x, y),
-  // descending into open shadow roots and same-origin frames.
+  // descending into open shadow roots and same-origin frames, with the point
+  // in that element's own viewport: {el, x, y}, or null when nothing is there.
+  // The executor content script uses it too (through the api), so both
+  // drivers hit-test identically.
   function deepHit(x, y) {
     let doc = root.document;
     let scope = doc;
@@ -997,7 +1000,7 @@
       }
       break;
     }
-    return hit;
+    return hit ? { el: hit, x, y } : null;
   }
 
   function composedContains(anc, n) {
@@ -1097,8 +1100,8 @@
       const y = box.top + off.y + box.height / 2;
       if (x < 0 || y < 0 || x >= root.innerWidth || y >= root.innerHeight) throw new Fail('not_interactable', 'the element cannot be scrolled into the viewport');
       const hit = deepHit(x, y);
-      if (!hit || !composedContains(el, hit)) {
-        throw new Fail('not_interactable', 'the element is covered by ' + (hit ? short(hit) : 'nothing at its center'));
+      if (!hit || !composedContains(el, hit.el)) {
+        throw new Fail('not_interactable', 'the element is covered by ' + (hit ? short(hit.el) : 'nothing at its center'));
       }
       arm(el);
       return { x, y };
@@ -1387,6 +1390,8 @@
     rect,
     split: splitJSON,
     hasClickListener,
+    deepHit,
+    deepActive,
   });
   Object.defineProperty(root, name, { value: api, writable: false, configurable: false, enumerable: false });
 })(globalThis, "__aegis");
