@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -387,7 +388,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 // that has every field its type requires and no field its type does not
 // allow.
 func (a *Action) UnmarshalJSON(data []byte) error {
-	raw, order, err := objectMembers(data)
+	raw, order, err := objectMembers(data, false)
 	if err != nil {
 		return fmt.Errorf("contract: action: %w", err)
 	}
@@ -437,10 +438,11 @@ func (a *Action) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// objectMembers splits data, which must be one JSON object, into its
-// members, refusing duplicate keys and null values. It returns the members
-// and their keys in document order.
-func objectMembers(data []byte) (map[string]json.RawMessage, []string, error) {
+// objectMembers splits data, which must be exactly one JSON object, into
+// its members as raw JSON, refusing duplicate keys, trailing data and,
+// unless allowNull, null values. It returns the members and their keys in
+// document order.
+func objectMembers(data []byte, allowNull bool) (map[string]json.RawMessage, []string, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	tok, err := d.Token()
 	if err != nil {
@@ -467,7 +469,7 @@ func objectMembers(data []byte) (map[string]json.RawMessage, []string, error) {
 		if err := d.Decode(&v); err != nil {
 			return nil, nil, fmt.Errorf("field %q: %w", key, err)
 		}
-		if string(v) == "null" {
+		if !allowNull && string(v) == "null" {
 			return nil, nil, fmt.Errorf("field %q is null", key)
 		}
 		raw[key] = v
@@ -476,7 +478,7 @@ func objectMembers(data []byte) (map[string]json.RawMessage, []string, error) {
 	if _, err := d.Token(); err != nil {
 		return nil, nil, err
 	}
-	if _, err := d.Token(); err == nil {
+	if _, err := d.Token(); err != io.EOF {
 		return nil, nil, errors.New("data after the JSON object")
 	}
 	return raw, order, nil

@@ -327,3 +327,17 @@ func TestDecodeRefusesBeforeGoSeesIt(t *testing.T) {
 		})
 	}
 }
+
+// TestActionUnmarshalTrailingData calls UnmarshalJSON directly (encoding/json
+// would refuse the bytes before): data after the object is refused, whether
+// it tokenizes or not.
+func TestActionUnmarshalTrailingData(t *testing.T) {
+	const click = `{"id":"a1","type":"click","reason":"r","policyTags":[],"selector":"#b"}`
+	for _, tail := range []string{"", " {}", "x", " ]"} {
+		var a Action
+		err := a.UnmarshalJSON([]byte(click + tail))
+		if got, want := err != nil, tail != ""; got != want {
+			t.Errorf("UnmarshalJSON(click+%q) error = %v, want error: %v", tail, err, want)
+		}
+	}
+}

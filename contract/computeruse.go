@@ -3,9 +3,7 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 )
@@ -157,7 +155,7 @@ func (o Output) MarshalJSON() ([]byte, error) {
 // duplicate keys, with every required member, no null listed member, and
 // the unlisted members kept in Extra.
 func (o *Output) UnmarshalJSON(data []byte) error {
-	raw, order, err := rawMembers(data)
+	raw, order, err := objectMembers(data, true)
 	if err != nil {
 		return fmt.Errorf("contract: output: %w", err)
 	}
@@ -508,7 +506,7 @@ func isNilPointer(ptr any) bool {
 // the member requires and no other. field returns a pointer to a field of
 // the value being decoded.
 func unmarshalUnion(what, tagName string, data []byte, member func(json.RawMessage) ([]unionField, error), field func(string) (any, bool)) error {
-	raw, order, err := rawMembers(data)
+	raw, order, err := objectMembers(data, true)
 	if err != nil {
 		return fmt.Errorf("contract: %s: %w", what, err)
 	}
@@ -545,46 +543,4 @@ func unmarshalUnion(what, tagName string, data []byte, member func(json.RawMessa
 		}
 	}
 	return nil
-}
-
-// rawMembers splits data, which must be exactly one JSON object, into its
-// members as raw JSON, refusing duplicate keys. It returns the members and
-// their keys in document order.
-func rawMembers(data []byte) (map[string]json.RawMessage, []string, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	tok, err := d.Token()
-	if err != nil {
-		return nil, nil, err
-	}
-	if tok != json.Delim('{') {
-		return nil, nil, fmt.Errorf("want a JSON object, got %v", tok)
-	}
-	raw := map[string]json.RawMessage{}
-	var order []string
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return nil, nil, err
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, nil, fmt.Errorf("object key %v is not a string", tok)
-		}
-		if _, dup := raw[key]; dup {
-			return nil, nil, fmt.Errorf("duplicate field %q", key)
-		}
-		var v json.RawMessage
-		if err := d.Decode(&v); err != nil {
-			return nil, nil, fmt.Errorf("field %q: %w", key, err)
-		}
-		raw[key] = v
-		order = append(order, key)
-	}
-	if _, err := d.Token(); err != nil {
-		return nil, nil, err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, nil, errors.New("data after the JSON object")
-	}
-	return raw, order, nil
 }
