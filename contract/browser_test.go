@@ -334,7 +334,7 @@ func TestDecodeRefusesBeforeGoSeesIt(t *testing.T) {
 func TestActionUnmarshalTrailingData(t *testing.T) {
 	const click = `{"id":"a1","type":"click","reason":"r","policyTags":[],"selector":"#b"}`
 	for _, tail := range []string{"", " {}", "x", " ]"} {
-		var a Action
+		var a contract.Action
 		err := a.UnmarshalJSON([]byte(click + tail))
 		if got, want := err != nil, tail != ""; got != want {
 			t.Errorf("UnmarshalJSON(click+%q) error = %v, want error: %v", tail, err, want)
