@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/schemas"
@@ -109,7 +108,7 @@ func encode(buf *bytes.Buffer, v any) error {
 		for k := range t {
 			keys = append(keys, k)
 		}
-		sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
+		sort.Slice(keys, func(i, j int) bool { return LessUTF16(keys[i], keys[j]) })
 		buf.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -130,17 +129,32 @@ func encode(buf *bytes.Buffer, v any) error {
 	return nil
 }
 
-// lessUTF16 orders strings by their UTF-16 code units, as RFC 8785 requires
-// (this differs from byte order for characters above U+FFFF against
-// characters in U+E000..U+FFFF).
-func lessUTF16(a, b string) bool {
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	for i := 0; i < len(ua) && i < len(ub); i++ {
-		if ua[i] != ub[i] {
-			return ua[i] < ub[i]
-		}
+// LessUTF16 orders strings by their UTF-16 code units, as RFC 8785 sorts
+// object members. UTF-8 byte order is code point order, which differs from
+// UTF-16 order only between a character above U+FFFF (a surrogate pair,
+// 0xD800...) and one in U+E000..U+FFFF. It does not allocate.
+func LessUTF16(a, b string) bool {
+	n := min(len(a), len(b))
+	j := 0
+	for j < n && a[j] == b[j] {
+		j++
 	}
-	return len(ua) < len(ub)
+	if j == n {
+		return len(a) < len(b)
+	}
+	// Back up to the start of the character that differs.
+	for j > 0 && a[j]&0xC0 == 0x80 {
+		j--
+	}
+	ra, _ := utf8.DecodeRuneInString(a[j:])
+	rb, _ := utf8.DecodeRuneInString(b[j:])
+	if sa, sb := ra > 0xFFFF, rb > 0xFFFF; sa != sb {
+		if sa {
+			return rb >= 0xE000
+		}
+		return ra < 0xE000
+	}
+	return ra < rb
 }
 
 const hexDigits = "0123456789abcdef"
@@ -149,34 +163,40 @@ func encodeString(buf *bytes.Buffer, s string) error {
 	if !utf8.ValidString(s) {
 		return ErrUTF8
 	}
-	buf.WriteByte('"')
+	buf.Write(AppendString(buf.AvailableBuffer(), s))
+	return nil
+}
+
+// AppendString appends s to b as RFC 8785 writes a string: '"' and '\\'
+// escaped, \b \f \n \r \t in their short forms, other control characters
+// as \u00xx, everything else literal. s must be valid UTF-8 (the caller
+// checks; invalid bytes would be copied as they are).
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '"':
-			buf.WriteString(`\"`)
+			b = append(b, '\\', '"')
 		case c == '\\':
-			buf.WriteString(`\\`)
+			b = append(b, '\\', '\\')
+		case c >= 0x20:
+			b = append(b, c)
 		case c == '\b':
-			buf.WriteString(`\b`)
+			b = append(b, '\\', 'b')
 		case c == '\f':
-			buf.WriteString(`\f`)
+			b = append(b, '\\', 'f')
 		case c == '\n':
-			buf.WriteString(`\n`)
+			b = append(b, '\\', 'n')
 		case c == '\r':
-			buf.WriteString(`\r`)
+			b = append(b, '\\', 'r')
 		case c == '\t':
-			buf.WriteString(`\t`)
-		case c < 0x20:
-			buf.WriteString(`\u00`)
-			buf.WriteByte(hexDigits[c>>4])
-			buf.WriteByte(hexDigits[c&0xf])
+			b = append(b, '\\', 't')
 		default:
-			buf.WriteByte(c)
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
 	}
-	buf.WriteByte('"')
-	return nil
+	return append(b, '"')
 }
 
 // FormatNumber writes f as ECMAScript's Number.prototype.toString does

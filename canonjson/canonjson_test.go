@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/aegis-run/aegis/schemas"
 )
@@ -145,6 +146,28 @@ func TestTransformInvalidUTF8(t *testing.T) {
 	for _, doc := range []string{"\"\xff\"", "{\"\xc3\":1}"} {
 		if got, err := Transform([]byte(doc)); !errors.Is(err, ErrUTF8) {
 			t.Errorf("Transform(%q) = %q, %v; want ErrUTF8", doc, got, err)
+		}
+	}
+}
+
+// TestLessUTF16 checks the allocation-free order against the definition:
+// comparing the strings' UTF-16 code units.
+func TestLessUTF16(t *testing.T) {
+	ref := func(a, b string) bool {
+		ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+		for i := 0; i < len(ua) && i < len(ub); i++ {
+			if ua[i] != ub[i] {
+				return ua[i] < ub[i]
+			}
+		}
+		return len(ua) < len(ub)
+	}
+	words := []string{"", "a", "ab", "b", "\r", "1", "\u0080", "ö", "€", "😀", "\ufb33", "\uffff", "\ue000", "a😀", "a\ufb33", "aé", "ae"}
+	for _, a := range words {
+		for _, b := range words {
+			if got, want := LessUTF16(a, b), ref(a, b); got != want {
+				t.Errorf("LessUTF16(%q, %q) = %v, want %v", a, b, got, want)
+			}
 		}
 	}
 }

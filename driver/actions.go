@@ -426,29 +426,7 @@ func (d *pwDriver) extract(ctx context.Context, p playwright.Page, a contract.Ac
 		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown extraction %q", truncRunes(string(a.Extract), 32)), nil)
 	}
 	lat.capture = millis(time.Since(t0))
-	d.stateMu.Lock()
-	d.artSeq++
-	id := fmt.Sprintf("art-%06d", d.artSeq)
-	d.stateMu.Unlock()
-	src := boundURL(p.URL())
-	if src == "" {
-		src = "about:blank"
-	}
-	ex.Artifact.ID = id
-	ex.Artifact.SourceSelector = a.Selector
-	ex.Artifact.SourceURL = src
-	if ex.Image != nil {
-		ex.Image.ID = id
-		ex.Image.URI = "artifacts/" + id + extFor(ex.Image.MIMEType)
-		ex.Image.SourceURL = src
-		ex.Image.ActionID = a.ID
-		ex.Artifact.Value = ex.Image.URI
-	}
-	d.stateMu.Lock()
-	d.artifacts = append(d.artifacts, ex)
-	d.pendingRecords = append(d.pendingRecords, ex.Artifact)
-	d.stateMu.Unlock()
-	return []string{id}, nil
+	return d.arts.add(ex, a, boundURL(p.URL())), nil
 }
 
 func extFor(mime string) string {

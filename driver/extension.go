@@ -159,13 +159,12 @@ type extDriver struct {
 
 	mu sync.Mutex // serializes Observe, Describe and Act
 
-	stateMu        sync.Mutex
-	closed         bool
-	windowID       int
-	artifacts      []Extracted
-	pendingRecords []contract.Artifact
-	artSeq         int
-	lastURL        string
+	stateMu  sync.Mutex
+	closed   bool
+	windowID int
+	lastURL  string
+
+	arts artifactLog
 }
 
 func openExtension(ctx context.Context, cfg Config) (Driver, error) {
@@ -233,13 +232,7 @@ func (d *extDriver) check() error {
 }
 
 // TakeArtifacts returns and forgets the artifacts extracted so far.
-func (d *extDriver) TakeArtifacts() []Extracted {
-	d.stateMu.Lock()
-	defer d.stateMu.Unlock()
-	out := d.artifacts
-	d.artifacts = nil
-	return out
-}
+func (d *extDriver) TakeArtifacts() []Extracted { return d.arts.take() }
 
 // codeOfExt returns the driver code an error of the port maps to.
 func codeOfExt(err error) contract.ErrorCode {
@@ -411,16 +404,7 @@ func (d *extDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obs
 		DOMSnapshot: string(po.Snapshot),
 		Affordances: po.Affordances,
 	}
-	d.stateMu.Lock()
-	if n := len(d.pendingRecords); n > 0 {
-		keep := d.pendingRecords
-		if n > MaxArtifactsPerObserve {
-			keep = keep[n-MaxArtifactsPerObserve:]
-		}
-		obs.ExtractedArtifacts = append([]contract.Artifact(nil), keep...)
-		d.pendingRecords = nil
-	}
-	d.stateMu.Unlock()
+	obs.ExtractedArtifacts = d.arts.records()
 	return obs, nil
 }
 
@@ -689,29 +673,7 @@ func (d *extDriver) extract(ctx context.Context, a contract.Action, lat *latenci
 		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown extraction %q", truncRunes(string(a.Extract), 32)), nil)
 	}
 	lat.capture = millis(time.Since(t0))
-	d.stateMu.Lock()
-	d.artSeq++
-	id := fmt.Sprintf("art-%06d", d.artSeq)
-	d.stateMu.Unlock()
-	src := d.currentURL()
-	if src == "" {
-		src = "about:blank"
-	}
-	ex.Artifact.ID = id
-	ex.Artifact.SourceSelector = a.Selector
-	ex.Artifact.SourceURL = src
-	if ex.Image != nil {
-		ex.Image.ID = id
-		ex.Image.URI = "artifacts/" + id + extFor(ex.Image.MIMEType)
-		ex.Image.SourceURL = src
-		ex.Image.ActionID = a.ID
-		ex.Artifact.Value = ex.Image.URI
-	}
-	d.stateMu.Lock()
-	d.artifacts = append(d.artifacts, ex)
-	d.pendingRecords = append(d.pendingRecords, ex.Artifact)
-	d.stateMu.Unlock()
-	return []string{id}, nil
+	return d.arts.add(ex, a, d.currentURL()), nil
 }
 
 // maxCaptureBase64 bounds the base64 of a screenshot the driver decodes.

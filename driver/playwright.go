@@ -41,9 +41,8 @@ type pwDriver struct {
 	closed         bool
 	blocked        []BlockedRequest
 	blockedDropped int
-	artifacts      []Extracted
-	pendingRecords []contract.Artifact
-	artSeq         int
+
+	arts artifactLog
 
 	navSeq    atomic.Int64 // main-frame navigations of the active page
 	lastStats atomic.Pointer[pageStats]
@@ -284,13 +283,7 @@ func (d *pwDriver) routeWebSocket(ws playwright.WebSocketRoute) {
 }
 
 // TakeArtifacts returns and forgets the artifacts extracted so far.
-func (d *pwDriver) TakeArtifacts() []Extracted {
-	d.stateMu.Lock()
-	defer d.stateMu.Unlock()
-	out := d.artifacts
-	d.artifacts = nil
-	return out
-}
+func (d *pwDriver) TakeArtifacts() []Extracted { return d.arts.take() }
 
 // ---------------------------------------------------------------------------
 // Calling the observer.
@@ -467,16 +460,7 @@ func (d *pwDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obse
 		DOMSnapshot: string(po.Snapshot),
 		Affordances: po.Affordances,
 	}
-	d.stateMu.Lock()
-	if n := len(d.pendingRecords); n > 0 {
-		keep := d.pendingRecords
-		if n > MaxArtifactsPerObserve {
-			keep = keep[n-MaxArtifactsPerObserve:]
-		}
-		obs.ExtractedArtifacts = append([]contract.Artifact(nil), keep...)
-		d.pendingRecords = nil
-	}
-	d.stateMu.Unlock()
+	obs.ExtractedArtifacts = d.arts.records()
 	return obs, nil
 }
 

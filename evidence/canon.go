@@ -116,7 +116,7 @@ func (p *canonParser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !first && !lessUTF16(prev, key) {
+		if !first && !canonjson.LessUTF16(prev, key) {
 			if prev == key {
 				return nil, &CanonError{keyAt, "duplicate object key " + strconv.Quote(key)}
 			}
@@ -454,32 +454,4 @@ func validNumberSyntax(s string) bool {
 		}
 	}
 	return i == len(s)
-}
-
-// lessUTF16 orders strings by their UTF-16 code units, as RFC 8785 sorts
-// object members. UTF-8 byte order is code point order, which differs from
-// UTF-16 order only between a character above U+FFFF (a surrogate pair,
-// 0xD800...) and one in U+E000..U+FFFF.
-func lessUTF16(a, b string) bool {
-	n := min(len(a), len(b))
-	j := 0
-	for j < n && a[j] == b[j] {
-		j++
-	}
-	if j == n {
-		return len(a) < len(b)
-	}
-	// Back up to the start of the character that differs.
-	for j > 0 && a[j]&0xC0 == 0x80 {
-		j--
-	}
-	ra, _ := utf8.DecodeRuneInString(a[j:])
-	rb, _ := utf8.DecodeRuneInString(b[j:])
-	if sa, sb := ra > 0xFFFF, rb > 0xFFFF; sa != sb {
-		if sa {
-			return rb >= 0xE000
-		}
-		return ra < 0xE000
-	}
-	return ra < rb
 }

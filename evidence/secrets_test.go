@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/klauspost/compress/zstd"
 )
@@ -36,7 +37,7 @@ const typedText = "my-typed-credit-card-4111"
 // escaped as canonical JSON writes it, escaped as encoding/json writes it,
 // and in base64.
 func spellings(v string) []string {
-	canon := string(appendCanonString(nil, v))
+	canon := string(canonjson.AppendString(nil, v))
 	canon = canon[1 : len(canon)-1]
 	var goJSON strings.Builder
 	json := strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`, `"`, `\"`, `\`, `\\`)

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
 )
@@ -965,52 +966,24 @@ func (w *Writer) closeFiles() error {
 func encodeEntry(e contract.LedgerEntry, withHash bool) []byte {
 	b := make([]byte, 0, 320)
 	b = append(b, `{"contentHash":`...)
-	b = appendCanonString(b, e.ContentHash)
+	b = canonjson.AppendString(b, e.ContentHash)
 	if withHash {
 		b = append(b, `,"entryHash":`...)
-		b = appendCanonString(b, e.EntryHash)
+		b = canonjson.AppendString(b, e.EntryHash)
 	}
 	b = append(b, `,"file":`...)
-	b = appendCanonString(b, e.File)
+	b = canonjson.AppendString(b, e.File)
 	b = append(b, `,"index":`...)
 	b = strconv.AppendInt(b, int64(e.Index), 10)
 	b = append(b, `,"kind":`...)
-	b = appendCanonString(b, string(e.Kind))
+	b = canonjson.AppendString(b, string(e.Kind))
 	if e.Line != 0 {
 		b = append(b, `,"line":`...)
 		b = strconv.AppendInt(b, int64(e.Line), 10)
 	}
 	b = append(b, `,"prevHash":`...)
-	b = appendCanonString(b, e.PrevHash)
+	b = canonjson.AppendString(b, e.PrevHash)
 	b = append(b, `,"time":`...)
-	b = appendCanonString(b, e.Time)
+	b = canonjson.AppendString(b, e.Time)
 	return append(b, '}')
-}
-
-// appendCanonString appends s as RFC 8785 writes a string.
-func appendCanonString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			b = append(b, '\\', '"')
-		case c == '\\':
-			b = append(b, '\\', '\\')
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }

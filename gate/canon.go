@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/aegis-run/aegis/canonjson"
 )
 
 // isID reports whether s is an identifier of the contract
@@ -136,36 +138,11 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 	return b, false
 }
 
-// appendCanonicalString writes s as ECMAScript's JSON.stringify does:
-// '"' and '\\' escaped, \b \f \n \r \t short forms, other control
-// characters as \u00xx, everything else literal. Invalid UTF-8 reports
+// appendCanonicalString writes s as RFC 8785 does; invalid UTF-8 reports
 // false.
 func appendCanonicalString(b []byte, s string) ([]byte, bool) {
 	if !utf8.ValidString(s) {
 		return b, false
 	}
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c >= 0x20:
-			b = append(b, c)
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-	}
-	return append(b, '"'), true
+	return canonjson.AppendString(b, s), true
 }
