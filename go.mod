@@ -3,6 +3,7 @@ module github.com/aegis-run/aegis
 go 1.26.8
 
 require (
+	github.com/gorilla/websocket v1.5.3
 	github.com/klauspost/compress v1.20.3
 	github.com/open-policy-agent/opa v1.22.2
 	github.com/playwright-community/playwright-go v0.5200.1

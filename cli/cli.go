@@ -187,3 +187,10 @@ func readInput(path string, stdio Stdio) ([]byte, error) {
 	}
 	return os.ReadFile(path)
 }
+
+// flagSet reports whether the flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

@@ -22,7 +22,7 @@ func init() {
 	})
 }
 
-const demoUsage = `[--evidence DIR] [--approve auto|ask|deny|low-and-medium-only] [flags]
+const demoUsage = `[--evidence DIR] [--approve auto|ask|live|deny|low-and-medium-only] [--listen ADDR] [flags]
        aegis demo --serve ADDR
 
 Serves the embedded demo shop on 127.0.0.1 (a free port) and runs a
@@ -41,6 +41,11 @@ Two actions need approval under the default preset: typing the password
 the demo has it) approves them as "aegis demo", since the shop is the
 demo's own on loopback; ask prompts on the terminal; deny and
 low-and-medium-only refuse them, and the session fails, as it should.
+
+--listen ADDR serves the live channel and web console on ADDR, as "aegis
+run" does (see aegis help run); the approvals then wait for the console
+unless --approve names another mode. Open the printed console address to
+watch, approve, deny or abort.
 
 --serve ADDR only serves the shop on ADDR (such as 127.0.0.1:8080) until
 interrupted, and prints its URL.
@@ -90,7 +95,7 @@ func runDemo(ctx context.Context, args []string, stdio Stdio) error {
 	fs := newFlagSet("demo", demoUsage, stdio)
 	var o runOptions
 	serve := fs.String("serve", "", "only serve the demo shop on `ADDR` until interrupted")
-	fs.StringVar(&o.approve, "approve", "auto", "approval requests: auto (approve as \"aegis demo\"), ask, deny or low-and-medium-only")
+	fs.StringVar(&o.approve, "approve", "auto", "approval requests: auto (approve as \"aegis demo\"; with --listen: live), ask, live, deny or low-and-medium-only")
 	fs.StringVar(&o.agent, "agent", "", "`agent`: steps or llm (default: llm with a model, else steps)")
 	addSessionFlags(fs, &o)
 	if err := parseFlags(fs, args); err != nil {
@@ -106,13 +111,16 @@ func runDemo(ctx context.Context, args []string, stdio Stdio) error {
 	if o.agent == "script" {
 		return usageError("the demo has no script: --agent steps or llm")
 	}
+	if o.listen != "" && !flagSet(fs, "approve") {
+		o.approve = ApproveLive
+	}
 	var approver session.Approver
 	var auto *demoApprover
 	if o.approve == "auto" {
 		auto = &demoApprover{out: stdio.Err}
 		approver = auto
 	} else {
-		a, err := runApprover(o.approve, stdio)
+		a, err := runApprover(&o, stdio)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/live"
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/navigator"
 	"github.com/aegis-run/aegis/planner"
@@ -87,6 +88,14 @@ preset it approves nothing, with --preset balanced it confirms ordinary
 input and navigation. An approval is bound to the action's hash, used once,
 and a request unanswered after --approval-timeout is refused.
 
+Live channel (--listen ADDR): serves the session's stream of events and a
+control channel over WebSocket at ws://ADDR/v1/sessions/SESSION-ID/stream,
+and a web console at http://ADDR/ that shows the steps and asks for the
+approvals (--approve live, the default with --listen) and can abort. ADDR
+is PORT or HOST:PORT, loopback unless a host is named. Every connection
+needs the bearer token aegis prints to stderr and writes to a 0600 file
+(--listen-token-file); live/PROTOCOL.md documents the wire.
+
 Presets (--preset): power (default: full permission; high risk still
 needs approval), balanced (every navigate, click, type and select needs
 approval), safe (nothing may act), developer (as power).
@@ -126,6 +135,8 @@ type runOptions struct {
 	endpoint     string
 	headed       bool
 	signKey      string
+	listen       string
+	tokenFile    string
 }
 
 // stringList is a repeatable string flag.
@@ -149,6 +160,8 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.endpoint, "browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
 	fs.BoolVar(&o.headed, "headed", false, "show the browser window")
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
+	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
+	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
 }
 
 func runRun(ctx context.Context, args []string, stdio Stdio) error {
@@ -159,7 +172,7 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	fs.StringVar(&o.agent, "agent", "", "`agent`: llm, steps or script (default: llm with a model, else steps or script by the task's hints)")
 	fs.IntVar(&o.maxActions, "max-actions", 0, "action budget, 1 to 200 (default the task's, else 50)")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "duration budget, 1s to 30m (default the task's, else 10m)")
-	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), deny (default otherwise) or low-and-medium-only")
+	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), live (default with --listen), deny (default otherwise) or low-and-medium-only")
 	fs.BoolVar(&o.json, "json", false, "print the output as one compact JSON line (default indented)")
 	addSessionFlags(fs, &o)
 	pos, err := parseArgs(fs, args)
@@ -170,7 +183,7 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	if err != nil {
 		return err
 	}
-	approver, err := runApprover(o.approve, stdio)
+	approver, err := runApprover(&o, stdio)
 	if err != nil {
 		return err
 	}
@@ -225,14 +238,25 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// runApprover picks the approver of --approve.
-func runApprover(flagValue string, stdio Stdio) (session.Approver, error) {
+// runApprover picks the approver of --approve; nil means the live
+// channel's (runSession makes it).
+func runApprover(o *runOptions, stdio Stdio) (session.Approver, error) {
 	tty := isTerminal(stdio.In)
-	if flagValue == "" {
+	flagValue := o.approve
+	switch {
+	case flagValue == "" && o.listen != "":
+		flagValue = ApproveLive
+	case flagValue == "":
 		flagValue = string(session.ApproveDeny)
 		if tty {
 			flagValue = string(session.ApproveAsk)
 		}
+	}
+	if flagValue == ApproveLive {
+		if o.listen == "" {
+			return nil, usageError("--approve=live needs --listen ADDR: the live channel's clients answer the approvals")
+		}
+		return nil, nil
 	}
 	mode, err := session.ParseApproveMode(flagValue)
 	if err != nil {
@@ -406,11 +430,28 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		}
 		cfg.Signer = signer
 	}
+	var lc *liveChannel
+	if o.listen != "" {
+		var liveApprover *live.Approver
+		if approver == nil {
+			liveApprover = live.NewApprover()
+			cfg.Approver = liveApprover
+		}
+		if lc, err = startLive(o.listen, o.tokenFile, liveApprover, stdio); err != nil {
+			return err
+		}
+		defer lc.close()
+	} else if approver == nil {
+		return usageError("--approve=live needs --listen ADDR")
+	}
 	s, err := session.New(cfg)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	fmt.Fprintf(stdio.Err, "aegis: session %s: %s\n", s.ID(), session.Sanitize(in.Goal, 200))
+	if lc != nil {
+		lc.add(s, in.Goal, o.evidence, stdio)
+	}
 	res, runErr := s.Run(ctx)
 	if res.Output.ComputerUseSessionID == "" {
 		// Not even started: nothing to print but the error.

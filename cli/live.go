@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aegis-run/aegis/live"
+	"github.com/aegis-run/aegis/session"
+)
+
+// ApproveLive is the --approve mode that lets the live channel's clients
+// (the web console, a CI bot) answer approval requests. It is the default
+// of a run with --listen.
+const ApproveLive = "live"
+
+// liveChannel is a run's live channel: the server, its listener, and the
+// token file it wrote.
+type liveChannel struct {
+	srv       *live.Server
+	l         net.Listener
+	approver  *live.Approver
+	tokenFile string
+	served    chan error
+}
+
+// startLive listens on addr and serves the live channel; approver is nil
+// when the run's approvals are answered elsewhere. The token goes to
+// tokenFile (0600), or to a file of its own in the user cache directory.
+func startLive(addr, tokenFile string, approver *live.Approver, stdio Stdio) (*liveChannel, error) {
+	l, loopback, err := live.Listen(addr)
+	if err != nil {
+		return nil, usageError("--listen: %v", err)
+	}
+	srv, err := live.NewServer(live.Options{Log: stdio.Err, AnyHost: !loopback})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	if !loopback {
+		fmt.Fprintf(stdio.Err, "aegis: warning: the live channel listens on %s, beyond this machine: anyone with the token can watch, approve and abort\n", l.Addr())
+	}
+	if tokenFile == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("live token file: %w", err)
+		}
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		tokenFile = filepath.Join(dir, "aegis", "live", "token-"+port)
+	}
+	if err := writeSecretFile(tokenFile, []byte(srv.Token()+"\n")); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("live token file: %w", err)
+	}
+	lc := &liveChannel{srv: srv, l: l, approver: approver, tokenFile: tokenFile, served: make(chan error, 1)}
+	go func() { lc.served <- srv.Serve(l) }()
+	return lc, nil
+}
+
+// writeSecretFile writes data to a file only its owner can read, in a
+// directory only its owner can enter when it has to be made.
+func writeSecretFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil { // an existing file keeps its mode otherwise
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// add offers the session on the channel and tells the user where.
+func (lc *liveChannel) add(s *session.Session, goal, evidenceRoot string, stdio Stdio) {
+	lc.srv.Add(s, live.SessionOptions{Approver: lc.approver, Dir: filepath.Join(evidenceRoot, s.ID()), Goal: goal})
+	base := "http://" + lc.l.Addr().String()
+	fmt.Fprintf(stdio.Err, "aegis: live console: %s/?session=%s#token=%s\n", base, s.ID(), lc.srv.Token())
+	fmt.Fprintf(stdio.Err, "aegis: live stream:  ws://%s/v1/sessions/%s/stream (bearer token in %s)\n", lc.l.Addr(), s.ID(), lc.tokenFile)
+	if lc.approver != nil {
+		fmt.Fprintln(stdio.Err, "aegis: approval requests wait for a decision on the live channel")
+	}
+}
+
+// close lets the clients read the end of the stream (a few seconds at
+// most), stops the server and removes the token file.
+func (lc *liveChannel) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_ = lc.srv.Close(ctx)
+	<-lc.served
+	_ = os.Remove(lc.tokenFile)
+}

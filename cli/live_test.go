@@ -1,0 +1,384 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/live"
+	"github.com/aegis-run/aegis/schemas"
+)
+
+// stderrWatch is a stderr that tests can wait on.
+type stderrWatch struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	more chan struct{}
+}
+
+func newStderrWatch() *stderrWatch { return &stderrWatch{more: make(chan struct{})} }
+
+func (w *stderrWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.b.Write(p)
+	close(w.more)
+	w.more = make(chan struct{})
+	return n, err
+}
+
+func (w *stderrWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// wait returns the first submatch of re once stderr matches it.
+func (w *stderrWatch) wait(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	timeout := time.After(90 * time.Second)
+	for {
+		w.mu.Lock()
+		m := re.FindStringSubmatch(w.b.String())
+		more := w.more
+		w.mu.Unlock()
+		if m != nil {
+			return m[1]
+		}
+		select {
+		case <-more:
+		case <-timeout:
+			t.Fatalf("stderr never matched %s:\n%s", re, w.String())
+		}
+	}
+}
+
+var (
+	consoleLine = regexp.MustCompile(`live console: (http://\S+)`)
+	streamLine  = regexp.MustCompile(`live stream:  (ws://\S+)`)
+)
+
+// liveDemo runs "aegis demo --listen" with the extra arguments and returns
+// the console URL, the stream URL, the token, the evidence root, stderr and
+// the exit code to come.
+type liveDemo struct {
+	console, stream, token, evidence string
+	stderr                           *stderrWatch
+	stdout                           *bytes.Buffer
+	code                             chan int
+}
+
+func startLiveDemo(t *testing.T, extra ...string) *liveDemo {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Chromium")
+	}
+	dir := t.TempDir()
+	d := &liveDemo{evidence: filepath.Join(dir, "evidence"), stderr: newStderrWatch(), stdout: &bytes.Buffer{}, code: make(chan int, 1)}
+	tokenFile := filepath.Join(dir, "token")
+	args := append([]string{"demo", "--listen", "127.0.0.1:0", "--listen-token-file", tokenFile,
+		"--evidence", d.evidence, "--approval-timeout", "90s"}, extra...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	go func() { d.code <- Run(ctx, args, Stdio{Out: d.stdout, Err: d.stderr}) }()
+	d.console = d.stderr.wait(t, consoleLine)
+	d.stream = d.stderr.wait(t, streamLine)
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(tokenFile); st.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, want 0600", st.Mode().Perm())
+	}
+	d.token = strings.TrimSpace(string(b))
+	if !strings.Contains(d.console, "#token="+d.token) {
+		t.Fatalf("console address %s does not carry the token of the token file", d.console)
+	}
+	return d
+}
+
+// exit waits for the demo's exit code.
+func (d *liveDemo) exit(t *testing.T) int {
+	t.Helper()
+	select {
+	case c := <-d.code:
+		return c
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the demo did not end:\n%s", d.stderr.String())
+	}
+	return -1
+}
+
+// bundle is the demo's one bundle directory.
+func (d *liveDemo) bundle(t *testing.T) string {
+	t.Helper()
+	entries, err := os.ReadDir(d.evidence)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("evidence root: %v %v", entries, err)
+	}
+	return filepath.Join(d.evidence, entries[0].Name())
+}
+
+// eventLines returns events.jsonl, line by line.
+func eventLines(t *testing.T, bundle string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(bundle, evidence.FileEvents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// watcher reads a stream until it ends and keeps the frames.
+type watcher struct {
+	conn   *websocket.Conn
+	frames []string
+	err    error
+	done   chan struct{}
+}
+
+func watch(t *testing.T, url, token string, hdr http.Header) *watcher {
+	t.Helper()
+	if hdr == nil {
+		hdr = http.Header{}
+	}
+	hdr.Set("Authorization", "Bearer "+token)
+	c, _, err := websocket.DefaultDialer.Dial(url, hdr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &watcher{conn: c, done: make(chan struct{})}
+}
+
+func (w *watcher) run() *watcher {
+	go func() {
+		defer close(w.done)
+		for {
+			w.conn.SetReadDeadline(time.Now().Add(3 * time.Minute))
+			_, b, err := w.conn.ReadMessage()
+			if err != nil {
+				w.err = err
+				return
+			}
+			w.frames = append(w.frames, string(b))
+		}
+	}()
+	return w
+}
+
+// sessionFrames are the frames that are session events, without the
+// error events the server sent this client alone about its own requests.
+func (w *watcher) sessionFrames(t *testing.T) []string {
+	t.Helper()
+	<-w.done
+	var ce *websocket.CloseError
+	if !errors.As(w.err, &ce) || ce.Code != websocket.CloseNormalClosure {
+		t.Errorf("watcher ended with %v, want a normal close", w.err)
+	}
+	var out []string
+	for _, f := range w.frames {
+		if err := schemas.Validate(schemas.KindEvent, []byte(f)); err != nil {
+			t.Errorf("frame is no valid event: %v: %s", err, f)
+		}
+		if strings.Contains(f, `"code":"`+live.CodeBadRequest+`"`) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// consoleBrowser opens the console in headless Chromium through the aegis
+// driver.
+func consoleBrowser(t *testing.T, consoleURL string) driver.Driver {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	b, err := driver.Launch(ctx, driver.BrowserOptions{})
+	if err != nil {
+		t.Fatalf("launch Chromium: %v", err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	origin := consoleURL[:strings.Index(consoleURL[len("http://"):], "/")+len("http://")]
+	d, err := driver.Open(ctx, driver.Config{Mode: contract.ModePlaywright, Browser: b, AllowedOrigins: []string{origin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(context.Background()) })
+	if res, err := d.Act(ctx, contract.Action{ID: "open", Type: contract.ActNavigate, PolicyTags: []string{}, URL: consoleURL}); err != nil || !res.OK {
+		t.Fatalf("open the console: %v %+v", err, res)
+	}
+	return d
+}
+
+// waitText observes the console until its visible text contains want.
+func waitText(t *testing.T, d driver.Driver, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		obs, err := d.Observe(ctx, driver.ObserveOptions{})
+		cancel()
+		if err == nil && strings.Contains(obs.DOMText, want) {
+			return obs.DOMText
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the console never showed %q (last: %v)\n%s", want, err, obs.DOMText)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func click(t *testing.T, d driver.Driver, selector string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := d.Act(ctx, contract.Action{ID: "c", Type: contract.ActClick, PolicyTags: []string{}, Selector: selector}); err != nil || !res.OK {
+		t.Fatalf("click %s: %v %+v", selector, err, res)
+	}
+}
+
+// TestLiveConsoleApprovesWhileOthersWatch: the demo waits for approvals on
+// the live channel; the web console in Chromium approves both, while
+// watchers join early and late, one never reads, one sends garbage, and
+// intruders are refused. The run completes; every reading watcher got
+// exactly the lines of events.jsonl, in order.
+func TestLiveConsoleApprovesWhileOthersWatch(t *testing.T) {
+	d := startLiveDemo(t)
+	early := []*watcher{watch(t, d.stream, d.token, nil).run(), watch(t, d.stream, d.token, nil).run()}
+	stalled := watch(t, d.stream, d.token, nil) // never reads
+	defer stalled.conn.Close()
+	garbage := watch(t, d.stream, d.token, nil)
+	if err := garbage.conn.WriteMessage(websocket.TextMessage, []byte(`{"action":"approve-everything"}`)); err != nil {
+		t.Fatal(err)
+	}
+	garbage.run()
+	for _, tt := range []struct {
+		name string
+		hdr  http.Header
+		want int
+	}{
+		{"no token", http.Header{}, http.StatusUnauthorized},
+		{"wrong token", http.Header{"Authorization": {"Bearer " + strings.Repeat("A", len(d.token))}}, http.StatusUnauthorized},
+		{"foreign origin", http.Header{"Authorization": {"Bearer " + d.token}, "Origin": {"http://evil.example"}}, http.StatusForbidden},
+	} {
+		_, resp, err := websocket.DefaultDialer.Dial(d.stream, tt.hdr)
+		if resp == nil || resp.StatusCode != tt.want {
+			t.Errorf("%s: %v %v, want HTTP %d", tt.name, resp, err, tt.want)
+		}
+	}
+
+	console := consoleBrowser(t, d.console)
+	waitText(t, console, "Approval required")
+	late := watch(t, d.stream, d.token, nil).run()
+	click(t, console, "#approve")
+	waitText(t, console, "approval granted")
+	waitText(t, console, "Place order")
+	click(t, console, "#approve")
+	text := waitText(t, console, "Session completed")
+	if code := d.exit(t); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, d.stdout, d.stderr)
+	}
+	if !strings.Contains(text, "approval granted") {
+		t.Errorf("the console does not show the approvals:\n%s", text)
+	}
+
+	bundle := d.bundle(t)
+	want := eventLines(t, bundle)
+	for i, w := range append(early, late, garbage) {
+		got := w.sessionFrames(t)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("watcher %d got %d events, events.jsonl has %d; they differ:\ngot  %q\nwant %q", i, len(got), len(want), got, want)
+		}
+	}
+	if !strings.Contains(strings.Join(garbage.frames, "\n"), `"code":"bad_request"`) {
+		t.Errorf("the garbage sender got no bad_request error: %q", garbage.frames)
+	}
+	decisions, _ := os.ReadFile(filepath.Join(bundle, evidence.FileDecisions))
+	if !strings.Contains(string(decisions), `live client`) || !strings.Contains(string(decisions), `console`) {
+		t.Errorf("the decisions do not name the console as the approver")
+	}
+	rep, err := evidence.Verify(context.Background(), bundle, evidence.VerifyOptions{})
+	if err != nil || rep.Status != "completed" {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}
+
+// TestLiveConsoleDenies: Deny in the console refuses the action; the demo
+// cannot sign in and fails, and the refusal names the console.
+func TestLiveConsoleDenies(t *testing.T) {
+	d := startLiveDemo(t)
+	console := consoleBrowser(t, d.console)
+	waitText(t, console, "Approval required")
+	click(t, console, "#deny")
+	waitText(t, console, "approval refused")
+	if code := d.exit(t); code != ExitSessionFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitSessionFailed, d.stderr)
+	}
+	if !strings.Contains(d.stderr.String(), "DENIED (high): approval_denied") {
+		t.Errorf("stderr does not show the denial:\n%s", d.stderr)
+	}
+	decisions, _ := os.ReadFile(filepath.Join(d.bundle(t), evidence.FileDecisions))
+	if !strings.Contains(string(decisions), "console") {
+		t.Errorf("the refusal does not name the console")
+	}
+}
+
+// TestLiveConsoleAborts: Abort in the console ends the run as aborted,
+// with its bundle sealed.
+func TestLiveConsoleAborts(t *testing.T) {
+	d := startLiveDemo(t)
+	console := consoleBrowser(t, d.console)
+	waitText(t, console, "Approval required")
+	click(t, console, "#abort")
+	waitText(t, console, "Session aborted")
+	if code := d.exit(t); code != ExitAborted {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitAborted, d.stderr)
+	}
+	rep, err := evidence.Verify(context.Background(), d.bundle(t), evidence.VerifyOptions{})
+	if err != nil || rep.Status != "aborted" {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+	lines := eventLines(t, d.bundle(t))
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"status":"aborted"`) {
+		t.Errorf("last event %s, want session.ended aborted", last)
+	}
+}
+
+// TestLiveUsage: --approve live needs --listen; a bad --listen is a usage
+// error.
+func TestLiveUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		want int
+		msg  string
+	}{
+		{[]string{"run", "--approve", "live", "--goal", "g", "--url", "http://127.0.0.1:1/"}, ExitUsage, "needs --listen"},
+		{[]string{"demo", "--approve", "live"}, ExitUsage, "needs --listen"},
+		{[]string{"demo", "--listen", "nonsense"}, ExitUsage, "HOST:PORT"},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		errb := newStderrWatch()
+		if got := Run(context.Background(), tt.args, Stdio{Out: &out, Err: errb}); got != tt.want {
+			t.Errorf("aegis %v = %d, want %d (%s)", tt.args, got, tt.want, errb)
+		}
+		if !strings.Contains(errb.String(), tt.msg) {
+			t.Errorf("aegis %v: stderr %q lacks %q", tt.args, errb, tt.msg)
+		}
+	}
+}
