@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 
@@ -33,6 +34,10 @@ logFile when set.
 
 The origin must be in the allowed_origins of an installed host manifest that
 points at this executable (see "aegis install"); any other caller is refused.
+With "listen" set in the configuration (such as "127.0.0.1:8765"), the host
+also serves the live channel there (see aegis help run and live/PROTOCOL.md):
+its console address and bearer token go to the log.
+
 Model settings and secrets come from the host configuration file
 ($AEGIS_HOST_CONFIG, else host.json in the user configuration directory, such
 as ~/.config/aegis/host.json), which must be readable by its owner only (0600).
@@ -82,10 +87,23 @@ func runHost(ctx context.Context, args []string, stdio Stdio) error {
 		refuse(stdio, &nativehost.Error{Code: nativehost.CodeConfig, Message: cerr.Error()})
 		return exitCode(ExitFailure, cerr)
 	}
-	err = nativehost.Serve(ctx, nativehost.Options{
+	o := nativehost.Options{
 		In: stdio.In, Out: stdio.Out, Log: stdio.Err,
 		Origin: origin, Config: cfg, ConfigPath: path, Version: Version,
-	})
+	}
+	if cfg.Listen != "" {
+		// The live channel's lines go to stderr (Chrome's log), never to
+		// stdout, which carries frames.
+		lc, err := startLive(cfg.Listen, cfg.LiveTokenFile, nil, Stdio{Err: stdio.Err})
+		if err != nil {
+			refuse(stdio, &nativehost.Error{Code: nativehost.CodeConfig, Message: "listen: " + err.Error()})
+			return exitCode(ExitFailure, err)
+		}
+		defer lc.close()
+		o.Live, o.LiveBase = lc.srv, "http://"+lc.l.Addr().String()
+		fmt.Fprintf(stdio.Err, "aegis: live console: %s/#token=%s (bearer token in %s)\n", o.LiveBase, lc.srv.Token(), lc.tokenFile)
+	}
+	err = nativehost.Serve(ctx, o)
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return nil

@@ -49,6 +49,14 @@ type Config struct {
 	// ApprovalTimeoutSeconds bounds how long the person may take to
 	// answer an approval request (default 300); no answer is a refusal.
 	ApprovalTimeoutSeconds int `json:"approvalTimeoutSeconds,omitempty"`
+	// Listen, when set, serves the live channel (stream, control and web
+	// console; see live/PROTOCOL.md) on this address, loopback unless a
+	// host is named: a CI bot or a second screen can then watch, approve
+	// (whichever of it and the popup answers first) and abort.
+	Listen string `json:"listen,omitempty"`
+	// LiveTokenFile is where the live channel's bearer token is written
+	// (0600); "" means a file in the user cache directory.
+	LiveTokenFile string `json:"liveTokenFile,omitempty"`
 }
 
 // ModelConfig is an OpenAI-compatible endpoint (llm.Config).

@@ -18,6 +18,7 @@ import (
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/live"
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/navigator"
 	"github.com/aegis-run/aegis/planner"
@@ -69,6 +70,11 @@ type Options struct {
 	// Driver is the base driver configuration of sessions (timeouts,
 	// observation limits); its Mode is always extension.
 	Driver driver.Config
+	// Live, when set, offers every session on this live channel, whose
+	// clients may answer approvals too (the first answer, popup or live,
+	// wins); LiveBase is its http://HOST:PORT, for the log.
+	Live     *live.Server
+	LiveBase string
 }
 
 // ErrOriginRefused is returned by Serve when the caller's origin is not
@@ -395,6 +401,12 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	}
 	id := driver.NewSessionID()
 	approver := &popupApprover{conn: h.conn, name: "popup " + h.o.Origin}
+	var sessApprover session.Approver = approver
+	var liveApprover *live.Approver
+	if h.o.Live != nil {
+		liveApprover = live.NewApprover()
+		sessApprover = live.FirstOf(approver, liveApprover)
+	}
 	timeout := time.Duration(h.o.Config.ApprovalTimeoutSeconds) * time.Second
 	dc := h.o.Driver
 	dc.Mode = contract.ModeExtension
@@ -409,7 +421,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		Preset:          p.Preset,
 		Planner:         pl,
 		Navigator:       nav,
-		Approver:        approver,
+		Approver:        sessApprover,
 		ApprovalTimeout: timeout,
 		Secrets:         set,
 		EvidenceRoot:    root,
@@ -423,6 +435,10 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	s, err := session.New(cfg)
 	if err != nil {
 		return res, errorf(CodeBadParams, "%v", err)
+	}
+	if h.o.Live != nil {
+		h.o.Live.Add(s, live.SessionOptions{Approver: liveApprover, Dir: filepath.Join(root, id), Goal: in.Goal})
+		h.log.printf("session %s on the live channel: %s/?session=%s and %s/v1/sessions/%s/stream", id, h.o.LiveBase, id, "ws"+strings.TrimPrefix(h.o.LiveBase, "http"), id)
 	}
 	r := &running{s: s, approver: approver, done: make(chan struct{}), tabID: p.TabID}
 	h.mu.Lock()
