@@ -421,3 +421,33 @@ func TestCloseWaitsForClients(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// TestReconnect: a client that drops mid-session and connects again first
+// receives the whole session so far, then what comes next.
+func TestReconnect(t *testing.T) {
+	srv, fs, hs := testServer(t, Options{}, SessionOptions{})
+	c := mustDial(t, hs, srv, fs.id)
+	for i := range 10 {
+		_ = fs.bus.Publish(actionEvent(i))
+	}
+	for range 5 {
+		readEvent(t, c)
+	}
+	c.Close()
+	waitFor(t, "the server to see the client go", func() bool { return srv.clientCount() == 0 })
+	for i := 10; i < 15; i++ {
+		_ = fs.bus.Publish(actionEvent(i))
+	}
+	c = mustDial(t, hs, srv, fs.id)
+	_ = fs.bus.Publish(actionEvent(15))
+	fs.bus.Close()
+	got, _ := readUntilClose(t, c)
+	if len(got) != 16 {
+		t.Fatalf("after reconnecting got %d events, want 16", len(got))
+	}
+	for i, ev := range got {
+		if want := actionEvent(i).ActionID; ev.ActionID != want {
+			t.Errorf("event %d is %s, want %s", i, ev.ActionID, want)
+		}
+	}
+}
