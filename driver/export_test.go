@@ -33,3 +33,9 @@ func LastStats(d Driver) map[string]any {
 // PlaywrightBrowser returns the playwright-go browser behind b, so that
 // benchmarks can time plain playwright-go calls against the driver's.
 func PlaywrightBrowser(b *Browser) playwright.Browser { return b.browser }
+
+// Unpack is unpack, for tests.
+func Unpack(data []byte) ([]byte, error) { return unpack(data) }
+
+// IsCanonical is isCanonical, for tests.
+func IsCanonical(doc []byte) bool { return isCanonical(doc) }

@@ -334,19 +334,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func extJSOptions(o ObserveOptions) map[string]any {
-	return map[string]any{
-		"maxElements":       o.MaxElements,
-		"maxDepth":          o.MaxDepth,
-		"maxTextChars":      o.MaxTextChars,
-		"maxSnapshotChars":  o.MaxSnapshotChars,
-		"maxAffordances":    o.MaxAffordances,
-		"maxAffordanceText": o.MaxAffordanceText,
-		"maxSelector":       o.MaxSelector,
-		"sensitive":         nonNil(o.SensitiveSelectors),
-	}
-}
-
 func (d *extDriver) currentURL() string {
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
@@ -364,7 +351,7 @@ func (d *extDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obs
 	var r extCallResult
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
-		r, err = d.call(ctx, "", "observe", nil, extJSOptions(opts))
+		r, err = d.call(ctx, "", "observe", nil, observerOptions(opts))
 		if err == nil || !retryable(err) {
 			break
 		}
@@ -380,30 +367,8 @@ func (d *extDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obs
 	if err != nil {
 		return contract.Observation{}, err
 	}
-	active := boundURL(r.URL)
-	if active == "" {
-		active = boundURL(po.URL)
-	}
-	if active == "" {
-		active = "about:blank"
-	}
 	tab := d.tabID
-	obs := contract.Observation{
-		State: contract.State{
-			SessionID:     d.cfg.SessionID,
-			Mode:          d.cfg.Mode,
-			ActiveURL:     active,
-			Title:         po.Title,
-			Viewport:      po.Viewport,
-			TabID:         &tab,
-			Timestamp:     timestamp(captured),
-			DOMHash:       DOMHash(po.Snapshot),
-			PolicyContext: d.cfg.PolicyContext,
-		},
-		DOMText:     po.Text,
-		DOMSnapshot: string(po.Snapshot),
-		Affordances: po.Affordances,
-	}
+	obs := observation(d.cfg, po, r.URL, &tab, captured)
 	obs.ExtractedArtifacts = d.arts.records()
 	return obs, nil
 }

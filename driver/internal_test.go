@@ -273,14 +273,9 @@ func TestParsePage(t *testing.T) {
 
 // observationOf builds the observation a driver would build from po.
 func observationOf(po pageObservation) contract.Observation {
-	return contract.Observation{
-		State: contract.State{
-			SessionID: "s-1", Mode: contract.ModePlaywright, ActiveURL: "http://127.0.0.1:1/", Title: po.Title,
-			Viewport: po.Viewport, Timestamp: timestamp(time.Unix(0, 0)), DOMHash: DOMHash(po.Snapshot),
-			PolicyContext: contract.PolicyContext{Classification: contract.ClassPublic, MaxStepBudget: 1, DecisionLogID: "d"},
-		},
-		DOMText: po.Text, DOMSnapshot: string(po.Snapshot), Affordances: po.Affordances,
-	}
+	cfg := Config{SessionID: "s-1", Mode: contract.ModePlaywright,
+		PolicyContext: contract.PolicyContext{Classification: contract.ClassPublic, MaxStepBudget: 1, DecisionLogID: "d"}}
+	return observation(cfg, po, "http://127.0.0.1:1/", nil, time.Unix(0, 0))
 }
 
 func FuzzParsePage(f *testing.F) {

@@ -126,3 +126,53 @@ func findAff(obs contract.Observation, sel string) (contract.Affordance, bool) {
 	}
 	return contract.Affordance{}, false
 }
+
+// The Playwright driver fetches observations packed: observePacked answers
+// observe's JSON, compressed, and the snapshot in it is already canonical
+// (so Go only checks it).
+func TestObservePacked(t *testing.T) {
+	site := startSite(t)
+	d := open(t, contract.ModePlaywright, site.URL())
+	closeDriver(t, d)
+	for _, path := range []string{"/big?n=300", "/form", "/shadow", "/frame"} {
+		if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site.URL() + path}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		opts := map[string]any{"sensitive": []string{"#name"}}
+		plain, err := driver.CallObserver(ctx, d, "observe", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed, err := driver.CallObserver(ctx, d, "observePacked", opts)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(packed), "deflate-raw;base64,") || len(packed) >= len(plain) {
+			t.Fatalf("%s: observePacked answered %d bytes %.40q, not packed (plain: %d bytes)", path, len(packed), packed, len(plain))
+		}
+		unpacked, err := driver.Unpack(packed)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		type page struct {
+			Text        string            `json:"text"`
+			Affordances []json.RawMessage `json:"affordances"`
+			Snapshot    json.RawMessage   `json:"snapshot"`
+		}
+		var a, b page
+		if err := json.Unmarshal(plain, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(unpacked, &b); err != nil {
+			t.Fatalf("%s: unpacked answer is not JSON: %v", path, err)
+		}
+		if !reflect.DeepEqual(a, b) || len(a.Affordances) == 0 {
+			t.Errorf("%s: packed and plain observations differ (%d and %d affordances)", path, len(a.Affordances), len(b.Affordances))
+		}
+		if !driver.IsCanonical(b.Snapshot) {
+			t.Errorf("%s: the observer's snapshot is not in canonical form: %.300s", path, b.Snapshot)
+		}
+	}
+}

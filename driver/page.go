@@ -10,9 +10,9 @@ import (
 	"math"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
-	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
 )
 
@@ -140,7 +140,7 @@ func parsePage(data []byte, o ObserveOptions) (pageObservation, error) {
 	if len(w.Snapshot) == 0 {
 		return po, newErr(contract.CodeInternal, "", "observer returned no snapshot", nil)
 	}
-	canon, err := canonjson.Transform(w.Snapshot)
+	canon, err := canonicalSnapshot(w.Snapshot)
 	if err != nil {
 		return po, newErr(contract.CodeInternal, "", "observer returned a snapshot that is not canonicalizable JSON", err)
 	}
@@ -150,6 +150,53 @@ func parsePage(data []byte, o ObserveOptions) (pageObservation, error) {
 	po.Snapshot = canon
 	po.Stats = w.Stats
 	return po, nil
+}
+
+// observerOptions is the options argument of the observer's observe: the
+// limits of o (merged already) and its sensitive selectors. Both drivers
+// send it.
+func observerOptions(o ObserveOptions) map[string]any {
+	return map[string]any{
+		"maxElements":       o.MaxElements,
+		"maxDepth":          o.MaxDepth,
+		"maxTextChars":      o.MaxTextChars,
+		"maxSnapshotChars":  o.MaxSnapshotChars,
+		"maxAffordances":    o.MaxAffordances,
+		"maxAffordanceText": o.MaxAffordanceText,
+		"maxSelector":       o.MaxSelector,
+		"sensitive":         nonNil(o.SensitiveSelectors),
+	}
+}
+
+// observation builds the Observation both drivers return from a parsed
+// observer answer po, captured at captured. The active URL is browserURL
+// (what the browser says the page is), else the page's own URL, else
+// about:blank; tabID is nil for a driver without tab ids. The caller adds
+// its artifact records.
+func observation(cfg Config, po pageObservation, browserURL string, tabID *int, captured time.Time) contract.Observation {
+	active := boundURL(browserURL)
+	if active == "" {
+		active = boundURL(po.URL)
+	}
+	if active == "" {
+		active = "about:blank"
+	}
+	return contract.Observation{
+		State: contract.State{
+			SessionID:     cfg.SessionID,
+			Mode:          cfg.Mode,
+			ActiveURL:     active,
+			Title:         po.Title,
+			Viewport:      po.Viewport,
+			TabID:         tabID,
+			Timestamp:     timestamp(captured),
+			DOMHash:       DOMHash(po.Snapshot),
+			PolicyContext: cfg.PolicyContext,
+		},
+		DOMText:     po.Text,
+		DOMSnapshot: string(po.Snapshot),
+		Affordances: po.Affordances,
+	}
 }
 
 // boundText makes s valid UTF-8 and cuts it to max runes, ending a cut text

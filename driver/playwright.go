@@ -387,19 +387,6 @@ func isNavigationRace(err error) bool {
 		strings.Contains(msg, "navigation") && strings.Contains(msg, "context")
 }
 
-func (d *pwDriver) jsOptions(o ObserveOptions) map[string]any {
-	return map[string]any{
-		"maxElements":       o.MaxElements,
-		"maxDepth":          o.MaxDepth,
-		"maxTextChars":      o.MaxTextChars,
-		"maxSnapshotChars":  o.MaxSnapshotChars,
-		"maxAffordances":    o.MaxAffordances,
-		"maxAffordanceText": o.MaxAffordanceText,
-		"maxSelector":       o.MaxSelector,
-		"sensitive":         nonNil(o.SensitiveSelectors),
-	}
-}
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -422,7 +409,7 @@ func (d *pwDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obse
 		if p, err = d.active(); err != nil {
 			return contract.Observation{}, err
 		}
-		raw, err = d.call(ctx, p, "observe", d.jsOptions(opts))
+		raw, err = d.call(ctx, p, "observePacked", observerOptions(opts))
 		var e *Error
 		if err == nil || !errors.As(err, &e) || !isNavigationRace(e.Err) {
 			break
@@ -433,33 +420,15 @@ func (d *pwDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obse
 		return contract.Observation{}, err
 	}
 	captured := time.Now()
+	if raw, err = unpack(raw); err != nil {
+		return contract.Observation{}, err
+	}
 	po, err := parsePage(raw, opts)
 	if err != nil {
 		return contract.Observation{}, err
 	}
 	d.lastStats.Store(&po.Stats)
-	active := boundURL(p.URL())
-	if active == "" {
-		active = boundURL(po.URL)
-	}
-	if active == "" {
-		active = "about:blank"
-	}
-	obs := contract.Observation{
-		State: contract.State{
-			SessionID:     d.cfg.SessionID,
-			Mode:          d.cfg.Mode,
-			ActiveURL:     active,
-			Title:         po.Title,
-			Viewport:      po.Viewport,
-			Timestamp:     timestamp(captured),
-			DOMHash:       DOMHash(po.Snapshot),
-			PolicyContext: d.cfg.PolicyContext,
-		},
-		DOMText:     po.Text,
-		DOMSnapshot: string(po.Snapshot),
-		Affordances: po.Affordances,
-	}
+	obs := observation(d.cfg, po, p.URL(), nil, captured)
 	obs.ExtractedArtifacts = d.arts.records()
 	return obs, nil
 }

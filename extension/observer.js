@@ -8,9 +8,11 @@
 // It installs one frozen, non-writable, non-configurable global object (named
 // "__aegis" by default; the Playwright driver renames it per session so that
 // a page can neither predict nor pre-empt it). Every function of that object
-// returns a JSON string, which the Go side parses strictly:
+// returns a JSON string (observePacked a promise of one, maybe compressed),
+// which the Go side parses strictly:
 //
 //   observe(opts)                  the page part of a BrowserObservation
+//   observePacked(opts)            the same, compressed (a promise; see below)
 //   describe(selector)             the one element a selector resolves to
 //   prepareClick(selector)         check, scroll into view, hit-test, arm
 //   finishClick()                  did the trusted click reach the element?
@@ -505,18 +507,28 @@
     return info.ids.get(info.quirks ? id.toLowerCase() : id) === 1 ? '#' + root.CSS.escape(id) : '';
   }
 
+  // escTag is CSS.escape for element names, remembered: a page has few.
+  const escapedTags = new Map();
+  function escTag(t) {
+    let e = escapedTags.get(t);
+    if (e === undefined) {
+      e = root.CSS.escape(t);
+      if (escapedTags.size < 1024) escapedTags.set(t, e);
+    }
+    return e;
+  }
+
   function localSelector(el, r, cache, maxLen) {
     const info = rootInfo(cache, r);
-    const tag = root.CSS.escape(lname(el));
     const cands = [];
     const id = uniqueId(el, info);
     if (id) cands.push(id);
     const tid = attr(el, 'data-testid');
     if (tid && tid.length <= 200 && info.testids.get(tid) === 1) cands.push('[data-testid=' + cssString(tid) + ']');
     const nm = attr(el, 'name');
-    if (nm && nm.length <= 200 && info.names.get(lname(el) + '\u0000' + nm) === 1) cands.push(tag + '[name=' + cssString(nm) + ']');
+    if (nm && nm.length <= 200 && info.names.get(lname(el) + '\u0000' + nm) === 1) cands.push(escTag(lname(el)) + '[name=' + cssString(nm) + ']');
     const al = attr(el, 'aria-label');
-    if (al && al.length <= 200 && info.labels.get(lname(el) + '\u0000' + al) === 1) cands.push(tag + '[aria-label=' + cssString(al) + ']');
+    if (al && al.length <= 200 && info.labels.get(lname(el) + '\u0000' + al) === 1) cands.push(escTag(lname(el)) + '[aria-label=' + cssString(al) + ']');
     for (const c of cands) if (c.length <= maxLen) return c;
     const p = structural(el, r, info);
     if (p && p.length <= maxLen && (!p.includes(':not(* > *)') || info.total > VERIFY_BELOW || verified(r, p, el))) return p;
@@ -559,7 +571,7 @@
       const idx = ti.idx.get(cur) || 1;
       const only = ti.count.get(cur.namespaceURI + ' ' + cur.localName) === 1;
       // The only child of its type needs no index.
-      const step = root.CSS.escape(lname(cur)) + (only ? '' : ':nth-of-type(' + idx + ')');
+      const step = escTag(lname(cur)) + (only ? '' : ':nth-of-type(' + idx + ')');
       if (parent === r && r.nodeType === 11) { parts.unshift(step + ':not(* > *)'); return parts.join(' > '); }
       parts.unshift(step);
       cur = parent;
@@ -591,6 +603,31 @@
     if (hasClickListener(el)) return true;
     if (st && st.cursor === 'pointer' && parentCursor !== 'pointer') return true;
     return false;
+  }
+
+  // Bag makes the snapshot's attribute objects: without Object.prototype
+  // in their chain (so no setter or toJSON a page added there applies to
+  // them) but, unlike Object.create(null) objects, in V8's fast mode, which
+  // makes them quicker to fill and to stringify.
+  function Bag() {}
+  Bag.prototype = Object.freeze(Object.create(null));
+
+  // sortedMembers returns o, or a copy of it, with its members in the order
+  // of their names' UTF-16 code units, RFC 8785's order, so that the
+  // snapshot leaves the page in canonical form and the Go side only has to
+  // check it. (Integer-like names, which JavaScript always lists first,
+  // can defeat this; Go then canonicalizes the snapshot itself.)
+  function sortedMembers(o) {
+    const keys = Object.keys(o);
+    let sorted = true;
+    for (let i = 1; i < keys.length; i++) {
+      if (keys[i - 1] > keys[i]) { sorted = false; break; }
+    }
+    if (sorted) return o;
+    keys.sort();
+    const out = new Bag();
+    for (const k of keys) out[k] = o[k];
+    return out;
   }
 
   function observe(o) {
@@ -637,7 +674,7 @@
     // The stack holds work items in reverse document order. An item is a
     // node to visit, or a closing marker for an element (end: true).
     const stack = [];
-    const topCtx = { root: doc, prefix: '', ox: 0, oy: 0, ok: true };
+    const topCtx = { root: doc, win: doc.defaultView || root, prefix: '', ox: 0, oy: 0, ok: true };
     const pushChildren = (parent, out, hid, mask, ctx, depth, pcursor, tvis) => {
       const kids = parent.childNodes;
       for (let i = kids.length - 1; i >= 0; i--) stack.push({ n: kids[i], out, hid, mask, ctx, depth, pcursor, tvis });
@@ -673,7 +710,8 @@
       // Style and visibility.
       let style = null, hid = it.hid, ownVis = false, display = '', cursor = '';
       if (!hid) {
-        style = styleOf(el);
+        // ctx.win is the window of every element of ctx.root (styleOf(el)).
+        try { style = ctx.win.getComputedStyle(el); } catch (e) { style = null; }
         if (style) {
           display = style.display;
           cursor = style.cursor;
@@ -691,7 +729,10 @@
       // Snapshot entry.
       let arr = null;
       if (it.out) {
-        const attrs = Object.create(null);
+        const attrs = new Bag();
+        // Names set so far, in order: while each is above the one before,
+        // the members are in canonical order already.
+        let last = '', sorted = true;
         let size = tag.length + 8;
         const list = el.attributes;
         for (let i = 0; i < list.length && i < 64; i++) {
@@ -699,26 +740,37 @@
           const an = a.name;
           if (an.length > 128 || an[0] === '$' || (an[0] === 'o' && an[1] === 'n')) continue;
           if (sens && !SAFE_SENSITIVE_ATTRS.has(an)) {
-            if (an === 'value') { attrs.value = MASK; size += 16; }
+            if (an === 'value') {
+              attrs.value = MASK; size += 16;
+              if (!(last < an)) sorted = false;
+              last = an;
+            }
             continue;
           }
           const v = cut(a.value, opts.maxAttr);
           attrs[an] = v;
           size += an.length + v.length + 6;
+          if (!(last < an)) sorted = false;
+          last = an;
         }
+        // $checked, $value and $hidden are set last: sortedMembers puts
+        // them in their place.
+        let extra = false;
         if (tag === 'input' || tag === 'textarea' || tag === 'select') {
           const ty = inputType(el);
           if (tag === 'input' && CHECKABLE.has(ty)) {
             attrs.$checked = el.checked ? 'true' : 'false';
+            extra = true;
           } else if (!(tag === 'input' && (BUTTON_INPUTS.has(ty) || ty === 'file'))) {
             let v = '';
             try { v = String(el.value == null ? '' : el.value); } catch (e) { v = ''; }
             attrs.$value = sens ? (v ? MASK : '') : cut(v, opts.maxAttr);
+            extra = true;
           }
           size += 24;
         }
-        if (hid) { attrs.$hidden = 'true'; size += 16; }
-        arr = [tag, attrs];
+        if (hid) { attrs.$hidden = 'true'; size += 16; extra = true; }
+        arr = [tag, sorted && !extra ? attrs : sortedMembers(attrs)];
         if (!snapAdd(it.out, arr, size)) arr = null;
       }
 
@@ -764,10 +816,11 @@
             if (s) prefix = ctx.prefix + s + ' ' + SPLIT + ' '; else ok = false;
           }
           const off = frameOffset(fd.documentElement);
-          pushChildren(fd, arr ? farr : null, hid, childMask, { root: fd, prefix, ox: off.x, oy: off.y, ok }, it.depth + 1, '', !hid && !sens);
+          pushChildren(fd, arr ? farr : null, hid, childMask, { root: fd, win: fd.defaultView || root, prefix, ox: off.x, oy: off.y, ok }, it.depth + 1, '', !hid && !sens);
         } else if (arr) {
           st.crossOriginFrames++;
           arr[1].$frame = 'not reachable';
+          arr[1] = sortedMembers(arr[1]);
         }
         continue;
       }
@@ -785,7 +838,7 @@
         const kids = el.childNodes;
         for (let i = kids.length - 1; i >= 0; i--) stack.push({ n: kids[i], out: arr, hid, mask: childMask, ctx, depth: it.depth + 1, pcursor: cursor, tvis: textVis });
         const skids = sr.childNodes;
-        const sctx = { root: sr, prefix, ox: ctx.ox, oy: ctx.oy, ok };
+        const sctx = { root: sr, win: ctx.win, prefix, ox: ctx.ox, oy: ctx.oy, ok };
         for (let i = skids.length - 1; i >= 0; i--) stack.push({ n: skids[i], out: arr ? sarr : null, hid, mask: childMask, ctx: sctx, depth: it.depth + 1, pcursor: cursor, tvis: textVis });
         continue;
       }
@@ -837,14 +890,15 @@
       text = cut(text, Math.max(0, opts.maxTextChars - TEXT_MARKER.length)) + TEXT_MARKER;
     }
 
+    // Members in canonical order (see sortedMembers).
     const snapshot = {
-      v: 1,
       root: rootArr,
       truncated: {
-        walk: st.walkTruncated,
         depth: st.tooDeep,
         snapshot: st.snapDropped,
+        walk: st.walkTruncated,
       },
+      v: 1,
     };
     const stats = {
       elements: st.walked,
@@ -870,7 +924,7 @@
     let snap = JSON.stringify(snapshot);
     if (snap.length > opts.maxSnapshotChars) {
       stats.snapshotDropped = -1;
-      snap = JSON.stringify({ v: 1, root: ['#document', { url: cut(doc.URL || '', 2048) }, [SNAP_MARKER]], truncated: { walk: st.walkTruncated, depth: st.tooDeep, snapshot: -1 } });
+      snap = JSON.stringify({ root: ['#document', { url: cut(doc.URL || '', 2048) }, [SNAP_MARKER]], truncated: { depth: st.tooDeep, snapshot: -1, walk: st.walkTruncated }, v: 1 });
     }
     stats.ms = Math.round(now() - t0);
     const head = JSON.stringify({
@@ -1376,9 +1430,62 @@
     }
   }
 
+  // ---------------------------------------------------------------------
+  // Packing. The Playwright driver fetches observations with observePacked:
+  // observe's JSON compressed with deflate-raw and base64-encoded, about a
+  // tenth of its size, which the DevTools protocol, Playwright's driver and
+  // its pipe to Go carry much faster than the JSON itself. The observation
+  // is taken synchronously, as observe takes it; only the compression
+  // waits. What it needs is captured here, before page scripts run. Where
+  // something is missing or fails, the answer is observe's plain JSON.
+
+  const PACK_PREFIX = 'deflate-raw;base64,';
+  const packing = (() => {
+    try {
+      const P = {
+        CompressionStream: root.CompressionStream,
+        Blob: root.Blob,
+        Response: root.Response,
+        TextEncoder: root.TextEncoder,
+        Uint8Array: root.Uint8Array,
+        encode: root.TextEncoder.prototype.encode,
+        stream: root.Blob.prototype.stream,
+        pipeThrough: root.ReadableStream.prototype.pipeThrough,
+        arrayBuffer: root.Response.prototype.arrayBuffer,
+        subarray: root.Uint8Array.prototype.subarray,
+        fromCharCode: String.fromCharCode,
+        join: Array.prototype.join,
+        btoa: root.btoa,
+      };
+      for (const k of Object.keys(P)) if (typeof P[k] !== 'function') return null;
+      return Object.freeze(P);
+    } catch (e) { return null; }
+  })();
+
+  async function pack(s) {
+    const P = packing;
+    const bytes = apply(P.encode, new P.TextEncoder(), [s]);
+    const body = apply(P.pipeThrough, apply(P.stream, new P.Blob([bytes]), []), [new P.CompressionStream('deflate-raw')]);
+    const u = new P.Uint8Array(await apply(P.arrayBuffer, new P.Response(body), []));
+    const parts = [];
+    for (let i = 0; i < u.length; i += 0x8000) parts[parts.length] = apply(P.fromCharCode, null, apply(P.subarray, u, [i, i + 0x8000]));
+    return apply(P.btoa, root, [apply(P.join, parts, [''])]);
+  }
+
+  async function observePacked(o) {
+    const s = observeJSON(o);
+    if (!packing) return s;
+    try {
+      return PACK_PREFIX + await pack(s);
+    } catch (e) {
+      return s;
+    }
+  }
+
   const api = Object.freeze({
     version: VERSION,
     observe: observeJSON,
+    observePacked,
     describe,
     prepareClick,
     finishClick,
