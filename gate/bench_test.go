@@ -83,7 +83,7 @@ func TestNoRecompilationPerDecision(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := in.astValue()
+		v, err := in.astValue(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func BenchmarkOPAFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := in.astValue()
+	v, err := in.astValue(nil)
 	if err != nil {
 		b.Fatal(err)
 	}

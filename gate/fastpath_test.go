@@ -6,14 +6,16 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/aegis-run/aegis/contract"
 )
 
 // TestFastPathAgreesWithFullRules evaluates the embedded policy's decision
-// and its full_decision (every rule, no fast path) on 10,000 random
-// requests: they must be equal, so the fast path never decides anything the
-// full rules would not. It also checks that the sample exercises both
+// (with the memoized session prelude, as the gate does, and without it) and
+// its full_decision (every rule, no fast path) on 10,000 random requests:
+// they must be equal, so the fast path never decides anything the full
+// rules would not. It also checks that the sample exercises both
 // paths and every result.
 func TestFastPathAgreesWithFullRules(t *testing.T) {
 	n := 10000
@@ -22,6 +24,7 @@ func TestFastPathAgreesWithFullRules(t *testing.T) {
 	}
 	ctx := context.Background()
 	g := sharedGate(t)
+	local := g.ev.(*localEval)
 	full, _, _, err := newLocal(ctx, Options{}, "data.aegis.browser.full_decision")
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +55,23 @@ func TestFastPathAgreesWithFullRules(t *testing.T) {
 		}
 		if got.Compare(want) != 0 {
 			t.Fatalf("request %d (%+v): decision differs from full_decision\n got %v\nwant %v", i, req.Action, got, want)
+		}
+		// Without the session prelude (a remote OPA's input) the decision
+		// is the same.
+		v, err := in.astValue(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := local.pq.Eval(ctx, rego.EvalParsedInput(v), rego.EvalTime(testNow))
+		if err != nil {
+			t.Fatalf("request %d: decision without prelude: %v", i, err)
+		}
+		bare, err := singleResult(rs)
+		if err != nil {
+			t.Fatalf("request %d: decision without prelude: %v", i, err)
+		}
+		if bare.Compare(want) != 0 {
+			t.Fatalf("request %d (%+v): decision without the prelude differs from full_decision\n got %v\nwant %v", i, req.Action, bare, want)
 		}
 		m, err := marked.eval(ctx, in, testNow)
 		if err != nil {

@@ -220,10 +220,40 @@ func capabilities() *ast.Capabilities {
 	return c
 }
 
-// localEval evaluates a query prepared once.
+// PreludeQuery is the rule the gate evaluates once per session and page,
+// when the policy defines it: what the decision needs that depends only on
+// the session's facts and its active page (see rego/README.md). The gate
+// memoizes the result and hands it to every decision of that session and
+// page as input.derived.session_prelude; where it is undefined, nothing is
+// handed.
+const PreludeQuery = "data.aegis.browser.session_prelude"
+
+// preludeTime is the clock the prelude sees: none. A prelude is memoized
+// across decisions, so it must not depend on the time; pinning the clock
+// keeps one that does deterministic.
+var preludeTime = time.Unix(0, 0).UTC()
+
+// localEval evaluates a query prepared once, and the policy's prelude,
+// prepared once too and memoized per session and page.
 type localEval struct {
-	pq rego.PreparedEvalQuery
+	pq      rego.PreparedEvalQuery
+	prelude rego.PreparedEvalQuery
+
+	mu       sync.Mutex
+	preludes map[preludeKey]*ast.Term // nil: the prelude is undefined
 }
+
+// preludeKey identifies the input of a prelude: the session facts and the
+// state (session id, active URL, step budget, decision log id) it is built
+// from, and nothing else (see policyInput.preludeValue).
+type preludeKey struct {
+	session sessionKey
+	state   stateKey
+}
+
+// maxPreludeCache bounds the memoized preludes of one evaluator; the cache
+// is emptied when full.
+const maxPreludeCache = 1024
 
 func newLocal(ctx context.Context, opts Options, query string) (evaluator, string, string, error) {
 	files, err := readPolicy(opts)
@@ -235,25 +265,35 @@ func newLocal(ctx context.Context, opts Options, query string) (evaluator, strin
 	if err != nil {
 		return nil, version, files.source, err
 	}
-	r := rego.New(
-		rego.Query(query),
-		rego.ParsedBundle("aegis", b),
-		rego.StoreReadAST(true),
-		rego.StrictBuiltinErrors(true),
-		rego.Capabilities(capabilities()),
-		rego.SetRegoVersion(ast.RegoV1),
-		// Hand the result over as AST: parseDecision reads it directly.
-		rego.GenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
-	)
-	pq, err := r.PrepareForEval(ctx)
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		return rego.New(
+			rego.Query(query),
+			rego.ParsedBundle("aegis", b),
+			rego.StoreReadAST(true),
+			rego.StrictBuiltinErrors(true),
+			rego.Capabilities(capabilities()),
+			rego.SetRegoVersion(ast.RegoV1),
+			// Hand the result over as AST: parseDecision reads it directly.
+			rego.GenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
+		).PrepareForEval(ctx)
+	}
+	pq, err := prepare(query)
 	if err != nil {
 		return nil, version, files.source, &PolicyLoadError{Path: files.path, Stage: "compile", Err: err}
 	}
-	return &localEval{pq: pq}, version, files.source, nil
+	prelude, err := prepare(PreludeQuery)
+	if err != nil {
+		return nil, version, files.source, &PolicyLoadError{Path: files.path, Stage: "compile", Err: fmt.Errorf("%s: %w", PreludeQuery, err)}
+	}
+	return &localEval{pq: pq, prelude: prelude}, version, files.source, nil
 }
 
 func (l *localEval) eval(ctx context.Context, input *policyInput, now time.Time) (ast.Value, error) {
-	v, err := input.astValue()
+	pre, err := l.sessionPrelude(ctx, input)
+	if err != nil {
+		return nil, fmt.Errorf("session prelude: %w", err)
+	}
+	v, err := input.astValue(pre)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +302,47 @@ func (l *localEval) eval(ctx context.Context, input *policyInput, now time.Time)
 		return nil, err
 	}
 	return singleResult(rs)
+}
+
+// sessionPrelude returns the policy's prelude for the input's session and
+// page, evaluated on its first use and memoized; nil when the policy leaves
+// it undefined. An error (a failing builtin, the context ending) is not
+// memoized: the decision fails closed and the next one tries again.
+func (l *localEval) sessionPrelude(ctx context.Context, in *policyInput) (*ast.Term, error) {
+	key := preludeKey{session: in.sf.key, state: in.state}
+	l.mu.Lock()
+	t, ok := l.preludes[key]
+	l.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	v, err := in.preludeValue()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := l.prelude.Eval(ctx, rego.EvalParsedInput(v), rego.EvalTime(preludeTime))
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pv, err := singleResult(rs)
+	switch {
+	case errors.Is(err, errUndefined):
+		t = nil
+	case err != nil:
+		return nil, err
+	default:
+		t = ast.NewTerm(pv)
+	}
+	l.mu.Lock()
+	if l.preludes == nil || len(l.preludes) >= maxPreludeCache {
+		l.preludes = map[preludeKey]*ast.Term{}
+	}
+	l.preludes[key] = t
+	l.mu.Unlock()
+	return t, nil
 }
 
 func singleResult(rs rego.ResultSet) (ast.Value, error) {

@@ -316,18 +316,26 @@ func DecisionID(policyVersion, actionHash string, stepIndex int, evaluatedAt tim
 	return "dec-" + hex.EncodeToString(sum[:16])
 }
 
-// policyInput is one evaluation's input: the whole document (what a remote
-// OPA receives as JSON), and the session facts it shares with the other
-// decisions of its session, whose AST form the local engine reuses.
+// policyInput is one evaluation's input: the request's facts, computed
+// once, from which the whole document is built, as JSON for a remote OPA
+// (document) or directly as AST for the local engine (astValue), reusing the
+// parts it shares with the other decisions of its session and page.
 type policyInput struct {
-	doc     map[string]any
-	derived map[string]any
-	sf      *sessionFacts
-	active  *urlEntry
+	req       *Request
+	now       time.Time
+	action    map[string]any // the action as the policy sees it (actionMap)
+	target    map[string]any // the target element (elementMap); nil without one
+	sf        *sessionFacts
+	active    *urlEntry
+	targetURL *urlEntry // a navigate action's url; nil for other types
+
+	selectorLC   string
+	subjectTails []any
+	fieldTails   []any
+	fieldTypes   map[string]any
 
 	// Keys of the parts the local engine converts once (see boundedCache).
 	state       stateKey
-	target      *contract.Element
 	targetFacts targetFactsKey
 	fieldsKey   string
 }
@@ -373,6 +381,7 @@ func (c *urlCache) get(raw string) (*urlEntry, error) {
 // (its allowlist, blocked domains, sensitive selectors, exceptions,
 // permission), normalized once per distinct session and cached.
 type sessionFacts struct {
+	key          sessionKey     // the key it is cached under
 	origins      []any          // normalized allowed origins, for messages
 	originKeys   map[string]any // allowlist keys (see originKey)
 	configErrors []any          // unusable entries of the session's lists
@@ -496,6 +505,7 @@ func (c *sessionCache) get(req *Request) *sessionFacts {
 		return sf
 	}
 	sf = newSessionFacts(req)
+	sf.key = key
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxSessionCache {
 		c.m = map[sessionKey]*sessionFacts{}
@@ -568,74 +578,94 @@ func newSessionFacts(req *Request) *sessionFacts {
 	return sf
 }
 
-// buildInput assembles the policy input: the seed's shape (state, action,
-// step_index, policy), the session, the target, the pinned time, and the
-// facts computed in Go (derived) that the policy matches on. See
-// rego/README.md for the document.
+// buildInput computes the facts of the policy input: the seed's shape
+// (state, action, step_index, policy), the session, the target, the pinned
+// time, and the facts computed in Go (derived) that the policy matches on.
+// See rego/README.md for the document.
 func (g *Gate) buildInput(req *Request, now time.Time, action, target map[string]any) (*policyInput, error) {
 	a := &req.Action
-	sf := g.sessions.get(req)
-	active, err := g.urls.get(req.ActiveURL)
-	if err != nil {
+	in := &policyInput{req: req, now: now, action: action, target: target, sf: g.sessions.get(req)}
+	var err error
+	if in.active, err = g.urls.get(req.ActiveURL); err != nil {
 		return nil, fmt.Errorf("policy input: active URL: %w", err)
+	}
+	if a.Type == contract.ActNavigate {
+		if in.targetURL, err = g.urls.get(a.URL); err != nil {
+			return nil, fmt.Errorf("policy input: navigation target: %w", err)
+		}
 	}
 	var tgt contract.Element
 	if req.Target != nil {
 		tgt = *req.Target
+		lower := strings.ToLower(tgt.Autocomplete)
+		in.targetFacts = targetFactsKey{strings.ToLower(strings.TrimSpace(tgt.Tag)), strings.ToLower(strings.TrimSpace(tgt.Type)), strings.Join(strings.Fields(lower), " ")}
 	}
+	in.selectorLC = normalizeSelector(a.Selector)
+	in.subjectTails = Tails(Words(a.Selector, tgt.Text, tgt.Label, tgt.Name, tgt.ID, a.Value))
+	in.fieldTails = Tails(Words(a.Selector, tgt.Name, tgt.ID, tgt.Label))
+	in.fieldTypes = fieldTypes(action)
+	in.fieldsKey = fieldsKey(in.fieldTypes)
+	in.state = stateKey{session: req.SessionID, url: req.ActiveURL, log: req.Session.DecisionLogID, budget: req.Session.MaxStepBudget}
+	return in, nil
+}
+
+// stateMap is input.state.
+func (in *policyInput) stateMap() map[string]any {
+	return map[string]any{
+		"sessionId": in.state.session,
+		"activeUrl": in.state.url,
+		"policyContext": map[string]any{
+			"maxStepBudget": in.state.budget,
+			"decisionLogId": in.state.log,
+		},
+	}
+}
+
+// targetFactsMap is input.derived.target: the element's tag and type
+// lowercased and trimmed, its autocomplete tokens lowercased.
+func (in *policyInput) targetFactsMap() map[string]any {
+	ac := []any{}
+	for tok := range strings.FieldsSeq(in.targetFacts.autocomplete) {
+		ac = append(ac, tok)
+	}
+	return map[string]any{"tag": in.targetFacts.tag, "type": in.targetFacts.typ, "autocomplete": ac}
+}
+
+// document is the whole input document, as a remote OPA receives it (JSON).
+// astValue builds the same document as AST; TestInputDocumentMatchesAST
+// holds them equal.
+func (in *policyInput) document() map[string]any {
+	req := in.req
 	derived := map[string]any{
-		"now_ns":                now.UnixNano(),
-		"active":                active.facts,
-		"decision_log_id_valid": isID(req.Session.DecisionLogID),
-		"selector_lc":           normalizeSelector(a.Selector),
-		"subject_tails":         Tails(Words(a.Selector, tgt.Text, tgt.Label, tgt.Name, tgt.ID, a.Value)),
-		"field_tails":           Tails(Words(a.Selector, tgt.Name, tgt.ID, tgt.Label)),
-		"action_field_types":    fieldTypes(action),
+		"now_ns":                in.now.UnixNano(),
+		"active":                in.active.facts,
+		"decision_log_id_valid": isID(in.state.log),
+		"selector_lc":           in.selectorLC,
+		"subject_tails":         in.subjectTails,
+		"field_tails":           in.fieldTails,
+		"action_field_types":    in.fieldTypes,
+		"has_target":            in.target != nil,
 	}
 	for _, k := range derivedSessionKeys {
-		derived[k] = sf.derivedValue(k)
+		derived[k] = in.sf.derivedValue(k)
 	}
-	if a.Type == contract.ActNavigate {
-		derived["target_url"] = urlFactsMap(NormalizeURL(a.URL))
+	if in.targetURL != nil {
+		derived["target_url"] = in.targetURL.facts
 	}
-	in := &policyInput{derived: derived, sf: sf, active: active}
-	if req.Target != nil {
-		ac := []any{}
-		lower := strings.ToLower(tgt.Autocomplete)
-		for tok := range strings.FieldsSeq(lower) {
-			ac = append(ac, tok)
-		}
-		in.targetFacts = targetFactsKey{strings.ToLower(strings.TrimSpace(tgt.Tag)), strings.ToLower(strings.TrimSpace(tgt.Type)), strings.Join(strings.Fields(lower), " ")}
-		derived["target"] = map[string]any{
-			"tag":          in.targetFacts.tag,
-			"type":         in.targetFacts.typ,
-			"autocomplete": ac,
-		}
-		in.target = req.Target
-	}
-	in.fieldsKey = fieldsKey(derived["action_field_types"].(map[string]any))
-	in.state = stateKey{session: req.SessionID, url: req.ActiveURL, log: req.Session.DecisionLogID, budget: req.Session.MaxStepBudget}
 	doc := map[string]any{
-		"state": map[string]any{
-			"sessionId": req.SessionID,
-			"activeUrl": req.ActiveURL,
-			"policyContext": map[string]any{
-				"maxStepBudget": req.Session.MaxStepBudget,
-				"decisionLogId": req.Session.DecisionLogID,
-			},
-		},
-		"action":     action,
+		"state":      in.stateMap(),
+		"action":     in.action,
 		"step_index": req.StepIndex,
-		"policy":     sf.policy,
-		"session":    sf.session,
-		"now":        now.Format(time.RFC3339Nano),
+		"policy":     in.sf.policy,
+		"session":    in.sf.session,
+		"now":        in.now.Format(time.RFC3339Nano),
 		"derived":    derived,
 	}
-	if target != nil {
-		doc["target"] = target
+	if in.target != nil {
+		derived["target"] = in.targetFactsMap()
+		doc["target"] = in.target
 	}
-	in.doc = doc
-	return in, nil
+	return doc
 }
 
 // fieldsKey encodes an action's field types (member names and type names
@@ -657,72 +687,107 @@ func fieldsKey(types map[string]any) string {
 // actionMemberOrder lists every member actionMap can write.
 var actionMemberOrder = []string{"id", "type", "reason", "policyTags", "url", "selector", "timeoutMs", "text", "redact", "value", "direction", "amountPx", "durationMs", "extract"}
 
-// astValue converts the input to OPA's AST, reusing the session facts'
-// converted parts.
-func (in *policyInput) astValue() (ast.Value, error) {
+// preludeValue is the input of the policy's prelude (PreludeQuery) as AST:
+// input.session, input.policy, input.state and the derived facts of the
+// session (derivedSessionKeys), decision_log_id_valid and active. Each is
+// determined by the session facts or the state, so a prelude is memoized
+// under preludeKey.
+func (in *policyInput) preludeValue() (ast.Value, error) {
 	terms, err := in.sf.astTerms()
 	if err != nil {
 		return nil, err
 	}
-	conv := func(v any) (*ast.Term, error) {
-		val, err := ast.InterfaceToValue(v)
+	state, err := stateTerms.get(in.state, func() any { return in.stateMap() })
+	if err != nil {
+		return nil, err
+	}
+	derived := make([][2]*ast.Term, 0, len(derivedSessionKeys)+2)
+	for _, k := range derivedSessionKeys {
+		derived = append(derived, [2]*ast.Term{keyTerm(k), terms[k]})
+	}
+	derived = append(derived,
+		[2]*ast.Term{keyTerm("decision_log_id_valid"), ast.InternedTerm(isID(in.state.log))},
+		[2]*ast.Term{keyTerm("active"), in.active.term},
+	)
+	return ast.NewObject(
+		[2]*ast.Term{keyTerm("session"), terms["session"]},
+		[2]*ast.Term{keyTerm("policy"), terms["policy"]},
+		[2]*ast.Term{keyTerm("state"), state},
+		[2]*ast.Term{keyTerm("derived"), ast.NewTerm(ast.NewObject(derived...))},
+	), nil
+}
+
+// astValue builds the input document as OPA's AST, directly, reusing the
+// converted parts of the session, the page, the state and the element. A
+// non-nil prelude joins input.derived as session_prelude.
+func (in *policyInput) astValue(prelude *ast.Term) (ast.Value, error) {
+	terms, err := in.sf.astTerms()
+	if err != nil {
+		return nil, err
+	}
+	fieldTypes, err := fieldTypeTerms.get(in.fieldsKey, func() any { return in.fieldTypes })
+	if err != nil {
+		return nil, err
+	}
+	state, err := stateTerms.get(in.state, func() any { return in.stateMap() })
+	if err != nil {
+		return nil, err
+	}
+	action, err := ast.InterfaceToValue(in.action)
+	if err != nil {
+		return nil, fmt.Errorf("policy input: action: %w", err)
+	}
+	derived := make([][2]*ast.Term, 0, 11+len(derivedSessionKeys))
+	add := func(k string, t *ast.Term) { derived = append(derived, [2]*ast.Term{keyTerm(k), t}) }
+	add("now_ns", ast.NewTerm(ast.InternedValueOr(in.now.UnixNano(), func(n int64) ast.Value { return ast.Number(strconv.FormatInt(n, 10)) })))
+	add("active", in.active.term)
+	add("decision_log_id_valid", ast.InternedTerm(isID(in.state.log)))
+	add("selector_lc", ast.StringTerm(in.selectorLC))
+	add("subject_tails", stringsTerm(in.subjectTails))
+	add("field_tails", stringsTerm(in.fieldTails))
+	add("action_field_types", fieldTypes)
+	add("has_target", ast.InternedTerm(in.target != nil))
+	for _, k := range derivedSessionKeys {
+		add(k, terms[k])
+	}
+	if in.targetURL != nil {
+		add("target_url", in.targetURL.term)
+	}
+	top := make([][2]*ast.Term, 0, 8)
+	if in.target != nil {
+		facts, err := targetFactsTerms.get(in.targetFacts, func() any { return in.targetFactsMap() })
 		if err != nil {
-			return nil, fmt.Errorf("policy input: %w", err)
+			return nil, err
 		}
-		return ast.NewTerm(val), nil
+		add("target", facts)
+		element, err := elementTerms.get(*in.req.Target, func() any { return in.target })
+		if err != nil {
+			return nil, err
+		}
+		top = append(top, [2]*ast.Term{keyTerm("target"), element})
 	}
-	derived := make([][2]*ast.Term, 0, len(in.derived))
-	for k, v := range in.derived {
-		var t *ast.Term
-		ok := false
-		switch k {
-		case "active":
-			t, ok = in.active.term, true
-		case "action_field_types":
-			if t, err = fieldTypeTerms.get(in.fieldsKey, func() any { return v }); err != nil {
-				return nil, err
-			}
-			ok = true
-		case "target":
-			if t, err = targetFactsTerms.get(in.targetFacts, func() any { return v }); err != nil {
-				return nil, err
-			}
-			ok = true
-		case "policy", "session":
-		default:
-			t, ok = terms[k]
-		}
-		if !ok {
-			if t, err = conv(v); err != nil {
-				return nil, err
-			}
-		}
-		derived = append(derived, [2]*ast.Term{keyTerm(k), t})
+	if prelude != nil {
+		add("session_prelude", prelude)
 	}
-	top := make([][2]*ast.Term, 0, len(in.doc))
-	for k, v := range in.doc {
-		var t *ast.Term
-		switch k {
-		case "derived":
-			t = ast.NewTerm(ast.NewObject(derived...))
-		case "policy", "session":
-			t = terms[k]
-		case "state":
-			if t, err = stateTerms.get(in.state, func() any { return v }); err != nil {
-				return nil, err
-			}
-		case "target":
-			if t, err = elementTerms.get(*in.target, func() any { return v }); err != nil {
-				return nil, err
-			}
-		default:
-			if t, err = conv(v); err != nil {
-				return nil, err
-			}
-		}
-		top = append(top, [2]*ast.Term{keyTerm(k), t})
-	}
+	top = append(top,
+		[2]*ast.Term{keyTerm("state"), state},
+		[2]*ast.Term{keyTerm("action"), ast.NewTerm(action)},
+		[2]*ast.Term{keyTerm("step_index"), ast.InternedTerm(in.req.StepIndex)},
+		[2]*ast.Term{keyTerm("policy"), terms["policy"]},
+		[2]*ast.Term{keyTerm("session"), terms["session"]},
+		[2]*ast.Term{keyTerm("now"), ast.StringTerm(in.now.Format(time.RFC3339Nano))},
+		[2]*ast.Term{keyTerm("derived"), ast.NewTerm(ast.NewObject(derived...))},
+	)
 	return ast.NewObject(top...), nil
+}
+
+// stringsTerm is an array of strings (as Tails returns them) as AST.
+func stringsTerm(xs []any) *ast.Term {
+	ts := make([]*ast.Term, len(xs))
+	for i, x := range xs {
+		ts[i] = ast.StringTerm(x.(string))
+	}
+	return ast.ArrayTerm(ts...)
 }
 
 // boundedCache is a cache of converted input parts under comparable keys;

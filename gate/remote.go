@@ -154,7 +154,7 @@ func (r *remoteEval) do(req *http.Request, v any) error {
 }
 
 func (r *remoteEval) eval(ctx context.Context, input *policyInput, _ time.Time) (ast.Value, error) {
-	body, err := json.Marshal(map[string]any{"input": input.doc})
+	body, err := json.Marshal(map[string]any{"input": input.document()})
 	if err != nil {
 		return nil, fmt.Errorf("policy input: %w", err)
 	}

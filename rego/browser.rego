@@ -2,7 +2,8 @@
 # title: aegis browser action gate
 # description: >-
 #   Gates every browser action a Navigator proposes. The gate queries one
-#   rule, data.aegis.browser.decision, once per action. Every list and
+#   rule, data.aegis.browser.decision, once per action (and
+#   data.aegis.browser.session_prelude once per session and page). Every list and
 #   threshold is data (data.aegis.config); URLs are parsed and normalized in
 #   Go before evaluation (input.derived), so this policy never matches on raw
 #   URL strings. See README.md.
@@ -18,74 +19,137 @@ import data.aegis.config
 # without every field, is a deny in Go (fail closed).
 #
 # Most actions are plain allows: every check passes, nothing raises the
-# risk, nothing needs approval, the session has no exceptions. For them the
-# decision is built in one rule body (the fast path, a few dozen
-# expressions); every other action gets full_decision. The fast path never
-# decides anything full_decision would not: its conditions imply that
-# full_decision is exactly this object (where they are stricter, an action
-# merely takes the full path), and the tests compare the two on every test
-# input and on 10,000 random actions (gate tests).
+# risk, nothing needs approval, the session has no exceptions. Most of what
+# decides that depends only on the session and the page it is on (the
+# permission level, the allowlist, the active page's URL, the budget's
+# limit), so this policy decides it once per session and page, in
+# session_prelude, which the gate evaluates on the session's part of the
+# input and hands back, memoized, as input.derived.session_prelude. The fast
+# path below then judges what is left of the action in a dozen expressions;
+# every other action gets full_decision. The fast path never decides
+# anything full_decision would not: its conditions and the prelude's imply
+# that full_decision is exactly the prelude's decision object (where they
+# are stricter, an action merely takes the full path), and the tests compare
+# the two on every test input and on 10,000 random actions (gate tests).
+# Without a prelude (a remote OPA, an input written by hand) every action
+# takes the full path.
 decision := d if {
-	# Nothing for a governed exception to waive or report, no unusable
-	# session entry, a valid decision log id.
-	count(input.derived.exceptions) == 0
-	count(input.derived.config_errors) == 0
-	input.derived.decision_log_id_valid == true
+	pre := input.derived.session_prelude
 
-	# check_action: a known type whose fields have their types.
-	cfg := config
-	t := input.action.type
-	s := cfg.action_types[t]
-	object.subset(input.derived.action_field_types, s.fields)
+	# check_permission, no confirmation, no risk above medium, check_url
+	# for every type but navigate: e exists only when these hold.
+	e := pre.types[input.action.type]
 
-	# check_budget.
+	# check_action.
+	object.subset(input.derived.action_field_types, e.fields)
+
+	# check_budget: i <= min(maxStepBudget, max_step_budget), the prelude
+	# having checked maxStepBudget.
 	i := input.step_index
-	b := input.state.policyContext.maxStepBudget
 	is_number(i)
-	is_number(b)
 	i >= 0
-	b >= 1
-	i <= b
-	i <= cfg.limits.max_step_budget
+	i <= pre.step_limit
 
-	# check_permission, and no confirmation required (the expression of
-	# permission_of, written out).
-	p := object.get(
-		{"": object.get(cfg.presets, object.get({"": cfg.default_preset}, input.session.preset, input.session.preset), "invalid")},
-		input.session.permission,
-		input.session.permission,
-	)
-	level := cfg.permissions[p]
-	t in level.allow
-	not t in level.confirm
+	# check_target (false < true).
+	e.requires_target <= input.derived.has_target
 
-	# check_target: requires_target implies a target (false < true).
-	s.requires_target <= is_object(object.get(input, "target", null))
+	# No word of the element matches a high-risk pattern (checked for every
+	# type, although only click and select are raised by it).
+	not strings.any_prefix_match(input.derived.subject_tails, pre.high_risk_patterns)
 
-	# check_url, on url_fact (written out: the navigation target for
-	# navigate, the active page otherwise; undefined without the facts).
-	u := input.derived[object.get({"navigate": "target_url"}, t, "active")]
+	navigation_harmless(e.navigate)
+	field_harmless(e.sensitive_types)
+
+	d := e.decision
+} else := full_decision
+
+# navigation_harmless(true) holds when a navigation target passes check_url
+# (blocked domains matched by string suffix, which is stricter) and its path
+# raises no risk. Other types run on the active page, which the prelude
+# judged.
+navigation_harmless(false) := true
+
+navigation_harmless(true) if {
+	u := input.derived.target_url
 	u.valid == true
 	u.userinfo == false
-	u.scheme in cfg.urls.allowed_schemes
-	not strings.any_suffix_match(u.host, cfg.urls.blocked_domains)
+	u.scheme in config.urls.allowed_schemes
+	not strings.any_suffix_match(u.host, config.urls.blocked_domains)
 	not strings.any_suffix_match(u.host, input.derived.blocked_domains)
-
-	# No risk above the base risk and none that needs approval: no word of
-	# the element or of the URL's path matches a high-risk pattern, and the
-	# field is not sensitive (checked only for the types it matters to).
-	s.risk in {"low", "medium"}
-	not s.risk in cfg.risk.approval_required
-	not strings.any_prefix_match(input.derived.subject_tails, cfg.risk.high_risk_patterns)
-	not strings.any_prefix_match(object.get(u, "path_tails", []), cfg.risk.high_risk_url_patterns)
-	sensitivity_harmless(t)
-
-	# origin_allowed, last: should two keys match, only what follows is
-	# evaluated again.
+	not strings.any_prefix_match(u.path_tails, config.risk.high_risk_url_patterns)
 	some k in u.origin_keys
 	input.derived.allowed_origin_keys[k]
+}
 
-	d := {
+# field_harmless(true) holds when the element is not sensitive: the
+# negation of each of sensitive_reasons (the input type compared without
+# the tag, which is stricter). Sensitivity changes the decision of type,
+# select and extract actions only.
+field_harmless(false) := true
+
+field_harmless(true) if {
+	tgt := input.derived.target
+	not tgt.type in config.sensitive.input_types
+	every token in tgt.autocomplete {
+		not token in config.sensitive.autocomplete
+	}
+	not strings.any_prefix_match(input.derived.field_tails, config.sensitive.name_patterns)
+	sel := input.derived.selector_lc
+	every s in input.derived.session_prelude.sensitive_selectors {
+		not contains(sel, s)
+	}
+}
+
+# session_prelude is what the fast path needs that depends only on the
+# session and its active page: it is defined when the session passes
+# check_session_policy and check_decision_log, has a valid maxStepBudget and
+# no governed exception, and it lists the action types that such a session
+# may take on its page without approval at their base risk, each with the
+# decision object of its plain allow.
+#
+# The gate evaluates it once per session and page on an input holding only
+# input.session, input.policy, input.state and the session's derived facts
+# (allowed_origins, allowed_origin_keys, config_errors, blocked_domains,
+# sensitive_selectors, exceptions, decision_log_id_valid, active), with the
+# clock at zero, and memoizes it under exactly those facts: it must depend
+# on nothing else.
+session_prelude := {
+	"types": types,
+	"step_limit": min({input.state.policyContext.maxStepBudget, config.limits.max_step_budget}),
+	"high_risk_patterns": config.risk.high_risk_patterns,
+	"sensitive_selectors": array.concat(config.sensitive.selectors, input.derived.sensitive_selectors),
+} if {
+	count(input.derived.exceptions) == 0
+	check_session_policy
+	check_decision_log
+	valid_budget
+	p := permission
+	level := config.permissions[p]
+	types := {t: prelude_entry(t, p) |
+		some t in level.allow
+		not t in level.confirm
+		page_judged_for(t)
+	}
+}
+
+# page_judged_for(t): a navigation is judged on its target, per action; any
+# other action runs on the active page, which must pass check_url (the
+# prelude's input has no action, so url_fact is the active page).
+page_judged_for("navigate") := true
+
+page_judged_for(t) if {
+	t != "navigate"
+	check_url
+}
+
+# prelude_entry is what the fast path needs about type t: undefined when an
+# action of type t is high risk or needs approval by its type alone.
+prelude_entry(t, p) := {
+	"fields": s.fields,
+	"requires_target": s.requires_target,
+	"navigate": t == "navigate",
+	"sensitive_types": t in {"type", "select", "extract"},
+	"decision": {
 		"allow": true,
 		"deny": set(),
 		"waived": set(),
@@ -96,13 +160,13 @@ decision := d if {
 		"action_name": s.name,
 		"permission": p,
 		"exceptions": [],
-	}
-} else := full_decision
-
-# Sensitivity changes the decision of type, select and extract actions only.
-sensitivity_harmless(t) if not t in {"type", "select", "extract"}
-
-sensitivity_harmless(_) if not sensitive
+	},
+} if {
+	s := config.action_types[t]
+	is_boolean(s.requires_target)
+	s.risk in {"low", "medium"}
+	not s.risk in config.risk.approval_required
+}
 
 # full_decision is the decision with every rule evaluated.
 full_decision := {
@@ -331,9 +395,8 @@ permission := p if {
 	is_string(p)
 }
 
-# permission_of is written as lookups, so that the fast path can inline it:
-# level if it is not "", else the preset's level (the default preset's when
-# preset is ""), "invalid" for an unknown preset.
+# permission_of is level if it is not "", else the preset's level (the
+# default preset's when preset is ""), "invalid" for an unknown preset.
 permission_of(level, preset) := object.get(
 	{"": object.get(config.presets, object.get({"": config.default_preset}, preset, preset), "invalid")},
 	level,

@@ -63,6 +63,7 @@ base := {
 		"blocked_domains": ["payments.example"],
 		"sensitive_selectors": [],
 		"decision_log_id_valid": true,
+		"has_target": false,
 		"selector_lc": "#next",
 		"subject_tails": ["next "],
 		"field_tails": ["next "],
@@ -81,7 +82,7 @@ type_action(redact) := with_action(base, {"type": "type", "selector": "#pw", "te
 
 with_target(inp, tag, typ, autocomplete) := object.union(inp, {
 	"target": {"tag": tag, "type": typ, "name": "", "id": "", "autocomplete": "", "role": "", "label": "", "text": ""},
-	"derived": {"target": {"tag": tag, "type": typ, "autocomplete": autocomplete}},
+	"derived": {"target": {"tag": tag, "type": typ, "autocomplete": autocomplete}, "has_target": true},
 })
 
 password_field := with_target(type_action(true), "input", "password", [])
@@ -91,10 +92,26 @@ navigate(u) := object.union(
 	{"derived": {"target_url": u}},
 )
 
-# decide evaluates the decision for inp and checks that the fast path and
-# the full rules agree on it.
+# prelude_keys are the derived facts the gate hands session_prelude.
+prelude_keys := [
+	"allowed_origins", "allowed_origin_keys", "config_errors", "blocked_domains",
+	"sensitive_selectors", "exceptions", "decision_log_id_valid", "active",
+]
+
+# with_prelude adds to inp what the gate adds: session_prelude evaluated on
+# the session's part of inp (and nothing else), when it is defined.
+with_prelude(inp) := object.union(inp, {"derived": {"session_prelude": p}}) if {
+	part := object.union(
+		object.filter(inp, ["session", "policy", "state"]),
+		{"derived": object.filter(inp.derived, prelude_keys)},
+	)
+	p := browser.session_prelude with input as part
+} else := inp
+
+# decide evaluates the decision for inp as the gate does (with the prelude)
+# and checks that the fast path and the full rules agree on it.
 decide(inp) := d if {
-	d := browser.decision with input as inp
+	d := browser.decision with input as with_prelude(inp)
 	full := browser.full_decision with input as inp
 	d == full
 }
@@ -102,7 +119,7 @@ decide(inp) := d if {
 # fast reports whether inp takes the fast path: the decision is built
 # without full_decision.
 fast(inp) if {
-	d := browser.decision with input as inp with browser.full_decision as "full"
+	d := browser.decision with input as with_prelude(inp) with browser.full_decision as "full"
 	d != "full"
 }
 
@@ -150,6 +167,20 @@ test_every_field_is_present if {
 		"allow", "deny", "waived", "risk", "risk_reasons", "requires_approval",
 		"approval_reasons", "action_name", "permission", "exceptions",
 	}
+}
+
+test_without_prelude_full_path_decides_the_same if {
+	# What a remote OPA or a hand-written input gets: no session_prelude.
+	d := browser.decision with input as base with browser.full_decision as "full"
+	d == "full"
+	browser.decision with input as base == browser.full_decision with input as base
+	fast(base)
+}
+
+test_prelude_undefined_for_a_session_with_exceptions if {
+	inp := with_exceptions(base, [exception("ge-1", "origin_not_allowed", live, [])])
+	with_prelude(inp) == inp
+	not fast(inp)
 }
 
 test_full_decision_allows_the_base if {
@@ -357,12 +388,20 @@ test_policy_data_blocked_domain_denied if {
 	contains(r.message, "(policy data)")
 }
 
-test_blocked_suffix_lookalike_takes_full_path_but_allows if {
+test_blocked_suffix_lookalike_allowed if {
 	# "xample" is a string suffix of shop.example but not a domain of it.
+	# The prelude judges the active page exactly: the click stays fast.
 	inp := object.union(base, {"derived": {"blocked_domains": ["xample"]}})
 	d := decide(inp)
 	d.allow == true
-	not fast(inp)
+	fast(inp)
+
+	# The fast path judges a navigation target by string suffix, which is
+	# stricter: the navigation takes the full path, and is allowed.
+	nav := object.union(navigate(url("https", "shop.example", 443, ["products "])), {"derived": {"blocked_domains": ["xample"]}})
+	decide(nav).allow == true
+	not fast(nav)
+	fast(navigate(url("https", "shop.example", 443, ["products "])))
 }
 
 test_javascript_url_denied if {
