@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/canonjson"
@@ -39,7 +37,6 @@ func (e *CanonError) Error() string {
 // parseCanonical parses b, which must be exactly the canonical form of one
 // JSON value.
 func parseCanonical(b []byte) (any, error) {
-	loadInterned()
 	if len(b) > schemas.MaxDocumentBytes {
 		return nil, &CanonError{0, fmt.Sprintf("document larger than %d bytes", schemas.MaxDocumentBytes)}
 	}
@@ -180,44 +177,6 @@ const (
 	msbs = 0x8080808080808080
 )
 
-// special reports whether any byte of x is a control character, '"', '\\'
-// or not ASCII: the bytes a string scan must look at one by one.
-func special(x uint64) bool {
-	ctl := (x - lsbs*0x20) &^ x
-	q := x ^ (lsbs * '"')
-	q = (q - lsbs) &^ q
-	bs := x ^ (lsbs * '\\')
-	bs = (bs - lsbs) &^ bs
-	return (x|ctl|q|bs)&msbs != 0
-}
-
-// interned holds the strings the schemas name (member names, enumerated
-// and constant values), each also boxed as an any: parsing one of them
-// allocates nothing. Built once, from the embedded schemas.
-var (
-	interned     = map[string]any{}
-	internedOnce sync.Once
-)
-
-// loadInterned fills interned from the embedded schemas, once.
-func loadInterned() {
-	internedOnce.Do(func() {
-		docs := map[string]any{}
-		entries, _ := fs.ReadDir(schemas.FS(), ".")
-		for _, e := range entries {
-			b, err := fs.ReadFile(schemas.FS(), e.Name())
-			if err != nil {
-				continue
-			}
-			var v any
-			if json.Unmarshal(b, &v) == nil {
-				docs[e.Name()] = v
-			}
-		}
-		internSchemaStrings(docs)
-	})
-}
-
 // quoted returns the bytes of the string at p.i when it has no escape and
 // its length fits, without moving p.i; ok is false otherwise.
 func (p *canonParser) quoted() (raw []byte, ok bool) {
@@ -237,52 +196,72 @@ func (p *canonParser) quoted() (raw []byte, ok bool) {
 // key parses an object member name.
 func (p *canonParser) key() (string, error) {
 	if raw, ok := p.quoted(); ok {
-		if v, ok := interned[string(raw)]; ok {
+		if v, ok := schemas.Intern(raw); ok {
 			p.i += len(raw) + 2
 			return v.(string), nil
 		}
 	}
-	s, _, err := p.str()
-	return s, err
+	return p.str()
 }
 
 // strValue parses a string value, boxed.
 func (p *canonParser) strValue() (any, error) {
 	if raw, ok := p.quoted(); ok {
-		if v, ok := interned[string(raw)]; ok {
+		if v, ok := schemas.Intern(raw); ok {
 			p.i += len(raw) + 2
 			return v, nil
 		}
 	}
-	s, _, err := p.str()
+	s, err := p.str()
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// str parses a canonical string at p.i (which is '"') and returns it with
-// its length in characters.
-func (p *canonParser) str() (string, int, error) {
+// str parses a canonical string at p.i (which is '"'). It first finds
+// the end, eight bytes at a time through everything but quotes,
+// backslashes and control characters, then checks the span's UTF-8 in one
+// pass (escapes are ASCII: they do not change whether it is valid).
+func (p *canonParser) str() (string, error) {
 	b := p.b
 	p.i++
+	first := p.i
 	start := p.i
 	var buf []byte // the decoded string once an escape was seen
-	runes := 0
+	var high uint64
 	i := p.i
 	for {
-		// Eight plain ASCII characters at a time.
-		for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			if stringStop(x) {
+				break
+			}
+			high |= x
 			i += 8
-			runes += 8
 		}
 		if i >= len(b) {
 			p.i = i
-			return "", 0, p.fail("unterminated string")
+			return "", p.fail("unterminated string")
 		}
 		c := b[i]
 		switch {
 		case c == '"':
+			if high&msbs != 0 && !validUTF8(b[first:i]) {
+				// Name the first byte at fault.
+				for p.i = first; p.i < i; {
+					if b[p.i] < utf8.RuneSelf {
+						p.i++
+						continue
+					}
+					n := utf8Seq(b, p.i)
+					if n == 0 {
+						break
+					}
+					p.i += n
+				}
+				return "", p.fail("invalid UTF-8 in a string")
+			}
 			var s string
 			if buf == nil {
 				s = string(b[start:i])
@@ -291,7 +270,7 @@ func (p *canonParser) str() (string, int, error) {
 				s = string(buf)
 			}
 			p.i = i + 1
-			return s, runes, nil
+			return s, nil
 		case c == '\\':
 			if buf == nil {
 				buf = make([]byte, 0, i-start+16)
@@ -300,28 +279,30 @@ func (p *canonParser) str() (string, int, error) {
 			p.i = i
 			r, n, err := p.escape()
 			if err != nil {
-				return "", 0, err
+				return "", err
 			}
 			buf = append(buf, r)
 			i += n
 			start = i
-			runes++
 		case c < 0x20:
 			p.i = i
-			return "", 0, p.fail("control character in a string must be escaped")
-		case c < utf8.RuneSelf:
-			i++
-			runes++
+			return "", p.fail("control character in a string must be escaped")
 		default:
-			n := utf8Seq(b, i)
-			if n == 0 {
-				p.i = i
-				return "", 0, p.fail("invalid UTF-8 in a string")
-			}
-			i += n
-			runes++
+			high |= uint64(c)
+			i++
 		}
 	}
+}
+
+// stringStop reports whether any of the eight bytes of x is a control
+// character, '"' or '\\' (bytes of multi-byte characters pass).
+func stringStop(x uint64) bool {
+	ctl := (x - lsbs*0x20) &^ x
+	q := x ^ (lsbs * '"')
+	q = (q - lsbs) &^ q
+	bs := x ^ (lsbs * '\\')
+	bs = (bs - lsbs) &^ bs
+	return (ctl|q|bs)&msbs != 0
 }
 
 // escape reads the canonical escape at p.i and returns the byte it stands

@@ -3,6 +3,7 @@ package evidence
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -187,8 +188,41 @@ func TestValidUTF8(t *testing.T) {
 	}
 }
 
+// TestValidUTF8Large cross-checks the four-way DFA of large inputs with
+// the standard library: texts of every mix, each broken at random places
+// and around the cuts between the four parts.
+func TestValidUTF8Large(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	breaks := []string{"\xff", "\x80", "\xe6", "\xe6\x97", "\xed\xa0\x80", "\xc0\x80", "\xf4\x90\x80\x80", "\xf0\x9f\x98"}
+	for _, pct := range []int{0, 1, 35, 90} {
+		for _, n := range []int{1024, 1031, 4099, 70000} {
+			base := []byte(markup(r, n, pct))
+			if got, want := validUTF8(base), utf8.Valid(base); got != want {
+				t.Fatalf("%d%% non-ASCII, %d bytes: got %v, want %v", pct, len(base), got, want)
+			}
+			for k := range 200 {
+				m := append([]byte(nil), base...)
+				at := r.IntN(len(m))
+				if k%2 == 0 { // near a cut
+					at = min(len(m)-1, max(0, (1+r.IntN(3))*len(m)/4+r.IntN(9)-4))
+				}
+				brk := breaks[r.IntN(len(breaks))]
+				if k%3 == 0 {
+					m = append(m[:at], append([]byte(brk), m[at:]...)...)
+				} else {
+					m = append(m[:at], append([]byte(brk), m[min(len(m), at+len(brk)):]...)...)
+				}
+				if got, want := validUTF8(m), utf8.Valid(m); got != want {
+					t.Fatalf("%d%% non-ASCII, %d bytes, %q at %d: got %v, want %v", pct, len(m), brk, at, got, want)
+				}
+			}
+		}
+	}
+}
+
 func FuzzValidUTF8(f *testing.F) {
 	f.Add([]byte("héllo wörld, 日本語, a longer ASCII run follows.................\xff"))
+	f.Add([]byte(strings.Repeat("日本語のテキスト and some ASCII ", 40) + "\xe6"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if validUTF8(b) != utf8.Valid(b) {
 			t.Fatalf("%q", b)

@@ -797,7 +797,7 @@ func (v *verifier) checkEndManifest(tree any) error {
 		case "status", "endedAt", "counts", "signer":
 			continue
 		}
-		if !jsonEqual(end[k], start[k]) {
+		if !schemas.Equal(end[k], start[k]) {
 			return fmt.Errorf("%s differs from the manifest as the session started", k)
 		}
 	}
@@ -895,13 +895,13 @@ func manifestDiff(want map[string]any, got any) error {
 	}
 	sort.Strings(sorted)
 	for _, k := range sorted {
-		if jsonEqual(want[k], g[k]) {
+		if schemas.Equal(want[k], g[k]) {
 			continue
 		}
 		if wm, ok := want[k].(map[string]any); ok {
 			if gm, ok := g[k].(map[string]any); ok {
 				for sk, wv := range wm {
-					if !jsonEqual(wv, gm[sk]) {
+					if !schemas.Equal(wv, gm[sk]) {
 						return mismatch(FileManifest, 0, -1, k+"."+sk, short(wv), short(gm[sk]))
 					}
 				}

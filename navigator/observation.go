@@ -1,8 +1,11 @@
 package navigator
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
@@ -50,44 +53,47 @@ func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) (
 	}
 	o := scrubObservation(obs, set)
 	var tr Trimmed
-	b, err := json.Marshal(o)
+	// The fields that may be cut are strings that are always present: the
+	// document is as long as the rest (encoded once, those fields empty)
+	// plus each one's encoded length. So the cuts are computed, not
+	// tried, and the fields are then written into the rest.
+	sk, err := encodeSkeleton(o)
 	if err != nil {
-		return nil, tr, fmt.Errorf("navigator: encode observation: %w", err)
+		return nil, tr, err
 	}
-	if len(b) > budget {
+	snapLen, textLen, artsLen := encLen(o.DOMSnapshot), encLen(o.DOMText), 0
+	for _, a := range o.ExtractedArtifacts {
+		artsLen += encLen(a.Value)
+	}
+	size := func() int { return len(sk.doc) + snapLen + textLen + artsLen }
+	if size() > budget {
 		tr.Snapshot = o.DOMSnapshot != ""
-		full := o.DOMSnapshot
-		o.DOMSnapshot, b, err = fit(&o, &o.DOMSnapshot, full, budget, SnapshotTrimmedMarker)
-		if err != nil {
-			return nil, tr, err
-		}
+		o.DOMSnapshot = shortenLen(o.DOMSnapshot, snapLen, budget-(size()-snapLen), SnapshotTrimmedMarker)
+		snapLen = encLen(o.DOMSnapshot)
 	}
-	if len(b) > budget {
+	if size() > budget {
 		tr.Text = o.DOMText != ""
-		full := o.DOMText
-		o.DOMText, b, err = fit(&o, &o.DOMText, full, budget, TextTrimmedMarker)
-		if err != nil {
-			return nil, tr, err
-		}
+		o.DOMText = shortenLen(o.DOMText, textLen, budget-(size()-textLen), TextTrimmedMarker)
+		textLen = encLen(o.DOMText)
 	}
-	if len(b) > budget && len(o.ExtractedArtifacts) > 0 {
+	if size() > budget && len(o.ExtractedArtifacts) > 0 {
 		tr.Artifacts = true
 		arts := append([]contract.Artifact(nil), o.ExtractedArtifacts...)
 		o.ExtractedArtifacts = arts
+		artsLen = 0
+		share := (budget - size()) / len(arts)
 		for i := range arts {
-			arts[i].Value = ""
-		}
-		if b, err = json.Marshal(o); err != nil {
-			return nil, tr, err
-		}
-		if share := (budget - len(b)) / len(arts); share >= minKeep {
-			for i := range arts {
-				arts[i].Value = shorten(scrubbed(obs.ExtractedArtifacts[i].Value, set), share, ArtifactTrimmedMarker)
+			if share >= minKeep {
+				arts[i].Value = shorten(arts[i].Value, share, ArtifactTrimmedMarker)
+			} else {
+				arts[i].Value = ""
 			}
-			if b, err = json.Marshal(o); err != nil {
-				return nil, tr, err
-			}
+			artsLen += encLen(arts[i].Value)
 		}
+	}
+	b, err := sk.fill(o, size())
+	if err != nil {
+		return nil, tr, err
 	}
 	tr.Bytes = len(b)
 	tr.OverBudget = len(b) > budget
@@ -97,20 +103,97 @@ func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) (
 	return b, tr, nil
 }
 
-// fit empties *field, measures the rest, and refills *field with as much
-// of full as fits in budget.
-func fit(o *contract.Observation, field *string, full string, budget int, marker string) (string, []byte, error) {
-	*field = ""
-	b, err := json.Marshal(*o)
+// skeleton is an observation encoded with its text, snapshot and artifact
+// values empty, and where each of those empty strings is.
+type skeleton struct {
+	doc        []byte
+	text, snap int   // the offset of the "" of domText and of domSnapshot
+	values     []int // and of each artifact's value, in order
+}
+
+// Members whose empty string values encodeSkeleton finds. A JSON string
+// cannot hold an unescaped quote, so these bytes appear only as members.
+var (
+	emptyText     = []byte(`"domText":""`)
+	emptySnapshot = []byte(`"domSnapshot":""`)
+	emptyValue    = []byte(`"value":""`)
+)
+
+// plainObservation is contract.Observation without its MarshalJSON.
+type plainObservation contract.Observation
+
+// encodeSkeleton encodes o as encoding/json does, its text, snapshot and
+// artifact values empty, and finds them.
+func encodeSkeleton(o contract.Observation) (skeleton, error) {
+	o.DOMText, o.DOMSnapshot = "", ""
+	if o.ExtractedArtifacts != nil {
+		arts := make([]contract.Artifact, len(o.ExtractedArtifacts))
+		for i, a := range o.ExtractedArtifacts {
+			a.Value = ""
+			arts[i] = a
+		}
+		o.ExtractedArtifacts = arts
+	}
+	if o.Affordances == nil {
+		o.Affordances = []contract.Affordance{}
+	}
+	// As contract.Observation.MarshalJSON writes it, without encoding/json
+	// compacting a marshaler's output once more (a test holds the two to
+	// the same bytes).
+	b, err := json.Marshal((*plainObservation)(&o))
 	if err != nil {
-		return "", nil, err
+		return skeleton{}, fmt.Errorf("navigator: encode observation: %w", err)
 	}
-	*field = shorten(full, budget-len(b), marker)
-	if *field == "" {
-		return "", b, nil
+	sk := skeleton{doc: b, text: -1, snap: -1}
+	if i := bytes.Index(b, emptyText); i >= 0 && bytes.Count(b, emptyText) == 1 {
+		sk.text = i + len(emptyText) - 2
 	}
-	b, err = json.Marshal(*o)
-	return *field, b, err
+	if i := bytes.Index(b, emptySnapshot); i >= 0 && bytes.Count(b, emptySnapshot) == 1 {
+		sk.snap = i + len(emptySnapshot) - 2
+	}
+	for off := 0; ; {
+		i := bytes.Index(b[off:], emptyValue)
+		if i < 0 {
+			break
+		}
+		off += i + len(emptyValue)
+		sk.values = append(sk.values, off-2)
+	}
+	return sk, nil
+}
+
+// fill returns the skeleton with o's text, snapshot and artifact values
+// written in, size bytes long. Should the skeleton not hold exactly one
+// place for each (a shape this code does not know), o is encoded whole.
+func (sk skeleton) fill(o contract.Observation, size int) ([]byte, error) {
+	if sk.text < 0 || sk.snap < 0 || len(sk.values) != len(o.ExtractedArtifacts) {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("navigator: encode observation: %w", err)
+		}
+		return b, nil
+	}
+	type insert struct {
+		at int
+		s  string
+	}
+	ins := []insert{{sk.text, o.DOMText}, {sk.snap, o.DOMSnapshot}}
+	for i, a := range o.ExtractedArtifacts {
+		ins = append(ins, insert{sk.values[i], a.Value})
+	}
+	sort.Slice(ins, func(i, j int) bool { return ins[i].at < ins[j].at })
+	out := make([]byte, 0, size)
+	prev := 0
+	for _, in := range ins {
+		out = append(out, sk.doc[prev:in.at]...)
+		q, err := json.Marshal(in.s)
+		if err != nil {
+			return nil, fmt.Errorf("navigator: encode observation: %w", err)
+		}
+		out = append(out, q...)
+		prev = in.at + 2
+	}
+	return append(out, sk.doc[prev:]...), nil
 }
 
 // shorten returns the longest prefix of s (cut on a rune boundary) that,
@@ -118,7 +201,12 @@ func fit(o *contract.Observation, field *string, full string, budget int, marker
 // (quotes excluded); "" when fewer than minKeep bytes would be kept. s
 // itself when it fits whole.
 func shorten(s string, avail int, marker string) string {
-	if encLen(s) <= avail {
+	return shortenLen(s, encLen(s), avail, marker)
+}
+
+// shortenLen is shorten of s whose encoded length is sLen.
+func shortenLen(s string, sLen, avail int, marker string) string {
+	if sLen <= avail {
 		return s
 	}
 	room := avail - encLen(marker)
@@ -138,11 +226,49 @@ func shorten(s string, avail int, marker string) string {
 }
 
 // encLen is the length of s JSON-encoded as encoding/json writes it,
-// without the quotes.
+// without the quotes: HTML-safe, '"', '\\' and \b \f \n \r \t escaped in
+// two bytes, the other control characters, '<', '>', '&', U+2028, U+2029
+// and each byte of invalid UTF-8 (as \ufffd) in six. It is counted, not
+// encoded (a test holds it to encoding/json).
 func encLen(s string) int {
-	b, _ := json.Marshal(s)
-	return len(b) - 2
+	n := len(s)
+	for i := 0; i < len(s); {
+		if x := escapeExtra[s[i]]; x != multiByte {
+			n += int(x)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 5 // one byte written as \ufffd
+		case r == '\u2028' || r == '\u2029':
+			n += 3 // three bytes written as \u202x
+		}
+		i += size
+	}
+	return n
 }
+
+// multiByte marks, in escapeExtra, the bytes that start (or are not) a
+// multi-byte character.
+const multiByte = 0xff
+
+// escapeExtra is, for each ASCII byte, how many bytes encoding/json writes
+// for it beyond the byte itself.
+var escapeExtra = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = multiByte
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			t[c] = 1
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			t[c] = 5
+		}
+	}
+	return t
+}()
 
 // scrubObservation returns obs with every secret value of set replaced by
 // its placeholder, in every string the page controls.
@@ -173,5 +299,3 @@ func scrubObservation(obs contract.Observation, set *secrets.Set) contract.Obser
 	}
 	return o
 }
-
-func scrubbed(s string, set *secrets.Set) string { return set.Redact(s) }

@@ -210,56 +210,45 @@ func compileAll() (map[Kind]*jsonschema.Schema, error) {
 	return compiled, compileErr
 }
 
-// Check compiles every schema and reports the first error. Validate calls
-// it implicitly; callers may call it at start-up to fail early.
+// Check compiles every schema, with the general validator and into each
+// kind's Validator, and reports the first error. Validate compiles what it
+// needs implicitly; callers may call Check at start-up to fail early.
 func Check() error {
-	_, err := compileAll()
-	return err
+	if _, err := compileAll(); err != nil {
+		return err
+	}
+	for _, k := range Kinds() {
+		if _, err := ValidatorFor(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Validate checks that doc is one well-formed JSON value, with no duplicate
 // object keys and no nesting deeper than MaxDepth, that is valid under the
 // kind's schema. It returns nil, a *SyntaxError, a *ValidationError,
-// ErrTooLarge, or an error for an unknown kind.
+// ErrTooLarge, or an error for an unknown kind. It uses the kind's compiled
+// Validator (see ValidatorFor).
 func Validate(kind Kind, doc []byte) error {
-	if _, ok := kindRefs[kind]; !ok {
-		_, err := ParseKind(string(kind))
-		return err
-	}
-	v, err := Parse(doc)
+	v, err := ValidatorFor(kind)
 	if err != nil {
 		return err
 	}
-	return ValidateValue(kind, v)
+	return v.Validate(doc)
 }
 
 // ValidateValue validates an already-parsed value (as produced by Parse:
-// numbers as json.Number) against the kind's schema. Should the validator
-// itself panic on some input, the document is reported invalid, never
-// accepted: the panic becomes an error.
-func ValidateValue(kind Kind, v any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("schemas: validate %s: validator failed: %v", kind, r)
-		}
-	}()
-	m, err := compileAll()
+// numbers as json.Number) against the kind's schema, with the kind's
+// compiled Validator. Should the validator itself panic on some input, the
+// document is reported invalid, never accepted: the panic becomes an
+// error.
+func ValidateValue(kind Kind, v any) error {
+	val, err := ValidatorFor(kind)
 	if err != nil {
 		return err
 	}
-	s, ok := m[kind]
-	if !ok {
-		_, err := ParseKind(string(kind))
-		return err
-	}
-	if err := s.Validate(v); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return &ValidationError{Kind: kind, Problems: problems(ve)}
-		}
-		return fmt.Errorf("schemas: validate %s: %w", kind, err)
-	}
-	return nil
+	return val.ValidateValue(v)
 }
 
 // problems flattens a validation error tree into its leaves, sorted by
@@ -294,6 +283,15 @@ func Parse(doc []byte) (any, error) {
 	if len(doc) > MaxDocumentBytes {
 		return nil, ErrTooLarge
 	}
+	if v, ok := scanParse(doc); ok {
+		return v, nil
+	}
+	return parseTokens(doc)
+}
+
+// parseTokens is Parse by encoding/json's tokenizer: the reference that
+// scanParse is held to, and the source of every syntax error's account.
+func parseTokens(doc []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
 	p := &parser{d: d, doc: doc}

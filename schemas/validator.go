@@ -1,11 +1,13 @@
-package evidence
+package schemas
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
+	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
@@ -13,32 +15,200 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/aegis-run/aegis/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
-// A fast validator for the subset of JSON Schema (draft 2020-12) that the
-// aegis schemas use, compiled from the same embedded schema files as
-// package schemas. The general validator (santhosh-tekuri/jsonschema)
-// spends 15 to 55 µs on a small record, several times what hashing the
-// record costs; this one decides the same (the tests cross-check both on
-// every vector file and on generated and fuzzed documents) in a fraction
-// of that, which keeps verify near the speed of SHA-256. A schema that
-// uses a keyword outside the subset does not compile here, and its kind
-// falls back to the general validator: never a silent pass.
+// A Validator validates documents against one schema. It is compiled, from
+// the same embedded schema files as the general validator
+// (santhosh-tekuri/jsonschema), for the subset of JSON Schema (draft
+// 2020-12) that the aegis schemas use, and decides exactly as the general
+// validator does (the tests cross-check both on every vector, on every
+// single-value mutation of them and under fuzzing) in a small fraction of
+// its time: a record of a few hundred bytes takes 1 to 4 µs instead of 16
+// to 100. Numbers are compared exactly, as the general validator compares
+// them (as rationals), whatever their spelling.
 //
-// Its numbers are float64: exact for the canonical documents it is given
-// (a canonical number is the shortest text of a double, so it lies on the
-// same side of every bound that is itself a double).
+// A schema that uses a keyword outside the subset does not compile, and its
+// Validator uses the general validator instead: never a silent pass. On a
+// failure the general validator's fuller account is reported; should it
+// disagree and accept, the compiled verdict stands (fail closed).
+//
+// A Validator is safe for concurrent use.
+type Validator struct {
+	name    string // the kind, or the ref for a schema without a kind
+	fast    *node  // nil when the schema does not compile here
+	fastErr error  // why fast is nil
+	general func() (schemaValidator, error)
+}
 
-// fastSchema is one compiled schema node.
-type fastSchema struct {
+// schemaValidator is the general validator of one schema.
+type schemaValidator interface{ Validate(v any) error }
+
+var (
+	validatorsMu sync.Mutex
+	validators   = map[string]*Validator{} // by ref
+	nodeCompiler *compiler                 // shared, so that shared refs compile once
+)
+
+// ValidatorFor returns the validator of the kind's schema, compiled once.
+func ValidatorFor(kind Kind) (*Validator, error) {
+	ref, ok := kindRefs[kind]
+	if !ok {
+		_, err := ParseKind(string(kind))
+		return nil, err
+	}
+	return validatorFor(string(kind), ref, func() (schemaValidator, error) {
+		m, err := compileAll()
+		if err != nil {
+			return nil, err
+		}
+		return m[kind], nil
+	})
+}
+
+// ValidatorForRef returns the validator of the schema at ref, relative to
+// BaseURL with an optional JSON pointer fragment, such as
+// "browser-observation.schema.json#/$defs/artifact": a shape that has no
+// kind of its own. Its errors name the shape by the last segment of the
+// pointer ("artifact"), or by the file name without ".schema.json".
+func ValidatorForRef(ref string) (*Validator, error) {
+	var once sync.Once
+	var s *jsonschema.Schema
+	var err error
+	file, frag, _ := strings.Cut(ref, "#")
+	name := strings.TrimSuffix(file, ".schema.json")
+	if frag != "" {
+		name = frag[strings.LastIndex(frag, "/")+1:]
+	}
+	return validatorFor(name, ref, func() (schemaValidator, error) {
+		once.Do(func() {
+			var c *jsonschema.Compiler
+			if c, err = NewCompiler(); err != nil {
+				return
+			}
+			if s, err = c.Compile(BaseURL + ref); err != nil {
+				err = fmt.Errorf("schemas: compile %s: %w", ref, err)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+func validatorFor(name, ref string, general func() (schemaValidator, error)) (*Validator, error) {
+	validatorsMu.Lock()
+	defer validatorsMu.Unlock()
+	if v, ok := validators[ref]; ok {
+		return v, nil
+	}
+	if nodeCompiler == nil {
+		c, err := newCompiler()
+		if err != nil {
+			return nil, err
+		}
+		nodeCompiler = c
+	}
+	docURL, _, _ := strings.Cut(ref, "#")
+	if _, ok := nodeCompiler.docs[BaseURL+docURL]; !ok {
+		return nil, fmt.Errorf("schemas: no schema %s", ref)
+	}
+	v := &Validator{name: name, general: general}
+	v.fast, v.fastErr = nodeCompiler.compileRef(BaseURL + ref)
+	validators[ref] = v
+	return v, nil
+}
+
+// Compiled returns nil when the validator is compiled, or why its schema
+// falls back to the general validator.
+func (v *Validator) Compiled() error { return v.fastErr }
+
+// Validate parses doc as Parse does and validates the value, with the
+// errors of the package-level Validate.
+func (v *Validator) Validate(doc []byte) error {
+	x, err := Parse(doc)
+	if err != nil {
+		return err
+	}
+	return v.ValidateValue(x)
+}
+
+// ValidateValue validates a parsed value (as Parse returns it: maps,
+// slices, strings, bools, nil and json.Number). It returns nil or a
+// *ValidationError; should the general validator panic on some value, the
+// value is reported invalid, never accepted.
+func (v *Validator) ValidateValue(x any) (err error) {
+	if v.fast != nil {
+		f := v.validateFast(x)
+		if f == nil {
+			return nil
+		}
+		// Ask the general validator for its fuller account; should it
+		// disagree, the compiled verdict stands (fail closed).
+		if err := v.ValidateGeneral(x); err != nil {
+			return err
+		}
+		return &ValidationError{Kind: Kind(v.name), Problems: []Problem{f.problem()}}
+	}
+	return v.ValidateGeneral(x)
+}
+
+// ValidateCompiled validates x with the compiled validator alone and
+// returns nil or a *ValidationError naming the first problem found. It is
+// for tests and benchmarks that compare the two validators; a validator
+// whose schema does not compile returns Compiled's error.
+func (v *Validator) ValidateCompiled(x any) (err error) {
+	if v.fast == nil {
+		return v.fastErr
+	}
+	if f := v.validateFast(x); f != nil {
+		return &ValidationError{Kind: Kind(v.name), Problems: []Problem{f.problem()}}
+	}
+	return nil
+}
+
+// validateFast runs the compiled validator; a panic (a value of a type no
+// parser produces) is a fault.
+func (v *Validator) validateFast(x any) (f *fault) {
+	defer func() {
+		if r := recover(); r != nil {
+			f = &fault{Keyword: "type", Reason: fmt.Sprintf("validator failed: %v", r)}
+		}
+	}()
+	return v.fast.check(x, false)
+}
+
+// ValidateGeneral validates x with the general validator alone (the
+// reference the compiled one is held to), with ValidateValue's errors.
+func (v *Validator) ValidateGeneral(x any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("schemas: validate %s: validator failed: %v", v.name, r)
+		}
+	}()
+	s, err := v.general()
+	if err != nil {
+		return err
+	}
+	if err := s.Validate(x); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return &ValidationError{Kind: Kind(v.name), Problems: problems(ve)}
+		}
+		return fmt.Errorf("schemas: validate %s: %w", v.name, err)
+	}
+	return nil
+}
+
+// node is one compiled schema node.
+type node struct {
 	boolean  *bool // a boolean schema: true accepts all, false nothing
 	types    []string
-	ref      *fastSchema
-	props    map[string]*fastSchema
-	propList []propSchema // props, sorted by name
-	addl     *fastSchema  // additionalProperties; nil when absent
+	ref      *node
+	props    map[string]*node
+	propList []propNode // props, sorted by name
+	addl     *node      // additionalProperties; nil when absent
 	required []string
 	enum     []any
 	konst    []any // one element when const is present
@@ -48,92 +218,98 @@ type fastSchema struct {
 	match    func(string) bool // pattern's matcher: a fast one for common patterns
 	format   func(any) bool
 	fmtName  string
-	minimum  *float64
-	maximum  *float64
-	exclMin  *float64
-	exclMax  *float64
-	items    *fastSchema
+	minimum  *bound
+	maximum  *bound
+	exclMin  *bound
+	exclMax  *bound
+	items    *node
 	minItems int // -1 when absent
 	maxItems int
 	unique   bool
-	allOf    []*fastSchema
-	ifS      *fastSchema
-	thenS    *fastSchema
-	elseS    *fastSchema
-	not      *fastSchema
+	allOf    []*node
+	ifS      *node
+	thenS    *node
+	elseS    *node
+	not      *node
 }
 
-type propSchema struct {
+type propNode struct {
 	name string
-	s    *fastSchema
+	s    *node
 }
 
-// schemaFault is the first way in which a value breaks a fast schema.
-type schemaFault struct {
+// bound is a numeric bound of a schema: its exact value, and the nearest
+// double when that is exact too (every bound of the aegis schemas).
+type bound struct {
+	r     *big.Rat
+	f     float64
+	exact bool // f == r
+}
+
+func newBound(text string) (*bound, bool) {
+	r, ok := new(big.Rat).SetString(text)
+	if !ok {
+		return nil, false
+	}
+	f, exact := r.Float64()
+	return &bound{r: r, f: f, exact: exact}, true
+}
+
+// cmp compares the number x (its JSON text) with the bound, exactly: the
+// doubles decide when they differ (rounding to the nearest double never
+// moves a number past a bound that is a double), the rationals otherwise.
+// ok is false when x is not a number.
+func (b *bound) cmp(x string) (c int, ok bool) {
+	if b.exact {
+		if f, err := strconv.ParseFloat(x, 64); err == nil {
+			switch {
+			case f < b.f:
+				return -1, true
+			case f > b.f:
+				return 1, true
+			}
+		}
+	}
+	r, ok := new(big.Rat).SetString(x)
+	if !ok {
+		return 0, false
+	}
+	return r.Cmp(b.r), true
+}
+
+// fault is the first way in which a value breaks a compiled schema.
+type fault struct {
 	Pointer string // JSON pointer of the offending value
 	Keyword string // the keyword that failed
 	Reason  string
 }
 
-// Error names the value at fault and the rule it breaks.
-func (f *schemaFault) Error() string {
-	p := f.Pointer
-	if p == "" {
-		p = "/"
-	}
-	return p + ": " + f.Reason
+func (f *fault) problem() Problem {
+	return Problem{Pointer: f.Pointer, Reason: f.Reason, Keyword: f.Keyword}
 }
 
-// annotation keywords carry no assertion.
+// annotationKeywords carry no assertion.
 var annotationKeywords = map[string]bool{
 	"$schema": true, "$id": true, "$defs": true, "definitions": true, "$comment": true,
 	"title": true, "description": true, "examples": true, "default": true, "deprecated": true,
 	"readOnly": true, "writeOnly": true,
 }
 
-// fastCompiler compiles schema nodes from the embedded schema documents.
-type fastCompiler struct {
+// compiler compiles schema nodes from the embedded schema documents.
+type compiler struct {
 	docs   map[string]any // by document URL
-	nodes  map[string]*fastSchema
+	nodes  map[string]*node
 	failed map[string]error
 }
 
-// internSchemaStrings adds to interned every member name, and every string
-// in an enum or const, of the schema documents.
-func internSchemaStrings(docs map[string]any) {
-	var walk func(v any, parentKey string)
-	walk = func(v any, parentKey string) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, x := range t {
-				if parentKey == "properties" {
-					interned[k] = k
-				}
-				walk(x, k)
-			}
-		case []any:
-			for _, x := range t {
-				walk(x, parentKey)
-			}
-		case string:
-			if parentKey == "enum" || parentKey == "const" || parentKey == "required" {
-				interned[t] = t
-			}
-		}
-	}
-	for _, d := range docs {
-		walk(d, "")
-	}
-}
-
-func newFastCompiler() (*fastCompiler, error) {
-	c := &fastCompiler{docs: map[string]any{}, nodes: map[string]*fastSchema{}, failed: map[string]error{}}
-	entries, err := fs.ReadDir(schemas.FS(), ".")
+func newCompiler() (*compiler, error) {
+	c := &compiler{docs: map[string]any{}, nodes: map[string]*node{}, failed: map[string]error{}}
+	entries, err := fs.ReadDir(files, ".")
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range entries {
-		b, err := fs.ReadFile(schemas.FS(), e.Name())
+		b, err := files.ReadFile(e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -141,16 +317,16 @@ func newFastCompiler() (*fastCompiler, error) {
 		d.UseNumber()
 		var v any
 		if err := d.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			return nil, fmt.Errorf("schemas: %s: %w", e.Name(), err)
 		}
-		c.docs[schemas.BaseURL+e.Name()] = v
+		c.docs[BaseURL+e.Name()] = v
 	}
 	return c, nil
 }
 
 // compileRef compiles the schema at an absolute URL with an optional
 // fragment (a JSON pointer).
-func (c *fastCompiler) compileRef(url string) (*fastSchema, error) {
+func (c *compiler) compileRef(url string) (*node, error) {
 	if err, ok := c.failed[url]; ok {
 		return nil, err
 	}
@@ -175,35 +351,30 @@ func (c *fastCompiler) compileRef(url string) (*fastSchema, error) {
 			}
 		}
 	}
-	n := &fastSchema{}
+	n := &node{}
 	c.nodes[url] = n // before compiling, for recursive references
 	if err := c.fill(n, v, docURL, url); err != nil {
 		// Every node compiled meanwhile may lean on this one: forget them
 		// all, so that no later shape reuses a half-compiled node.
-		c.nodes = map[string]*fastSchema{}
+		c.nodes = map[string]*node{}
 		c.failed[url] = err
 		return nil, err
 	}
 	return n, nil
 }
 
-func (c *fastCompiler) sub(v any, docURL, at string) (*fastSchema, error) {
-	n := &fastSchema{}
+func (c *compiler) sub(v any, docURL, at string) (*node, error) {
+	n := &node{}
 	return n, c.fill(n, v, docURL, at)
 }
 
-func num(v any) (float64, bool) {
+func intKeyword(v any) (int, error) {
 	n, ok := v.(json.Number)
 	if !ok {
-		return 0, false
+		return 0, fmt.Errorf("not a non-negative integer: %v", v)
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
-	return f, err == nil
-}
-
-func intKeyword(v any) (int, error) {
-	f, ok := num(v)
-	if !ok || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
+	if err != nil || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
 		return 0, fmt.Errorf("not a non-negative integer: %v", v)
 	}
 	return int(f), nil
@@ -211,7 +382,7 @@ func intKeyword(v any) (int, error) {
 
 // fill compiles the schema value v (found at URL at, in document docURL)
 // into n.
-func (c *fastCompiler) fill(n *fastSchema, v any, docURL, at string) error {
+func (c *compiler) fill(n *node, v any, docURL, at string) error {
 	if b, ok := v.(bool); ok {
 		n.boolean = &b
 		return nil
@@ -255,7 +426,7 @@ func (c *fastCompiler) fill(n *fastSchema, v any, docURL, at string) error {
 			case strings.Contains(ref, "://"):
 				target = ref
 			default:
-				target = schemas.BaseURL + ref
+				target = BaseURL + ref
 			}
 			if n.ref, err = c.compileRef(target); err != nil {
 				return err
@@ -265,12 +436,12 @@ func (c *fastCompiler) fill(n *fastSchema, v any, docURL, at string) error {
 			if !ok {
 				return fmt.Errorf("%s: bad properties", where)
 			}
-			n.props = map[string]*fastSchema{}
+			n.props = map[string]*node{}
 			for name, ps := range pm {
 				if n.props[name], err = c.sub(ps, docURL, where+"/"+name); err != nil {
 					return err
 				}
-				n.propList = append(n.propList, propSchema{name, n.props[name]})
+				n.propList = append(n.propList, propNode{name, n.props[name]})
 			}
 			sort.Slice(n.propList, func(i, j int) bool { return n.propList[i].name < n.propList[j].name })
 		case "additionalProperties":
@@ -330,19 +501,20 @@ func (c *fastCompiler) fill(n *fastSchema, v any, docURL, at string) error {
 			}
 			n.format, n.fmtName = f, s
 		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-			f, ok := num(kv)
+			num, _ := kv.(json.Number)
+			b, ok := newBound(string(num))
 			if !ok {
 				return fmt.Errorf("%s: not a number", where)
 			}
 			switch k {
 			case "minimum":
-				n.minimum = &f
+				n.minimum = b
 			case "maximum":
-				n.maximum = &f
+				n.maximum = b
 			case "exclusiveMinimum":
-				n.exclMin = &f
+				n.exclMin = b
 			default:
-				n.exclMax = &f
+				n.exclMax = b
 			}
 		case "items":
 			if n.items, err = c.sub(kv, docURL, where); err != nil {
@@ -380,26 +552,20 @@ func (c *fastCompiler) fill(n *fastSchema, v any, docURL, at string) error {
 			}
 		default:
 			if !annotationKeywords[k] {
-				return fmt.Errorf("%s: keyword %q is not supported by the fast validator", where, k)
+				return fmt.Errorf("%s: keyword %q is not supported by the compiled validator", where, k)
 			}
 		}
 	}
 	return nil
 }
 
-// validate returns the first fault of v, or nil. The fault's pointer is
-// relative to v: callers prepend the path to v as the fault unwinds, so
-// that success allocates nothing.
-func (n *fastSchema) validate(v any) *schemaFault {
-	return n.check(v, false)
-}
-
 // quickFault is the fault of a quick check (the if of an if/then/else, the
 // schema of a not): only whether it holds matters, so nothing is allocated.
-var quickFault = &schemaFault{Keyword: "quick", Reason: "does not match"}
+var quickFault = &fault{Keyword: "quick", Reason: "does not match"}
 
-// at prepends a path segment to a fault's pointer.
-func (f *schemaFault) at(seg string) *schemaFault {
+// at prepends a path segment to a fault's pointer. The pointer is built as
+// the fault unwinds, so that success allocates nothing.
+func (f *fault) at(seg string) *fault {
 	if f != nil && f != quickFault {
 		f.Pointer = "/" + escapePointer(seg) + f.Pointer
 	}
@@ -407,14 +573,16 @@ func (f *schemaFault) at(seg string) *schemaFault {
 }
 
 // fail returns a fault, or quickFault in a quick check.
-func fail(quick bool, keyword string, reason func() string) *schemaFault {
+func fail(quick bool, keyword string, reason func() string) *fault {
 	if quick {
 		return quickFault
 	}
-	return &schemaFault{Keyword: keyword, Reason: reason()}
+	return &fault{Keyword: keyword, Reason: reason()}
 }
 
-func (n *fastSchema) check(v any, quick bool) *schemaFault {
+// check returns the first fault of v, or nil; its pointer is relative to
+// v.
+func (n *node) check(v any, quick bool) *fault {
 	if n.boolean != nil {
 		if *n.boolean {
 			return nil
@@ -431,13 +599,13 @@ func (n *fastSchema) check(v any, quick bool) *schemaFault {
 			return fmt.Sprintf("expected %s, but got %s", strings.Join(n.types, " or "), jsonType(v))
 		})
 	}
-	if n.konst != nil && !jsonEqual(v, n.konst[0]) {
+	if n.konst != nil && !Equal(v, n.konst[0]) {
 		return fail(quick, "const", func() string { return "value differs from the constant" })
 	}
 	if n.enum != nil {
 		found := false
 		for _, e := range n.enum {
-			if jsonEqual(v, e) {
+			if Equal(v, e) {
 				found = true
 				break
 			}
@@ -448,19 +616,20 @@ func (n *fastSchema) check(v any, quick bool) *schemaFault {
 	}
 	switch t := v.(type) {
 	case string:
-		if f := n.validateString(t, quick); f != nil {
-			return f
-		}
-	case json.Number:
-		if f := n.validateNumber(t, quick); f != nil {
+		if f := n.checkString(t, quick); f != nil {
 			return f
 		}
 	case map[string]any:
-		if f := n.validateObject(t, quick); f != nil {
+		if f := n.checkObject(t, quick); f != nil {
 			return f
 		}
 	case []any:
-		if f := n.validateArray(t, quick); f != nil {
+		if f := n.checkArray(t, quick); f != nil {
+			return f
+		}
+	case nil, bool:
+	default:
+		if f := n.checkNumber(v, quick); f != nil {
 			return f
 		}
 	}
@@ -488,7 +657,7 @@ func (n *fastSchema) check(v any, quick bool) *schemaFault {
 	return nil
 }
 
-func (n *fastSchema) validateString(s string, quick bool) *schemaFault {
+func (n *node) checkString(s string, quick bool) *fault {
 	// A string has at most as many characters as bytes, and at least a
 	// quarter as many: count only when the byte length cannot decide.
 	if n.maxLen >= 0 && len(s) > n.maxLen {
@@ -510,28 +679,43 @@ func (n *fastSchema) validateString(s string, quick bool) *schemaFault {
 	return nil
 }
 
-func (n *fastSchema) validateNumber(x json.Number, quick bool) *schemaFault {
+func (n *node) checkNumber(v any, quick bool) *fault {
 	if n.minimum == nil && n.maximum == nil && n.exclMin == nil && n.exclMax == nil {
 		return nil
 	}
-	f, err := strconv.ParseFloat(string(x), 64)
-	if err != nil {
-		return fail(quick, "type", func() string { return "number out of range" })
+	x, ok := numText(v)
+	if !ok {
+		return nil // not a number: the type keyword decides
 	}
-	switch {
-	case n.minimum != nil && f < *n.minimum:
-		return fail(quick, "minimum", func() string { return fmt.Sprintf("must be >= %v", *n.minimum) })
-	case n.maximum != nil && f > *n.maximum:
-		return fail(quick, "maximum", func() string { return fmt.Sprintf("must be <= %v", *n.maximum) })
-	case n.exclMin != nil && f <= *n.exclMin:
-		return fail(quick, "exclusiveMinimum", func() string { return fmt.Sprintf("must be > %v", *n.exclMin) })
-	case n.exclMax != nil && f >= *n.exclMax:
-		return fail(quick, "exclusiveMaximum", func() string { return fmt.Sprintf("must be < %v", *n.exclMax) })
+	if f := checkBound(x, n.minimum, quick, "minimum", ">=", func(c int) bool { return c >= 0 }); f != nil {
+		return f
+	}
+	if f := checkBound(x, n.maximum, quick, "maximum", "<=", func(c int) bool { return c <= 0 }); f != nil {
+		return f
+	}
+	if f := checkBound(x, n.exclMin, quick, "exclusiveMinimum", ">", func(c int) bool { return c > 0 }); f != nil {
+		return f
+	}
+	return checkBound(x, n.exclMax, quick, "exclusiveMaximum", "<", func(c int) bool { return c < 0 })
+}
+
+// checkBound checks the number x against one bound (nil: absent), which
+// holds when holds(x compared with the bound).
+func checkBound(x string, b *bound, quick bool, keyword, rel string, holds func(int) bool) *fault {
+	if b == nil {
+		return nil
+	}
+	c, ok := b.cmp(x)
+	if !ok {
+		return fail(quick, "type", func() string { return "not a number" })
+	}
+	if !holds(c) {
+		return fail(quick, keyword, func() string { return fmt.Sprintf("must be %s %s", rel, b.r.RatString()) })
 	}
 	return nil
 }
 
-func (n *fastSchema) validateObject(m map[string]any, quick bool) *schemaFault {
+func (n *node) checkObject(m map[string]any, quick bool) *fault {
 	for _, r := range n.required {
 		if _, ok := m[r]; !ok {
 			return fail(quick, "required", func() string { return "missing property " + strconv.Quote(r) })
@@ -542,7 +726,7 @@ func (n *fastSchema) validateObject(m map[string]any, quick bool) *schemaFault {
 	}
 	// Faults are reported in member name order, so the first is the same
 	// on every run: the declared properties in order, then any other.
-	var first *schemaFault
+	var first *fault
 	firstKey := ""
 	for _, p := range n.propList {
 		if x, ok := m[p.name]; ok {
@@ -557,7 +741,7 @@ func (n *fastSchema) validateObject(m map[string]any, quick bool) *schemaFault {
 			if _, declared := n.props[k]; declared || first != nil && k > firstKey {
 				continue
 			}
-			var f *schemaFault
+			var f *fault
 			if n.addl.boolean != nil && !*n.addl.boolean {
 				f = fail(quick, "additionalProperties", func() string { return "additional property " + strconv.Quote(k) + " not allowed" })
 			} else if f = n.addl.check(x, quick); f != nil {
@@ -571,7 +755,7 @@ func (n *fastSchema) validateObject(m map[string]any, quick bool) *schemaFault {
 	return first
 }
 
-func (n *fastSchema) validateArray(a []any, quick bool) *schemaFault {
+func (n *node) checkArray(a []any, quick bool) *fault {
 	if n.minItems >= 0 && len(a) < n.minItems {
 		return fail(quick, "minItems", func() string { return fmt.Sprintf("must have >= %d items", n.minItems) })
 	}
@@ -581,7 +765,7 @@ func (n *fastSchema) validateArray(a []any, quick bool) *schemaFault {
 	if n.unique {
 		for i := 1; i < len(a); i++ {
 			for j := 0; j < i; j++ {
-				if jsonEqual(a[i], a[j]) {
+				if Equal(a[i], a[j]) {
 					return fail(quick, "uniqueItems", func() string { return fmt.Sprintf("items at %d and %d are equal", j, i) })
 				}
 			}
@@ -604,14 +788,26 @@ func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
+// numText returns the text of a number: a json.Number as it is, another
+// Go number as the general validator prints it.
+func numText(v any) (string, bool) {
+	switch t := v.(type) {
+	case json.Number:
+		return string(t), true
+	case float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprint(t), true
+	}
+	return "", false
+}
+
+// jsonType names the JSON type of a value as the general validator does,
+// and panics, as it does, on a value no JSON parser produces.
 func jsonType(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
 	case bool:
 		return "boolean"
-	case json.Number:
-		return "number"
 	case string:
 		return "string"
 	case []any:
@@ -619,7 +815,10 @@ func jsonType(v any) string {
 	case map[string]any:
 		return "object"
 	}
-	return fmt.Sprintf("%T", v)
+	if _, ok := numText(v); ok {
+		return "number"
+	}
+	panic(fmt.Sprintf("not a JSON value: %T", v))
 }
 
 func typeMatches(types []string, v any) bool {
@@ -628,17 +827,30 @@ func typeMatches(types []string, v any) bool {
 		if t == vt {
 			return true
 		}
-		if t == "integer" && vt == "number" {
-			if f, err := strconv.ParseFloat(string(v.(json.Number)), 64); err == nil && f == math.Trunc(f) && !math.IsInf(f, 0) {
-				return true
-			}
+		if t == "integer" && vt == "number" && isInteger(v) {
+			return true
 		}
 	}
 	return false
 }
 
-// jsonEqual is JSON value equality (numbers by value).
-func jsonEqual(a, b any) bool {
+// isInteger reports whether a number is an integer, exactly: a number
+// written without fraction or exponent is one; any other is decided as a
+// rational.
+func isInteger(v any) bool {
+	x, _ := numText(v)
+	if !strings.ContainsAny(x, ".eE") {
+		return true
+	}
+	r, ok := new(big.Rat).SetString(x)
+	return ok && r.IsInt()
+}
+
+// Equal reports whether two parsed JSON values (as Parse returns them) are
+// equal as JSON values: numbers by their exact value (1, 1.0 and 1e0 are
+// equal), objects whatever the order of their members. It is the equality
+// of the JSON Schema keywords const, enum and uniqueItems.
+func Equal(a, b any) bool {
 	switch x := a.(type) {
 	case nil:
 		return b == nil
@@ -648,24 +860,13 @@ func jsonEqual(a, b any) bool {
 	case string:
 		y, ok := b.(string)
 		return ok && x == y
-	case json.Number:
-		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if x == y {
-			return true
-		}
-		fx, e1 := strconv.ParseFloat(string(x), 64)
-		fy, e2 := strconv.ParseFloat(string(y), 64)
-		return e1 == nil && e2 == nil && fx == fy
 	case []any:
 		y, ok := b.([]any)
 		if !ok || len(x) != len(y) {
 			return false
 		}
 		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
+			if !Equal(x[i], y[i]) {
 				return false
 			}
 		}
@@ -677,13 +878,23 @@ func jsonEqual(a, b any) bool {
 		}
 		for k, xv := range x {
 			yv, ok := y[k]
-			if !ok || !jsonEqual(xv, yv) {
+			if !ok || !Equal(xv, yv) {
 				return false
 			}
 		}
 		return true
 	}
-	return false
+	xs, ok1 := numText(a)
+	ys, ok2 := numText(b)
+	if !ok1 || !ok2 {
+		return false
+	}
+	if xs == ys {
+		return true
+	}
+	rx, ok1 := new(big.Rat).SetString(xs)
+	ry, ok2 := new(big.Rat).SetString(ys)
+	return ok1 && ok2 && rx.Cmp(ry) == 0
 }
 
 // fastPatterns are hand-written matchers for the patterns that every
@@ -730,119 +941,4 @@ func allIn(s, extra string) bool {
 		}
 	}
 	return true
-}
-
-// recordSchema is how one record shape is validated: fast when its schema
-// compiles here, else with the general validator.
-type recordSchema struct {
-	name string // the schema kind, or the ref for shapes without a kind
-	fast *fastSchema
-	slow func(any) error // the general validator
-}
-
-// check validates v, returning an error that names the problem.
-func (r *recordSchema) check(v any) error {
-	if r.fast != nil {
-		f := r.fast.validate(v)
-		if f == nil {
-			return nil
-		}
-		// Ask the general validator for its fuller account; should it
-		// disagree, the fast verdict stands (fail closed).
-		if err := r.slow(v); err != nil {
-			return err
-		}
-		return fmt.Errorf("invalid %s: %w", r.name, f)
-	}
-	return r.slow(v)
-}
-
-// The record shapes a bundle holds.
-var (
-	shapesOnce sync.Once
-	shapes     map[string]*recordSchema
-	shapesErr  error
-)
-
-const (
-	shapeArtifact = "artifact" // browser-observation.schema.json#/$defs/artifact
-)
-
-// shapeNames maps each shape to its schema ref.
-var shapeRefs = map[string]string{
-	string(schemas.KindManifest):      "evidence-manifest.schema.json",
-	string(schemas.KindLedgerEntry):   "ledger-entry.schema.json",
-	string(schemas.KindPlan):          "browser-plan.schema.json",
-	string(schemas.KindAction):        "browser-action.schema.json",
-	string(schemas.KindToolResult):    "tool-result.schema.json",
-	string(schemas.KindDecision):      "decision-record.schema.json",
-	string(schemas.KindEvent):         "computer-use.schema.json#/$defs/ComputerUseStreamEvent",
-	string(schemas.KindObservation):   "browser-observation.schema.json",
-	string(schemas.KindImageArtifact): "image-artifact.schema.json",
-	string(schemas.KindModelCall):     "model-call.schema.json",
-	shapeArtifact:                     "browser-observation.schema.json#/$defs/artifact",
-}
-
-// fastCompileErrors records, per shape, why it fell back to the general
-// validator (for the tests and benchmarks).
-var fastCompileErrors = map[string]error{}
-
-func loadShapes() (map[string]*recordSchema, error) {
-	shapesOnce.Do(func() {
-		fc, err := newFastCompiler()
-		if err != nil {
-			shapesErr = err
-			return
-		}
-		gc, err := schemas.NewCompiler()
-		if err != nil {
-			shapesErr = err
-			return
-		}
-		out := map[string]*recordSchema{}
-		for name, ref := range shapeRefs {
-			rs := &recordSchema{name: name}
-			if kind, err := schemas.ParseKind(name); err == nil {
-				rs.slow = func(v any) error { return schemas.ValidateValue(kind, v) }
-			} else {
-				s, err := gc.Compile(schemas.BaseURL + ref)
-				if err != nil {
-					shapesErr = fmt.Errorf("evidence: compile %s: %w", ref, err)
-					return
-				}
-				rs.slow = func(v any) (err error) {
-					defer func() {
-						if r := recover(); r != nil {
-							err = fmt.Errorf("invalid %s: validator failed: %v", name, r)
-						}
-					}()
-					if err := s.Validate(v); err != nil {
-						return fmt.Errorf("invalid %s: %w", name, err)
-					}
-					return nil
-				}
-			}
-			if f, err := fc.compileRef(schemas.BaseURL + ref); err == nil {
-				rs.fast = f
-			} else {
-				fastCompileErrors[name] = err
-			}
-			out[name] = rs
-		}
-		shapes = out
-	})
-	return shapes, shapesErr
-}
-
-// validateShape validates v as the named record shape.
-func validateShape(name string, v any) error {
-	s, err := loadShapes()
-	if err != nil {
-		return err
-	}
-	rs, ok := s[name]
-	if !ok {
-		return fmt.Errorf("evidence: unknown record shape %q", name)
-	}
-	return rs.check(v)
 }
