@@ -36,10 +36,16 @@ var ErrUTF8 = errors.New("canonjson: invalid UTF-8 in a string")
 // is a *schemas.SyntaxError. An escaped lone surrogate (\ud800) decodes to
 // U+FFFD, as in encoding/json.
 func Transform(doc []byte) ([]byte, error) {
+	return TransformDepth(doc, schemas.MaxDepth)
+}
+
+// TransformDepth is Transform with nesting bounded at maxDepth levels (see
+// schemas.ParseDepth) instead of schemas.MaxDepth.
+func TransformDepth(doc []byte, maxDepth int) ([]byte, error) {
 	if !utf8.Valid(doc) {
 		return nil, ErrUTF8
 	}
-	v, err := schemas.Parse(doc)
+	v, err := schemas.ParseDepth(doc, maxDepth)
 	if err != nil {
 		return nil, err
 	}

@@ -8,23 +8,30 @@ import (
 )
 
 // canonicalSnapshot returns the canonical form (RFC 8785) of a snapshot:
-// exactly what canonjson.Transform returns, errors included. The observer
+// exactly what canonjson.TransformDepth returns at snapshotMaxDepth, errors
+// included. The observer
 // writes its snapshot canonical already (members in UTF-16 order,
 // JSON.stringify's escapes, which are RFC 8785's, small integers), so the
 // common case is one pass that checks doc is its own canonical form and
 // returns it as it is; anything else, or anything the check is unsure of,
-// goes through canonjson.Transform.
+// goes through canonjson.TransformDepth.
 func canonicalSnapshot(doc []byte) ([]byte, error) {
 	if isCanonical(doc) {
 		return doc, nil
 	}
-	return canonjson.Transform(doc)
+	return canonjson.TransformDepth(doc, snapshotMaxDepth)
 }
 
-// isCanonical reports whether doc is one JSON value that canonjson.Transform
+// snapshotMaxDepth bounds the JSON nesting of a snapshot: the observer
+// walks at most MaxMaxDepth elements deep and nests an element two levels
+// below its parent (its node and its children), with a few levels for the
+// document, shadow roots and frames. Anything deeper is refused.
+const snapshotMaxDepth = 2*MaxMaxDepth + 16
+
+// isCanonical reports whether doc is one JSON value that TransformDepth
 // would return unchanged and without error. It may say false for such a
 // document (keys with escapes, numbers other than small integers, nesting
-// near schemas.MaxDepth); it never says true for any other.
+// near snapshotMaxDepth); it never says true for any other.
 func isCanonical(doc []byte) bool {
 	if len(doc) > schemas.MaxDocumentBytes || !utf8.Valid(doc) {
 		return false
@@ -44,8 +51,9 @@ func (c *canonChecker) value(depth int) bool {
 	}
 	switch b := c.doc[c.i]; {
 	case b == '{' || b == '[':
-		// schemas.Parse refuses a container at depth MaxDepth; stay clear.
-		if depth >= schemas.MaxDepth-1 {
+		// ParseDepth refuses a container at depth snapshotMaxDepth; stay
+		// clear.
+		if depth >= snapshotMaxDepth-1 {
 			return false
 		}
 		if b == '{' {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,41 @@ func TestObservePacked(t *testing.T) {
 		}
 		if !driver.IsCanonical(b.Snapshot) {
 			t.Errorf("%s: the observer's snapshot is not in canonical form: %.300s", path, b.Snapshot)
+		}
+	}
+}
+
+// A page nested deeper than a general JSON document may be (a button
+// inside 100 sections, as single-page applications nest) is observed,
+// with the deep button as an affordance; a page deeper than the walk's
+// bound is observed to that bound.
+func TestObserveDeepPage(t *testing.T) {
+	site := startSite(t)
+	d := open(t, contract.ModePlaywright, site.URL(), func(*driver.Config) {})
+	closeDriver(t, d)
+	for _, tt := range []struct {
+		n        int
+		deepest  bool
+		truncate bool
+	}{
+		{100, true, false},
+		{400, false, true}, // past DefaultMaxDepth (256)
+	} {
+		if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site.URL() + "/deep?n=" + strconv.Itoa(tt.n)}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		obs, err := d.Observe(ctx, driver.ObserveOptions{})
+		cancel()
+		if err != nil {
+			t.Fatalf("%d levels: %v", tt.n, err)
+		}
+		drivertest.CheckObservation(t, obs)
+		if _, ok := findAff(obs, "#deepest"); ok != tt.deepest {
+			t.Errorf("%d levels: affordance for the deepest button %v, want %v", tt.n, ok, tt.deepest)
+		}
+		if got := driver.LastStats(d)["tooDeep"]; (got != nil && got != float64(0)) != tt.truncate {
+			t.Errorf("%d levels: tooDeep %v, want truncation %v", tt.n, got, tt.truncate)
 		}
 	}
 }

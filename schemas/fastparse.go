@@ -18,9 +18,9 @@ import (
 // token parser, whose error (offset and message) is the one reported. A
 // differential fuzz test (FuzzParseAgreement) holds the two to the same
 // verdict and value.
-func scanParse(doc []byte) (any, bool) {
+func scanParse(doc []byte, maxDepth int) (any, bool) {
 	loadIntern()
-	p := scanner{b: doc, s: string(doc)}
+	p := scanner{b: doc, s: string(doc), maxDepth: maxDepth}
 	p.space()
 	v, ok := p.value(0)
 	if !ok {
@@ -31,9 +31,10 @@ func scanParse(doc []byte) (any, bool) {
 }
 
 type scanner struct {
-	b []byte
-	s string // b as a string: plain strings are its substrings, no copy each
-	i int
+	b        []byte
+	s        string // b as a string: plain strings are its substrings, no copy each
+	i        int
+	maxDepth int
 }
 
 // space skips JSON white space.
@@ -54,12 +55,12 @@ func (p *scanner) value(depth int) (any, bool) {
 	}
 	switch c := p.b[p.i]; {
 	case c == '{':
-		if depth >= MaxDepth {
+		if depth >= p.maxDepth {
 			return nil, false
 		}
 		return p.object(depth)
 	case c == '[':
-		if depth >= MaxDepth {
+		if depth >= p.maxDepth {
 			return nil, false
 		}
 		return p.array(depth)

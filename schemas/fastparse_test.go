@@ -14,8 +14,8 @@ import (
 // doc.
 func checkParseAgreement(t testing.TB, doc []byte) {
 	t.Helper()
-	got, ok := scanParse(doc)
-	want, err := parseTokens(doc)
+	got, ok := scanParse(doc, MaxDepth)
+	want, err := parseTokens(doc, MaxDepth)
 	switch {
 	case ok && err != nil:
 		t.Fatalf("scanParse accepted %q, which the token parser refuses: %v", doc, err)
@@ -144,14 +144,14 @@ func BenchmarkParse(b *testing.B) {
 		docs := vectorDocs(b, string(k))
 		var doc []byte
 		for _, d := range docs {
-			if _, err := parseTokens(d); err == nil && len(d) > len(doc) {
+			if _, err := parseTokens(d, MaxDepth); err == nil && len(d) > len(doc) {
 				doc = d
 			}
 		}
 		b.Run(string(k)+"/scan", func(b *testing.B) {
 			b.SetBytes(int64(len(doc)))
 			for range b.N {
-				if _, ok := scanParse(doc); !ok {
+				if _, ok := scanParse(doc, MaxDepth); !ok {
 					b.Fatal("refused")
 				}
 			}
@@ -159,7 +159,7 @@ func BenchmarkParse(b *testing.B) {
 		b.Run(string(k)+"/tokens", func(b *testing.B) {
 			b.SetBytes(int64(len(doc)))
 			for range b.N {
-				if _, err := parseTokens(doc); err != nil {
+				if _, err := parseTokens(doc, MaxDepth); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -280,21 +280,34 @@ func problems(ve *jsonschema.ValidationError) []Problem {
 // over MaxDocumentBytes and trailing data. Errors are *SyntaxError or
 // ErrTooLarge.
 func Parse(doc []byte) (any, error) {
+	return ParseDepth(doc, MaxDepth)
+}
+
+// MaxParseDepth is the deepest nesting ParseDepth accepts a bound of: far
+// below what exhausts a goroutine's stack.
+const MaxParseDepth = 10000
+
+// ParseDepth is Parse with nesting bounded at maxDepth levels instead of
+// MaxDepth, for documents whose depth a trusted producer already bounds
+// (the observer's DOM snapshot nests two levels per element, to its own
+// limit). maxDepth is clamped to 1..MaxParseDepth.
+func ParseDepth(doc []byte, maxDepth int) (any, error) {
+	maxDepth = min(max(maxDepth, 1), MaxParseDepth)
 	if len(doc) > MaxDocumentBytes {
 		return nil, ErrTooLarge
 	}
-	if v, ok := scanParse(doc); ok {
+	if v, ok := scanParse(doc, maxDepth); ok {
 		return v, nil
 	}
-	return parseTokens(doc)
+	return parseTokens(doc, maxDepth)
 }
 
 // parseTokens is Parse by encoding/json's tokenizer: the reference that
 // scanParse is held to, and the source of every syntax error's account.
-func parseTokens(doc []byte) (any, error) {
+func parseTokens(doc []byte, maxDepth int) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
-	p := &parser{d: d, doc: doc}
+	p := &parser{d: d, doc: doc, maxDepth: maxDepth}
 	v, err := p.value(0)
 	if err != nil {
 		return nil, err
@@ -309,8 +322,9 @@ func parseTokens(doc []byte) (any, error) {
 // parser walks a document token by token so that it can refuse what
 // encoding/json accepts silently (duplicate keys, unbounded nesting).
 type parser struct {
-	d   *json.Decoder
-	doc []byte
+	d        *json.Decoder
+	doc      []byte
+	maxDepth int
 }
 
 // tokenStart returns the offset of the next token: the decoder's offset
@@ -339,8 +353,8 @@ func (p *parser) value(depth int) (any, error) {
 	}
 	switch t := tok.(type) {
 	case json.Delim:
-		if depth >= MaxDepth {
-			return nil, &SyntaxError{Offset: off, Msg: fmt.Sprintf("nesting deeper than %d levels", MaxDepth)}
+		if depth >= p.maxDepth {
+			return nil, &SyntaxError{Offset: off, Msg: fmt.Sprintf("nesting deeper than %d levels", p.maxDepth)}
 		}
 		switch t {
 		case '{':
