@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -53,6 +54,13 @@ type Options struct {
 	Clock func() time.Time
 	// Sync is the fsync policy.
 	Sync SyncPolicy
+	// OnEvent, when set, is called with every event right after its line
+	// of events.jsonl is written, in the file's order, as written (secret
+	// values masked), including the writer's own error events (a
+	// quarantined artifact, masked secrets): a live stream fed from it
+	// carries exactly events.jsonl. It is called with the writer's lock
+	// held: it must return quickly and must not call the writer.
+	OnEvent func(contract.StreamEvent)
 }
 
 // ImageMeta is what the caller knows about an image besides its bytes.
@@ -388,6 +396,16 @@ func (w *Writer) event(ev contract.StreamEvent) error {
 		return err
 	}
 	w.counts.Events++
+	if w.opts.OnEvent != nil {
+		written := ev
+		if masked {
+			// Hand on what was written, not what was given.
+			if err := json.Unmarshal(canon, &written); err != nil {
+				return w.fail(fmt.Errorf("evidence: event: re-reading a masked event: %w", err))
+			}
+		}
+		w.opts.OnEvent(written)
+	}
 	return w.noteMasked(masked, FileEvents)
 }
 

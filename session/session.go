@@ -71,8 +71,10 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
@@ -520,13 +522,15 @@ type ending struct {
 
 // run is the state of one running session.
 type run struct {
-	s      *Session
-	cfg    *Config
-	id     string
-	ctx    context.Context
-	start  time.Time // by Config.Clock, for the records
-	wall   time.Time // by the monotonic clock, for Timings
-	maxDur time.Duration
+	busTime atomic.Int64    // nanoseconds spent publishing events
+	ids     map[string]bool // action ids used so far (uniqueIDs)
+	s       *Session
+	cfg     *Config
+	id      string
+	ctx     context.Context
+	start   time.Time // by Config.Clock, for the records
+	wall    time.Time // by the monotonic clock, for Timings
+	maxDur  time.Duration
 
 	w   *evidence.Writer
 	rec *recorder
@@ -646,13 +650,17 @@ func (r *run) emit(ev contract.StreamEvent) error {
 	if ev.Timestamp == "" {
 		ev.Timestamp = stamp(r.now())
 	}
-	if err := r.record(func() error { return r.w.Event(ev) }); err != nil {
-		return err
-	}
+	// The writer publishes the event on the bus once it is in
+	// events.jsonl (publish), so the bus carries exactly that file.
+	return r.record(func() error { return r.w.Event(ev) })
+}
+
+// publish puts an event the writer recorded on the bus. It runs on the
+// recorder's goroutine.
+func (r *run) publish(ev contract.StreamEvent) {
 	t0 := time.Now()
 	_ = r.s.bus.Publish(ev)
-	r.t.Bus += time.Since(t0)
-	return nil
+	r.busTime.Add(int64(time.Since(t0)))
 }
 
 func (r *run) emitError(code, msg string) error {
@@ -689,7 +697,7 @@ func (r *run) execute() ending {
 		Versions:  contract.Versions{Aegis: cfg.Version, Policy: cfg.Gate.PolicyVersion(), Model: model},
 	}
 	t0 := time.Now()
-	w, err := evidence.Create(root, m, evidence.Options{Secrets: secretValues(cfg.Secrets), Clock: cfg.Clock})
+	w, err := evidence.Create(root, m, evidence.Options{Secrets: secretValues(cfg.Secrets), Clock: cfg.Clock, OnEvent: r.publish})
 	r.t.Evidence += time.Since(t0)
 	if err != nil {
 		return r.fail("evidence", "cannot create the evidence bundle", err)
@@ -726,7 +734,7 @@ func (r *run) execute() ending {
 	r.drv = drv
 
 	// The first URL, gated like any other action.
-	first := contract.Action{ID: "start", Type: contract.ActNavigate, Reason: "open the task's first URL", PolicyTags: []string{}, URL: cfg.Task.URLs[0]}
+	first := r.uniqueIDs([]contract.Action{{ID: "start", Type: contract.ActNavigate, Reason: "open the task's first URL", PolicyTags: []string{}, URL: cfg.Task.URLs[0]}})[0]
 	out, end := r.handle(first, true, "")
 	if end != nil {
 		return *end
@@ -794,7 +802,7 @@ func (r *run) execute() ending {
 		if nr.Summary != "" {
 			r.lastSummary = nr.Summary
 		}
-		complete, end := r.batch(nr.Actions)
+		complete, end := r.batch(r.uniqueIDs(nr.Actions))
 		if end != nil {
 			return *end
 		}
@@ -860,6 +868,35 @@ func (r *run) replan() *ending {
 	})
 	return nil
 }
+
+// uniqueIDs gives every action an id no earlier action of the session
+// had: a model may number each batch from a1 again, and an id must name
+// one action in the evidence (artifacts are stored under it) and in the
+// live channel, where a decision on an approval names the action by id.
+// A repeated id gets the first free suffix .2, .3...; ids stay valid
+// (ASCII letters, digits, '.', '_', '-', at most 128 characters).
+func (r *run) uniqueIDs(actions []contract.Action) []contract.Action {
+	if r.ids == nil {
+		r.ids = map[string]bool{}
+	}
+	for i := range actions {
+		id := actions[i].ID
+		for k := 2; r.ids[id]; k++ {
+			suffix := "." + strconv.Itoa(k)
+			base := actions[i].ID
+			if len(base)+len(suffix) > maxIDLen {
+				base = base[:maxIDLen-len(suffix)]
+			}
+			id = base + suffix
+		}
+		r.ids[id] = true
+		actions[i].ID = id
+	}
+	return actions
+}
+
+// maxIDLen is the longest id the schemas allow.
+const maxIDLen = 128
 
 // batch runs the actions of one Navigator answer. complete says every
 // action ran and succeeded.
@@ -1450,6 +1487,7 @@ func (r *run) finish(end ending) (Result, error) {
 		res.Evidence.Error = end.err.Error()
 	}
 	r.s.bus.Close()
+	r.t.Bus = time.Duration(r.busTime.Load())
 	r.t.Total = time.Since(r.wall)
 	res.Timings = r.t
 	res.Output = r.output(end, res)

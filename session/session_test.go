@@ -629,3 +629,38 @@ func TestApprovals(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedActionIDsAreMadeUnique: a model that numbers every batch
+// from a1 again still gets one id per action in the session (the first
+// navigate's "start" included), in the evidence and in what it is told.
+func TestRepeatedActionIDsAreMadeUnique(t *testing.T) {
+	s := newSite(t)
+	srv := fakeModel(t, nil, script(
+		answer("continue", aWait("a1", 1), aWait("a2", 2)),
+		answer("continue", aWait("a1", 3), aWait("start", 4)),
+		answer("done", aWait("a1", 5)),
+	))
+	pl, nav := llmAgents(t, srv, nil)
+	res, err := run(t, cfgFor(t, task("Order", []string{s.URL + "/form"}, ""), pl, nav))
+	if err != nil || res.Status != contract.SessionCompleted {
+		t.Fatalf("status %s err %v", res.Status, err)
+	}
+	files := verify(t, res)
+	var ran []string
+	for _, a := range actions(t, files) {
+		ran = append(ran, a.Action.ID)
+	}
+	if got, want := strings.Join(ran, " "), "start a1 a2 a1.2 start.2 a1.3"; got != want {
+		t.Errorf("ran %s, want %s", got, want)
+	}
+	var decided []string
+	for _, d := range decisions(t, files) {
+		decided = append(decided, d.ActionID)
+	}
+	if got, want := strings.Join(decided, " "), "start a1 a2 a1.2 start.2 a1.3"; got != want {
+		t.Errorf("decided %s, want %s", got, want)
+	}
+	if doc := taskDoc(navRequests(srv)[2]); !strings.Contains(doc, `"a1.2"`) {
+		t.Errorf("the navigator is not told the ids the actions ran under: %s", doc)
+	}
+}
