@@ -18,8 +18,8 @@ import (
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/internal/seedtest"
 	"github.com/aegis-run/aegis/live"
-	"github.com/aegis-run/aegis/schemas"
 )
 
 // stderrWatch is a stderr that tests can wait on.
@@ -191,8 +191,8 @@ func (w *watcher) sessionFrames(t *testing.T) []string {
 	}
 	var out []string
 	for _, f := range w.frames {
-		if err := schemas.Validate(schemas.KindEvent, []byte(f)); err != nil {
-			t.Errorf("frame is no valid event: %v: %s", err, f)
+		if err := seedtest.CheckEvent([]byte(f)); err != nil {
+			t.Errorf("frame: %v: %s", err, f)
 		}
 		if strings.Contains(f, `"code":"`+live.CodeBadRequest+`"`) {
 			continue

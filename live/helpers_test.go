@@ -1,83 +1,28 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/aegis-run/aegis/contract"
-	"github.com/aegis-run/aegis/schemas"
+	"github.com/aegis-run/aegis/internal/seedtest"
 	"github.com/aegis-run/aegis/session"
 )
-
-// seedBase is the $id base of seed 003's schema; the copy the schemas
-// package keeps is the unmodified seed file.
-const (
-	seedBase = "https://github.com/andrewhuot/headless-chat-sdk/schemas/"
-	seedPath = "../schemas/testdata/seed/computer-use.schema.json"
-)
-
-var (
-	seedOnce   sync.Once
-	seedSchema *jsonschema.Schema
-	seedErr    error
-)
-
-// seedEvent returns seed 003's ComputerUseStreamEvent, compiled from the
-// seed's own file (its governance $ref resolved to ours, as the schemas
-// package's equivalence proof does).
-func seedEvent(t testing.TB) *jsonschema.Schema {
-	t.Helper()
-	seedOnce.Do(func() {
-		c := jsonschema.NewCompiler()
-		seed, err := os.ReadFile(seedPath)
-		if err != nil {
-			seedErr = err
-			return
-		}
-		gov, err := fs.ReadFile(schemas.FS(), "governance.schema.json")
-		if err != nil {
-			seedErr = err
-			return
-		}
-		if err := c.AddResource(seedBase+"computer-use.schema.json", bytes.NewReader(seed)); err != nil {
-			seedErr = err
-			return
-		}
-		if err := c.AddResource(seedBase+"governance.schema.json", bytes.NewReader(gov)); err != nil {
-			seedErr = err
-			return
-		}
-		c.AssertFormat = true
-		seedSchema, seedErr = c.Compile(seedBase + "computer-use.schema.json#/definitions/ComputerUseStreamEvent")
-	})
-	if seedErr != nil {
-		t.Fatalf("seed 003 schema: %v", seedErr)
-	}
-	return seedSchema
-}
 
 // checkSeed fails the test unless raw is a valid seed 003 stream event.
 func checkSeed(t testing.TB, raw []byte) {
 	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("event is not JSON: %v: %s", err, raw)
-	}
-	if err := seedEvent(t).Validate(v); err != nil {
-		t.Fatalf("event invalid under seed 003: %v\n%s", err, raw)
+	if err := seedtest.CheckEvent(raw); err != nil {
+		t.Fatalf("%v\n%s", err, raw)
 	}
 }
 
