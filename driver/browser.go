@@ -131,7 +131,13 @@ func closeLate(ch <-chan launched) {
 	}
 }
 
+// runMu serializes playwright.Run: playwright-go v0.5200.1 writes a
+// package variable while it prepares the driver (transformRunOptions), so
+// two Launches at once race.
+var runMu sync.Mutex
+
 func launch(o BrowserOptions) (*Browser, error) {
+	runMu.Lock()
 	pw, err := playwright.Run(&playwright.RunOptions{
 		DriverDirectory:     o.DriverDir,
 		SkipInstallBrowsers: true,
@@ -140,6 +146,7 @@ func launch(o BrowserOptions) (*Browser, error) {
 		Stderr:              o.Log,
 		Logger:              quietLogger,
 	})
+	runMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("driver: start Playwright driver in %s: %w", o.DriverDir, err)
 	}

@@ -212,3 +212,28 @@ func TestObserveDeepPage(t *testing.T) {
 		}
 	}
 }
+
+// Two browsers launched at once (a session and a console in one process)
+// do not race: playwright-go prepares its driver in a package variable.
+func TestConcurrentLaunch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			b, err := driver.Launch(ctx, driver.BrowserOptions{})
+			if err == nil {
+				err = b.Close(context.Background())
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
