@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -61,25 +63,18 @@ func startLive(addr, tokenFile string, approver *live.Approver, stdio Stdio) (*l
 	return lc, nil
 }
 
-// writeSecretFile writes data to a file only its owner can read, in a
-// directory only its owner can enter when it has to be made.
+// writeSecretFile writes data to a new file only its owner can read, in
+// a directory only its owner can enter when it has to be made. A file
+// left at path (by an earlier run on the same port) is removed first:
+// never written through, should it be a link planted elsewhere.
 func writeSecretFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := f.Chmod(0o600); err != nil { // an existing file keeps its mode otherwise
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeNew(path, data, 0o600)
 }
 
 // add offers the session on the channel and tells the user where.

@@ -382,3 +382,46 @@ func TestLiveUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteSecretFile: the token file is 0600 in a 0700 directory; a file
+// left at its path is replaced, and a link planted there is not written
+// through.
+func TestWriteSecretFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	path := filepath.Join(dir, "token")
+	if err := writeSecretFile(path, []byte("one\n")); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("directory mode %v, want 0700", st.Mode().Perm())
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSecretFile(path, []byte("two\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "two\n" {
+		t.Errorf("token file holds %q, want the new token", b)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, want 0600", st.Mode().Perm())
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSecretFile(path, []byte("three\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("the token was written through a planted link: %q", b)
+	}
+	if st, _ := os.Lstat(path); st.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("the link is still there")
+	}
+}

@@ -24,7 +24,7 @@ func BenchmarkDelivery(b *testing.B) {
 			}
 			fs := newFakeSession("s-bench")
 			srv.Add(fs, SessionOptions{})
-			hs := newBenchServer(b, srv)
+			hs := serve(b, srv)
 			conns := make([]*websocket.Conn, clients)
 			for i := range conns {
 				c, _, err := websocket.DefaultDialer.Dial(streamURL(hs, fs.id), map[string][]string{"Authorization": {"Bearer " + srv.Token()}})

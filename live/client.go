@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -199,10 +198,7 @@ func (c *client) write(ctx context.Context, sub *session.Subscription) string {
 // send writes one event as canonical JSON (the bytes of its events.jsonl
 // line), within the write timeout.
 func (c *client) send(ev contract.StreamEvent) error {
-	b, err := json.Marshal(ev)
-	if err == nil {
-		b, err = canonjson.Transform(b)
-	}
+	b, err := canonjson.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}
@@ -266,15 +262,15 @@ func errorEvent(code, msg string) *contract.StreamEvent {
 // session's own events: approval_resolved, session.ended).
 func (c *client) control(ctx context.Context, data []byte) *contract.StreamEvent {
 	if err := schemas.Validate(schemas.KindControl, data); err != nil {
-		return errorEvent(CodeBadRequest, "not a control request: "+bounded(err.Error(), 500))
+		return errorEvent(CodeBadRequest, "not a control request: "+session.Sanitize(err.Error(), 500))
 	}
 	var req contract.ControlRequest
 	if err := json.Unmarshal(data, &req); err != nil {
-		return errorEvent(CodeBadRequest, "not a control request: "+bounded(err.Error(), 500))
+		return errorEvent(CodeBadRequest, "not a control request: "+session.Sanitize(err.Error(), 500))
 	}
 	id := c.e.s.ID()
 	if req.ComputerUseSessionID != id {
-		return errorEvent(CodeWrongSession, fmt.Sprintf("this stream is session %s, not %q", id, bounded(req.ComputerUseSessionID, 80)))
+		return errorEvent(CodeWrongSession, fmt.Sprintf("this stream is session %s, not %q", id, session.Sanitize(req.ComputerUseSessionID, 80)))
 	}
 	switch req.Action {
 	case contract.ControlAbort:
@@ -294,7 +290,7 @@ func (c *client) control(ctx context.Context, data []byte) *contract.StreamEvent
 		seq, shown := c.shownSeq, c.shownID
 		c.mu.Unlock()
 		if seq == 0 || shown != req.ActionID {
-			return errorEvent(CodeNotShown, fmt.Sprintf("no approval_required event for action %q was the last one sent on this connection", bounded(req.ActionID, 128)))
+			return errorEvent(CodeNotShown, fmt.Sprintf("no approval_required event for action %q was the last one sent on this connection", session.Sanitize(req.ActionID, 128)))
 		}
 		dctx, cancel := context.WithTimeout(ctx, c.srv.opts.DecideWait)
 		defer cancel()
@@ -311,18 +307,7 @@ func (c *client) control(ctx context.Context, data []byte) *contract.StreamEvent
 		case errors.Is(err, ErrNoPending):
 			return errorEvent(CodeNoPending, "no approval is pending for this action (answered, or timed out)")
 		}
-		return errorEvent(CodeBadRequest, bounded(err.Error(), 500))
+		return errorEvent(CodeBadRequest, session.Sanitize(err.Error(), 500))
 	}
 	return errorEvent(CodeBadRequest, fmt.Sprintf("unknown action %q", req.Action))
-}
-
-// bounded cuts s to at most n bytes on a rune boundary.
-func bounded(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -77,14 +77,19 @@ func testServer(t *testing.T, opts Options, so SessionOptions) (*Server, *fakeSe
 	}
 	fs := newFakeSession("s-test-1")
 	srv.Add(fs, so)
+	return srv, fs, serve(t, srv)
+}
+
+// serve serves srv on an httptest server closed with the test.
+func serve(tb testing.TB, srv *Server) *httptest.Server {
 	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Close(ctx)
 		hs.Close()
 	})
-	return srv, fs, hs
+	return hs
 }
 
 // streamURL is the ws:// address of a session's stream on hs.
@@ -173,16 +178,4 @@ func (s *Server) clientCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.clients
-}
-
-// newBenchServer serves srv on an httptest server closed with b.
-func newBenchServer(b *testing.B, srv *Server) *httptest.Server {
-	hs := httptest.NewServer(srv.Handler())
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Close(ctx)
-		hs.Close()
-	})
-	return hs
 }

@@ -263,7 +263,6 @@ func (s *Server) Serve(l net.Listener) error {
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
 	}
 	s.mu.Lock()
 	if s.closed {
