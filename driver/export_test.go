@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/playwright-community/playwright-go"
+
+	"github.com/aegis-run/aegis/canonjson"
 )
 
 // CallObserver calls one function of the observer's API on d's active page
@@ -37,5 +39,6 @@ func PlaywrightBrowser(b *Browser) playwright.Browser { return b.browser }
 // Unpack is unpack, for tests.
 func Unpack(data []byte) ([]byte, error) { return unpack(data) }
 
-// IsCanonical is isCanonical, for tests.
-func IsCanonical(doc []byte) bool { return isCanonical(doc) }
+// IsCanonical reports whether a snapshot takes canonicalSnapshot's fast
+// path (canonjson.Check at snapshotMaxDepth), for tests.
+func IsCanonical(doc []byte) bool { return canonjson.Check(doc, snapshotMaxDepth) == nil }

@@ -219,7 +219,7 @@ func checkObservation(tree any, sid string, digest Hash, snap string, withSnap b
 // checkSnapshot: a DOM snapshot is UTF-8 of at most maxDOMSnapshotChars
 // characters (the observation schema's bound on domSnapshot).
 func checkSnapshot(b []byte) error {
-	if !validUTF8(b) {
+	if !canonjson.ValidUTF8(b) {
 		return errors.New("DOM snapshot is not valid UTF-8")
 	}
 	if len(b) > maxDOMSnapshotChars {

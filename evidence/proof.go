@@ -215,7 +215,7 @@ func VerifyProof(p *Proof, pub ed25519.PublicKey) (*ProofReport, error) {
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	tree, err := parseCanonical(entryJSON)
+	tree, err := canonjson.ParseCanonical(entryJSON)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
@@ -231,7 +231,7 @@ func VerifyProof(p *Proof, pub ed25519.PublicKey) (*ProofReport, error) {
 	if err != nil {
 		return nil, fail("manifest: %v", err)
 	}
-	mt, err := parseCanonical(manifest)
+	mt, err := canonjson.ParseCanonical(manifest)
 	if err != nil {
 		return nil, fail("manifest: %v", err)
 	}
@@ -287,7 +287,7 @@ func VerifyProof(p *Proof, pub ed25519.PublicKey) (*ProofReport, error) {
 		if err != nil {
 			return nil, fail("envelope: %v", err)
 		}
-		et, err := parseCanonical(env)
+		et, err := canonjson.ParseCanonical(env)
 		if err != nil {
 			return nil, fail("envelope: %v", err)
 		}

@@ -43,7 +43,7 @@ func checkAgreement(t testing.TB, shape string, doc []byte) {
 	if err != nil {
 		return
 	}
-	v, err := parseCanonical(c)
+	v, err := canonjson.ParseCanonical(c)
 	if err != nil {
 		t.Fatalf("%s: canonical form does not parse: %v", shape, err)
 	}

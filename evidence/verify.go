@@ -319,7 +319,7 @@ func (v *verifier) run() error {
 		if manifestCanon, err = jsonFile(FileManifest, b, -1); err != nil {
 			return err
 		}
-		if manifestTree, err = parseCanonical(manifestCanon); err != nil {
+		if manifestTree, err = canonjson.ParseCanonical(manifestCanon); err != nil {
 			return fault(FileManifest, 0, -1, "canonical", err)
 		}
 		if err := validateShape(string(schemas.KindManifest), manifestTree); err != nil {
@@ -459,7 +459,7 @@ func (v *verifier) entries(lines [][]byte) error {
 // the verifier does not change while entries are checked.
 func (v *verifier) prepare(i int, line []byte) *prepared {
 	p := &prepared{}
-	tree, err := parseCanonical(line)
+	tree, err := canonjson.ParseCanonical(line)
 	if err != nil {
 		p.lineErr = fault(FileLedger, i+1, i, "canonical", err)
 		return p
@@ -573,7 +573,7 @@ func (v *verifier) form(p *prepared, content []byte) error {
 		}
 		return nil
 	}
-	tree, err := parseCanonical(content)
+	tree, err := canonjson.ParseCanonical(content)
 	if err != nil {
 		return bad("canonical", err)
 	}
@@ -861,7 +861,7 @@ func (v *verifier) sealed(manifestCanon []byte, manifestTree any) error {
 		if err != nil {
 			return err
 		}
-		tree, err := parseCanonical(content)
+		tree, err := canonjson.ParseCanonical(content)
 		if err != nil {
 			return fault(FileSeal, 0, -1, "canonical", err)
 		}

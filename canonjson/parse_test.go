@@ -1,8 +1,9 @@
-package evidence
+package canonjson
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -59,30 +59,35 @@ func TestParseCanonical(t *testing.T) {
 		{strings.Repeat("[", 64) + strings.Repeat("]", 64), ""},
 	}
 	for _, tt := range tests {
-		_, err := parseCanonical([]byte(tt.doc))
+		_, err := ParseCanonical([]byte(tt.doc))
 		switch {
 		case tt.wantErr == "" && err != nil:
 			t.Errorf("%s: %v, want canonical", tt.doc, err)
 		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 			t.Errorf("%s: %v, want an error containing %q", tt.doc, err, tt.wantErr)
 		}
-		// Whatever parseCanonical accepts, canonjson leaves unchanged.
+		// Whatever ParseCanonical accepts, Transform leaves unchanged.
 		if err == nil {
-			if c, cerr := canonjson.Transform([]byte(tt.doc)); cerr != nil || !bytes.Equal(c, []byte(tt.doc)) {
+			if c, cerr := Transform([]byte(tt.doc)); cerr != nil || !bytes.Equal(c, []byte(tt.doc)) {
 				t.Errorf("%s: accepted, but its canonical form is %s (%v)", tt.doc, c, cerr)
 			}
 		}
 	}
 }
 
-// checkCanonAgreement: parseCanonical accepts doc exactly when it is its
+// checkCanonAgreement: ParseCanonical accepts doc exactly when it is its
 // own canonical form, and then parses it as schemas.Parse does.
 func checkCanonAgreement(t testing.TB, doc []byte) {
-	v, err := parseCanonical(doc)
-	c, cerr := canonjson.Transform(doc)
+	v, err := ParseCanonical(doc)
+	c, cerr := Transform(doc)
 	isCanon := cerr == nil && bytes.Equal(c, doc)
 	if (err == nil) != isCanon {
-		t.Fatalf("%q: parseCanonical error %v, but canonjson gives %q (%v)", doc, err, c, cerr)
+		t.Fatalf("%q: ParseCanonical error %v, but Transform gives %q (%v)", doc, err, c, cerr)
+	}
+	// Check, which builds nothing, gives the same verdict and the same
+	// first deviation.
+	if cerr := Check(doc, schemas.MaxDepth); fmt.Sprint(cerr) != fmt.Sprint(err) {
+		t.Fatalf("%q: Check says %v, ParseCanonical %v", doc, cerr, err)
 	}
 	if err == nil {
 		want, _ := schemas.Parse(doc)
@@ -91,7 +96,7 @@ func checkCanonAgreement(t testing.TB, doc []byte) {
 		}
 	}
 	if cerr == nil {
-		if _, err := parseCanonical(c); err != nil {
+		if _, err := ParseCanonical(c); err != nil {
 			t.Fatalf("%q: its canonical form %q is refused: %v", doc, c, err)
 		}
 	}
@@ -109,7 +114,7 @@ func FuzzParseCanonical(f *testing.F) {
 		}
 		json.Unmarshal(b, &vf)
 		for _, v := range vf.Valid {
-			if c, err := canonjson.Transform(v.Doc); err == nil {
+			if c, err := Transform(v.Doc); err == nil {
 				f.Add(c)
 			}
 		}
@@ -171,10 +176,10 @@ func TestValidUTF8(t *testing.T) {
 			for b := 0; b < 256; b++ {
 				for c := 0; c < 256; c += 5 {
 					s := append([]byte(pre), byte(a), byte(b), byte(c))
-					if validUTF8(s) != utf8.Valid(s) {
-						t.Fatalf("% x: got %v", s, validUTF8(s))
+					if ValidUTF8(s) != utf8.Valid(s) {
+						t.Fatalf("% x: got %v", s, ValidUTF8(s))
 					}
-					if validUTF8(s[:len(s)-1]) != utf8.Valid(s[:len(s)-1]) {
+					if ValidUTF8(s[:len(s)-1]) != utf8.Valid(s[:len(s)-1]) {
 						t.Fatalf("% x", s[:len(s)-1])
 					}
 				}
@@ -182,7 +187,7 @@ func TestValidUTF8(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf0\x8f\xbf\xbf", strings.Repeat("日本語", 20) + "\xe6"} {
-		if validUTF8([]byte(s)) != utf8.Valid([]byte(s)) {
+		if ValidUTF8([]byte(s)) != utf8.Valid([]byte(s)) {
 			t.Errorf("%q", s)
 		}
 	}
@@ -197,7 +202,7 @@ func TestValidUTF8Large(t *testing.T) {
 	for _, pct := range []int{0, 1, 35, 90} {
 		for _, n := range []int{1024, 1031, 4099, 70000} {
 			base := []byte(markup(r, n, pct))
-			if got, want := validUTF8(base), utf8.Valid(base); got != want {
+			if got, want := ValidUTF8(base), utf8.Valid(base); got != want {
 				t.Fatalf("%d%% non-ASCII, %d bytes: got %v, want %v", pct, len(base), got, want)
 			}
 			for k := range 200 {
@@ -212,7 +217,7 @@ func TestValidUTF8Large(t *testing.T) {
 				} else {
 					m = append(m[:at], append([]byte(brk), m[min(len(m), at+len(brk)):]...)...)
 				}
-				if got, want := validUTF8(m), utf8.Valid(m); got != want {
+				if got, want := ValidUTF8(m), utf8.Valid(m); got != want {
 					t.Fatalf("%d%% non-ASCII, %d bytes, %q at %d: got %v, want %v", pct, len(m), brk, at, got, want)
 				}
 			}
@@ -224,8 +229,26 @@ func FuzzValidUTF8(f *testing.F) {
 	f.Add([]byte("héllo wörld, 日本語, a longer ASCII run follows.................\xff"))
 	f.Add([]byte(strings.Repeat("日本語のテキスト and some ASCII ", 40) + "\xe6"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if validUTF8(b) != utf8.Valid(b) {
+		if ValidUTF8(b) != utf8.Valid(b) {
 			t.Fatalf("%q", b)
 		}
 	})
+}
+
+// markup returns n bytes of HTML-like text in which about pct percent of
+// the bytes belong to non-ASCII characters (cut at a character start).
+func markup(r *rand.Rand, n, pct int) string {
+	ascii := []string{"<div class=\"row\">", "</div>", "price", "plan", "\n  ", "<li>", "</li>"}
+	other := []string{"€20", "naïve", "日本語の", "価格表", "😀"}
+	var b strings.Builder
+	nonASCII := 0
+	for b.Len() < n {
+		w := ascii[r.IntN(len(ascii))]
+		if nonASCII*100 < b.Len()*pct {
+			w = other[r.IntN(len(other))]
+			nonASCII += len(w)
+		}
+		b.WriteString(w)
+	}
+	return strings.ToValidUTF8(b.String()[:n], "")
 }

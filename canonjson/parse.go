@@ -1,4 +1,4 @@
-package evidence
+package canonjson
 
 import (
 	"encoding/binary"
@@ -7,18 +7,15 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/schemas"
 )
 
-// Every JSON record of a bundle is stored in its canonical form (RFC 8785,
-// package canonjson). parseCanonical checks that and parses in one pass,
-// without re-encoding: it accepts exactly the byte sequences that
-// canonjson.Transform returns unchanged, and returns the value as
-// schemas.Parse would (maps, slices, strings, bools, nil, json.Number). A
-// canonical document has no duplicate keys (members are strictly sorted),
-// no whitespace, and one spelling per value, so every reader sees the same
-// value and the hash commits to it.
+// ParseCanonical and Check read bytes that must be exactly a canonical
+// form: the byte sequences Transform returns unchanged. They parse in one
+// pass, without re-encoding. A canonical document has no duplicate keys
+// (members are strictly sorted), no whitespace, and one spelling per
+// value, so every reader sees the same value and a hash of the bytes
+// commits to it.
 
 // CanonError reports bytes that are not the canonical form of one JSON
 // value.
@@ -34,13 +31,28 @@ func (e *CanonError) Error() string {
 	return fmt.Sprintf("not canonical JSON (RFC 8785) at byte %d: %s", e.Offset, e.Msg)
 }
 
-// parseCanonical parses b, which must be exactly the canonical form of one
-// JSON value.
-func parseCanonical(b []byte) (any, error) {
+// ParseCanonical parses b, which must be exactly the canonical form of one
+// JSON value nested at most schemas.MaxDepth levels, and returns the value
+// as schemas.Parse would (maps, slices, strings, bools, nil, json.Number).
+// Errors are *CanonError.
+func ParseCanonical(b []byte) (any, error) {
+	return parseCanonical(b, schemas.MaxDepth, true)
+}
+
+// Check returns nil when b is exactly the canonical form of one JSON value
+// nested at most maxDepth levels (Transform at that depth returns it
+// unchanged), and a *CanonError naming the first deviation otherwise. It
+// builds no value.
+func Check(b []byte, maxDepth int) error {
+	_, err := parseCanonical(b, min(max(maxDepth, 1), schemas.MaxParseDepth), false)
+	return err
+}
+
+func parseCanonical(b []byte, maxDepth int, build bool) (any, error) {
 	if len(b) > schemas.MaxDocumentBytes {
 		return nil, &CanonError{0, fmt.Sprintf("document larger than %d bytes", schemas.MaxDocumentBytes)}
 	}
-	p := canonParser{b: b}
+	p := canonParser{b: b, maxDepth: maxDepth, build: build}
 	v, err := p.value(0)
 	if err != nil {
 		return nil, err
@@ -52,8 +64,10 @@ func parseCanonical(b []byte) (any, error) {
 }
 
 type canonParser struct {
-	b []byte
-	i int
+	b        []byte
+	i        int
+	maxDepth int
+	build    bool // false: check only, build no value
 }
 
 func (p *canonParser) fail(msg string) error { return &CanonError{Offset: p.i, Msg: msg} }
@@ -64,13 +78,13 @@ func (p *canonParser) value(depth int) (any, error) {
 	}
 	switch c := p.b[p.i]; {
 	case c == '{':
-		if depth >= schemas.MaxDepth {
-			return nil, p.fail(fmt.Sprintf("nesting deeper than %d levels", schemas.MaxDepth))
+		if depth >= p.maxDepth {
+			return nil, p.fail(fmt.Sprintf("nesting deeper than %d levels", p.maxDepth))
 		}
 		return p.object(depth)
 	case c == '[':
-		if depth >= schemas.MaxDepth {
-			return nil, p.fail(fmt.Sprintf("nesting deeper than %d levels", schemas.MaxDepth))
+		if depth >= p.maxDepth {
+			return nil, p.fail(fmt.Sprintf("nesting deeper than %d levels", p.maxDepth))
 		}
 		return p.array(depth)
 	case c == '"':
@@ -98,7 +112,10 @@ func (p *canonParser) literal(lit string) error {
 
 func (p *canonParser) object(depth int) (any, error) {
 	p.i++ // {
-	obj := map[string]any{}
+	var obj map[string]any
+	if p.build {
+		obj = map[string]any{}
+	}
 	if p.i < len(p.b) && p.b[p.i] == '}' {
 		p.i++
 		return obj, nil
@@ -113,7 +130,7 @@ func (p *canonParser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !first && !canonjson.LessUTF16(prev, key) {
+		if !first && !LessUTF16(prev, key) {
 			if prev == key {
 				return nil, &CanonError{keyAt, "duplicate object key " + strconv.Quote(key)}
 			}
@@ -128,7 +145,9 @@ func (p *canonParser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		obj[key] = v
+		if p.build {
+			obj[key] = v
+		}
 		if p.i >= len(p.b) {
 			return nil, p.fail("unexpected end of input in an object")
 		}
@@ -146,7 +165,10 @@ func (p *canonParser) object(depth int) (any, error) {
 
 func (p *canonParser) array(depth int) (any, error) {
 	p.i++ // [
-	arr := []any{}
+	var arr []any
+	if p.build {
+		arr = []any{}
+	}
 	if p.i < len(p.b) && p.b[p.i] == ']' {
 		p.i++
 		return arr, nil
@@ -156,7 +178,9 @@ func (p *canonParser) array(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		arr = append(arr, v)
+		if p.build {
+			arr = append(arr, v)
+		}
 		if p.i >= len(p.b) {
 			return nil, p.fail("unexpected end of input in an array")
 		}
@@ -201,7 +225,7 @@ func (p *canonParser) key() (string, error) {
 			return v.(string), nil
 		}
 	}
-	return p.str()
+	return p.str(true)
 }
 
 // strValue parses a string value, boxed.
@@ -212,8 +236,8 @@ func (p *canonParser) strValue() (any, error) {
 			return v, nil
 		}
 	}
-	s, err := p.str()
-	if err != nil {
+	s, err := p.str(p.build)
+	if err != nil || !p.build {
 		return nil, err
 	}
 	return s, nil
@@ -222,8 +246,9 @@ func (p *canonParser) strValue() (any, error) {
 // str parses a canonical string at p.i (which is '"'). It first finds
 // the end, eight bytes at a time through everything but quotes,
 // backslashes and control characters, then checks the span's UTF-8 in one
-// pass (escapes are ASCII: they do not change whether it is valid).
-func (p *canonParser) str() (string, error) {
+// pass (escapes are ASCII: they do not change whether it is valid). With
+// keep false it only checks, and returns "".
+func (p *canonParser) str(keep bool) (string, error) {
 	b := p.b
 	p.i++
 	first := p.i
@@ -247,7 +272,7 @@ func (p *canonParser) str() (string, error) {
 		c := b[i]
 		switch {
 		case c == '"':
-			if high&msbs != 0 && !validUTF8(b[first:i]) {
+			if high&msbs != 0 && !ValidUTF8(b[first:i]) {
 				// Name the first byte at fault.
 				for p.i = first; p.i < i; {
 					if b[p.i] < utf8.RuneSelf {
@@ -261,6 +286,10 @@ func (p *canonParser) str() (string, error) {
 					p.i += n
 				}
 				return "", p.fail("invalid UTF-8 in a string")
+			}
+			if !keep {
+				p.i = i + 1
+				return "", nil
 			}
 			var s string
 			if buf == nil {
@@ -384,7 +413,7 @@ func (p *canonParser) number() (any, error) {
 		p.i = start
 		return nil, p.fail("invalid number " + strconv.Quote(s))
 	}
-	c, err := canonjson.FormatNumber(f)
+	c, err := FormatNumber(f)
 	if err != nil || c != s {
 		p.i = start
 		return nil, p.fail(fmt.Sprintf("number %s is not in canonical form (%s)", s, c))

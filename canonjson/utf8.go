@@ -1,4 +1,4 @@
-package evidence
+package canonjson
 
 import "encoding/binary"
 
@@ -46,13 +46,13 @@ var utf8Rows = func() (rows [256]uint64) {
 	return rows
 }()
 
-// validUTF8 reports whether b is valid UTF-8, as utf8.Valid does (tests
+// ValidUTF8 reports whether b is valid UTF-8, as utf8.Valid does (tests
 // and a fuzz test cross-check the two). A large input is cut in four at
 // character starts and the four parts run through the DFA together: each
 // step of one DFA waits for the step before it, four independent ones keep
 // the processor busy. (b is valid exactly when both parts are, if the cut
 // is at the end or before a byte that is not a continuation byte.)
-func validUTF8(b []byte) bool {
+func ValidUTF8(b []byte) bool {
 	if len(b) < 1024 {
 		return validUTF8From(dfaAccept, b)
 	}
