@@ -15,6 +15,18 @@ import (
 // when the caller gives a negative bound.
 const DefaultRepairs = 2
 
+// Repairs reads a MaxRepairs option as the agents document it: 0 means
+// DefaultRepairs, a negative number none.
+func Repairs(option int) int {
+	switch {
+	case option == 0:
+		return DefaultRepairs
+	case option < 0:
+		return 0
+	}
+	return option
+}
+
 // Bounds on what Ask feeds back to the model.
 const (
 	maxFedBackProblems = 20

@@ -136,3 +136,11 @@ func TestAskCutOff(t *testing.T) {
 		t.Errorf("repair prompt does not mention the cut-off: %q", last)
 	}
 }
+
+func TestRepairs(t *testing.T) {
+	for _, tt := range []struct{ option, want int }{{0, llm.DefaultRepairs}, {-1, 0}, {-7, 0}, {1, 1}, {5, 5}} {
+		if got := llm.Repairs(tt.option); got != tt.want {
+			t.Errorf("Repairs(%d) = %d, want %d", tt.option, got, tt.want)
+		}
+	}
+}

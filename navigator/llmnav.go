@@ -60,11 +60,7 @@ func NewLLM(c llm.Completer, opts LLMOptions) (*LLM, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.MaxRepairs == 0 {
-		opts.MaxRepairs = llm.DefaultRepairs
-	} else if opts.MaxRepairs < 0 {
-		opts.MaxRepairs = 0
-	}
+	opts.MaxRepairs = llm.Repairs(opts.MaxRepairs)
 	if opts.ObservationBudget <= 0 {
 		opts.ObservationBudget = DefaultObservationBudget
 	}
