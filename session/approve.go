@@ -225,11 +225,13 @@ func (t *TerminalApprover) Approve(ctx context.Context, req ApprovalRequest) (Ap
 // request for that action is waiting.
 var ErrNoPendingApproval = errors.New("session: no approval pending for that action")
 
-// ChannelApprover hands approval requests to another goroutine (a test, the
-// live console) and waits for its answer. Requests arrive on Requests();
-// answer them with PendingApproval.Answer, or by action id with Decide (the
-// shape of seed 003's decision control request). A session asks for one
-// approval at a time.
+// ChannelApprover hands approval requests to another goroutine (a test, an
+// embedding program) and waits for its answer. Requests arrive on
+// Requests(); answer them with PendingApproval.Answer, or by action id with
+// Decide (the shape of seed 003's decision control request). A session asks
+// for one approval at a time. The live channel has its own approver
+// (live.Approver), which also binds a decision to the request its client
+// was shown.
 type ChannelApprover struct {
 	ch      chan *PendingApproval
 	mu      sync.Mutex
