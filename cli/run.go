@@ -441,8 +441,6 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 			return err
 		}
 		defer lc.close()
-	} else if approver == nil {
-		return usageError("--approve=live needs --listen ADDR")
 	}
 	s, err := session.New(cfg)
 	if err != nil {

@@ -135,38 +135,3 @@ func (a *Approver) Decide(ctx context.Context, seq int, decision contract.Approv
 	p.answer <- session.ApprovalAnswer{Approved: decision == contract.ApprovalApprove, Approver: by}
 	return nil
 }
-
-// FirstOf returns an approver that asks all of approvers at once and
-// takes the first answer; the others' requests are then withdrawn (their
-// contexts end). An error from one approver is not an answer: the others
-// may still answer, and only when every approver failed is the first
-// error returned. Host mode uses it to let both the extension's popup and
-// the live console answer.
-func FirstOf(approvers ...session.Approver) session.Approver {
-	return session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		type result struct {
-			ans session.ApprovalAnswer
-			err error
-		}
-		results := make(chan result, len(approvers))
-		for _, ap := range approvers {
-			go func() {
-				ans, err := ap.Approve(ctx, req)
-				results <- result{ans, err}
-			}()
-		}
-		var first error
-		for range approvers {
-			r := <-results
-			if r.err == nil {
-				return r.ans, nil
-			}
-			if first == nil {
-				first = r.err
-			}
-		}
-		return session.ApprovalAnswer{}, first
-	})
-}

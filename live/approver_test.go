@@ -146,26 +146,3 @@ func TestDecideWaitsForTheRequest(t *testing.T) {
 		t.Error("unknown decision accepted")
 	}
 }
-
-// TestFirstOf: the first answer wins; an approver's error is not an
-// answer.
-func TestFirstOf(t *testing.T) {
-	failing := session.ApproverFunc(func(context.Context, session.ApprovalRequest) (session.ApprovalAnswer, error) {
-		return session.ApprovalAnswer{}, errors.New("popup gone")
-	})
-	slow := session.ApproverFunc(func(ctx context.Context, _ session.ApprovalRequest) (session.ApprovalAnswer, error) {
-		<-ctx.Done()
-		return session.ApprovalAnswer{}, ctx.Err()
-	})
-	yes := session.ApproverFunc(func(context.Context, session.ApprovalRequest) (session.ApprovalAnswer, error) {
-		return session.ApprovalAnswer{Approved: true, Approver: "yes"}, nil
-	})
-	ans, err := FirstOf(failing, slow, yes).Approve(context.Background(), session.ApprovalRequest{})
-	if err != nil || !ans.Approved || ans.Approver != "yes" {
-		t.Errorf("FirstOf: %+v %v, want yes", ans, err)
-	}
-	ans, err = FirstOf(failing, failing).Approve(context.Background(), session.ApprovalRequest{})
-	if err == nil || ans.Approved {
-		t.Errorf("all failing: %+v %v, want an error", ans, err)
-	}
-}

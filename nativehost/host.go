@@ -405,7 +405,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	var liveApprover *live.Approver
 	if h.o.Live != nil {
 		liveApprover = live.NewApprover()
-		sessApprover = live.FirstOf(approver, liveApprover)
+		sessApprover = session.FirstOf(approver, liveApprover)
 	}
 	timeout := time.Duration(h.o.Config.ApprovalTimeoutSeconds) * time.Second
 	dc := h.o.Driver

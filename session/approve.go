@@ -66,6 +66,41 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Approva
 	return f(ctx, req)
 }
 
+// FirstOf returns an approver that asks all of approvers at once and
+// takes the first answer; the others' requests are then withdrawn (their
+// contexts end). An error from one approver is not an answer: the others
+// may still answer, and only when every approver failed is the first
+// error returned. Host mode uses it to let both the extension's popup and
+// the live channel answer.
+func FirstOf(approvers ...Approver) Approver {
+	return ApproverFunc(func(ctx context.Context, req ApprovalRequest) (ApprovalAnswer, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type result struct {
+			ans ApprovalAnswer
+			err error
+		}
+		results := make(chan result, len(approvers))
+		for _, ap := range approvers {
+			go func() {
+				ans, err := ap.Approve(ctx, req)
+				results <- result{ans, err}
+			}()
+		}
+		var first error
+		for range approvers {
+			r := <-results
+			if r.err == nil {
+				return r.ans, nil
+			}
+			if first == nil {
+				first = r.err
+			}
+		}
+		return ApprovalAnswer{}, first
+	})
+}
+
 // ApproveMode is how a non-interactive run answers approval requests
 // (the --approve flag, without "ask").
 type ApproveMode string
