@@ -229,6 +229,9 @@ func (c *client) read(ctx context.Context) string {
 			case errors.As(err, &ce):
 				return fmt.Sprintf("closed by the client (%d)", ce.Code)
 			case errors.Is(err, websocket.ErrReadLimit):
+				// The close frame (1009) is on its way; the rest of the
+				// frame may still be arriving.
+				c.linger()
 				return fmt.Sprintf("dropped: a frame over %d bytes", o.ReadLimit)
 			}
 			return "connection ended: " + err.Error()
@@ -247,7 +250,39 @@ func (c *client) read(ctx context.Context) string {
 		case c.replies <- *reply:
 		default:
 			c.close(websocket.ClosePolicyViolation, CodeTooManyRequests)
+			c.linger()
 			return "dropped: " + CodeTooManyRequests
+		}
+	}
+}
+
+// Lingering bounds: after a close frame sent because of what the client
+// sent, its bytes are read and discarded until it pauses for lingerIdle
+// or lingerMax passes.
+const (
+	lingerIdle = 100 * time.Millisecond
+	lingerMax  = time.Second
+)
+
+// linger reads and discards what the client is still sending after the
+// server sent a close frame because of its input, and returns when the
+// client pauses. Closing a socket with unread input resets the connection,
+// and a reset can destroy the close frame before the client reads it: the
+// client would see "connection reset" instead of the close code that
+// says why.
+func (c *client) linger() {
+	nc := c.conn.UnderlyingConn()
+	defer nc.SetReadDeadline(time.Time{})
+	buf := make([]byte, 4096)
+	end := time.Now().Add(lingerMax)
+	for time.Now().Before(end) {
+		dl := time.Now().Add(lingerIdle)
+		if dl.After(end) {
+			dl = end
+		}
+		nc.SetReadDeadline(dl)
+		if _, err := nc.Read(buf); err != nil {
+			return
 		}
 	}
 }

@@ -436,6 +436,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	if err != nil {
 		return res, errorf(CodeBadParams, "%v", err)
 	}
+	approver.abort = s.Abort
 	if h.o.Live != nil {
 		h.o.Live.Add(s, live.SessionOptions{Approver: liveApprover, Dir: filepath.Join(root, id), Goal: in.Goal})
 		h.log.printf("session %s on the live channel: %s/?session=%s and %s/v1/sessions/%s/stream", id, h.o.LiveBase, id, "ws"+strings.TrimPrefix(h.o.LiveBase, "http"), id)
@@ -463,7 +464,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		defer close(r.done)
 		// The session's context carries the extension target; it is not
 		// tied to the conversation's so that an abort still seals.
-		ctx := driver.WithExtension(context.WithoutCancel(h.ctx), driver.ExtensionTarget{Port: conn, TabID: p.TabID})
+		ctx := driver.WithExtension(context.WithoutCancel(h.ctx), driver.ExtensionTarget{Port: sessionPort{conn, s}, TabID: p.TabID})
 		result, err := s.Run(ctx)
 		bus.Close()
 		select {
@@ -547,9 +548,30 @@ func stepEvent(r session.StepReport) StepEvent {
 // answer must name the pending action and its hash: an approval for any
 // other hash is refused, and the pending action denied (the refusal is
 // the approver's failure, recorded in the action's decision).
+// sessionPort is the session's way to the extension: a call that fails
+// because the extension disconnected aborts the session before it
+// returns, so that the session ends as aborted rather than failed by the
+// driver's error.
+type sessionPort struct {
+	conn *Conn
+	s    *session.Session
+}
+
+func (p sessionPort) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	raw, err := p.conn.Call(ctx, method, params)
+	if errors.Is(err, ErrDisconnected) {
+		p.s.Abort("the extension disconnected")
+	}
+	return raw, err
+}
+
 type popupApprover struct {
 	conn *Conn
 	name string
+	// abort ends the session when the extension disconnects while an
+	// approval waits, before Approve returns: the session then ends as
+	// aborted, not as failed by the approver's error.
+	abort func(reason string)
 
 	mu      sync.Mutex
 	pending *pendingApproval
@@ -598,6 +620,9 @@ func (p *popupApprover) Approve(ctx context.Context, req session.ApprovalRequest
 	case <-ctx.Done():
 		return session.ApprovalAnswer{}, ctx.Err()
 	case <-p.conn.Done():
+		if p.abort != nil {
+			p.abort("the extension disconnected")
+		}
 		return session.ApprovalAnswer{}, errors.New("the extension disconnected")
 	}
 }
