@@ -13,10 +13,10 @@ import (
 	"github.com/aegis-run/aegis/contract"
 )
 
-// benchRequests are realistic requests: an allowed click (the common
-// case, which the policy decides on its fast path), and the requests that
-// take the full rules: a high-risk click that pauses and a denied
-// navigation.
+// benchRequests are realistic requests: allowed clicks, types, selects
+// and page extracts (the common case, which the policy decides on its
+// fast path), and the requests that take the full rules: a high-risk
+// click that pauses and a denied navigation.
 func benchRequests() map[string]Request {
 	allowed := baseRequest()
 	pay := baseRequest()
@@ -25,7 +25,11 @@ func benchRequests() map[string]Request {
 	navigateTo("https://evil.example/login")(&denied)
 	typed := baseRequest()
 	typeInto("#search", &contract.Element{Tag: "input", Type: "search", Label: "Search products"}, false)(&typed)
-	return map[string]Request{"allowed_click": allowed, "allowed_type": typed, "paused_high_risk": pay, "denied_origin": denied}
+	common := commonRequests()
+	return map[string]Request{
+		"allowed_click": allowed, "allowed_type": typed, "paused_high_risk": pay, "denied_origin": denied,
+		"allowed_select": common["select"], "allowed_extract_page": common["extract_page"],
+	}
 }
 
 // BenchmarkDecide measures one whole decision with the prepared query:

@@ -96,3 +96,56 @@ func TestFastPathAgreesWithFullRules(t *testing.T) {
 		}
 	}
 }
+
+// commonRequests are the actions a session takes most, each allowed
+// without approval: the fast path's reason to exist.
+func commonRequests() map[string]Request {
+	with := func(a contract.Action, target *contract.Element) Request {
+		req := baseRequest()
+		a.ID, a.Reason, a.PolicyTags = "a1", "r", []string{}
+		req.Action, req.Target = a, target
+		return req
+	}
+	input := &contract.Element{Tag: "input", Type: "text", Name: "name", ID: "name", Label: "Full name"}
+	return map[string]Request{
+		"click":         baseRequest(),
+		"click_box":     with(contract.Action{Type: contract.ActClick, Selector: "#gift"}, &contract.Element{Tag: "input", Type: "checkbox", ID: "gift", Label: "Gift wrap"}),
+		"type":          with(contract.Action{Type: contract.ActType, Selector: "#name", Text: "Customer 4"}, input),
+		"select":        with(contract.Action{Type: contract.ActSelect, Selector: "#shipping", Value: "express"}, &contract.Element{Tag: "select", Name: "shipping", ID: "shipping", Label: "Shipping"}),
+		"extract_page":  with(contract.Action{Type: contract.ActExtract, Extract: contract.ExtractText}, nil),
+		"extract_table": with(contract.Action{Type: contract.ActExtract, Selector: "#orders", Extract: contract.ExtractTable}, &contract.Element{Tag: "table", ID: "orders"}),
+		"scroll":        with(contract.Action{Type: contract.ActScroll, Direction: contract.ScrollDown, AmountPx: 300}, nil),
+		"wait":          with(contract.Action{Type: contract.ActWait, DurationMs: 500}, nil),
+		"navigate":      with(contract.Action{Type: contract.ActNavigate, URL: "https://shop.example/products"}, nil),
+	}
+}
+
+// TestCommonActionsTakeTheFastPath: every common action of a session is
+// decided on the policy's fast path (the full rules cost several times
+// more), and allowed.
+func TestCommonActionsTakeTheFastPath(t *testing.T) {
+	ctx := context.Background()
+	g := sharedGate(t)
+	marked, _, _, err := newLocal(ctx, Options{}, `data.aegis.browser.decision with data.aegis.browser.full_decision as "full"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, req := range commonRequests() {
+		t.Run(name, func(t *testing.T) {
+			if d := g.Decide(ctx, req); d.Result != contract.ResultAllowed {
+				t.Fatalf("got %s %v, want allowed", d.Result, d.Reasons)
+			}
+			in, err := g.buildInput(&req, testNow, actionMap(req.Action), elementMap(req.Target))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := marked.eval(ctx, in, testNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Compare(ast.String("full")) == 0 {
+				t.Error("decided by the full rules, want the fast path")
+			}
+		})
+	}
+}

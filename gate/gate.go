@@ -32,7 +32,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/aegis-run/aegis/contract"
 )
@@ -297,11 +299,26 @@ func (l *localEval) eval(ctx context.Context, input *policyInput, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := l.pq.Eval(ctx, rego.EvalParsedInput(v), rego.EvalTime(now))
+	rs, err := evalQuery(ctx, l.pq, v, now)
 	if err != nil {
 		return nil, err
 	}
 	return singleResult(rs)
+}
+
+// evalQuery evaluates a prepared query on a converted input at a pinned
+// time. ctx's end cancels the evaluation through context.AfterFunc, which
+// starts no goroutine unless it fires (OPA's own cancellation would start
+// one per evaluation); OPA's metrics are not collected; the evaluation's
+// caches are pooled flat lists (evalcache.go).
+func evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value, now time.Time) (rego.ResultSet, error) {
+	c := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, c.Cancel)
+	defer stop()
+	caches := getCaches()
+	defer putCaches(caches)
+	return pq.Eval(ctx, rego.EvalParsedInput(input), rego.EvalTime(now), rego.EvalExternalCancel(c), rego.EvalMetrics(metrics.NoOp()),
+		rego.EvalVirtualCache(&caches.virtual), rego.EvalBaseCache(&caches.base))
 }
 
 // sessionPrelude returns the policy's prelude for the input's session and
@@ -320,7 +337,7 @@ func (l *localEval) sessionPrelude(ctx context.Context, in *policyInput) (*ast.T
 	if err != nil {
 		return nil, err
 	}
-	rs, err := l.prelude.Eval(ctx, rego.EvalParsedInput(v), rego.EvalTime(preludeTime))
+	rs, err := evalQuery(ctx, l.prelude, v, preludeTime)
 	if err != nil {
 		return nil, err
 	}

@@ -84,13 +84,15 @@ navigation_harmless(true) if {
 # field_harmless(true) holds when the element is not sensitive: the
 # negation of each of sensitive_reasons (the input type compared without
 # the tag, which is stricter). Sensitivity changes the decision of type,
-# select and extract actions only.
+# select and extract actions only. An action without a resolved element
+# (an extract of the page's text) has no element facts to match, only its
+# selector.
 field_harmless(false) := true
 
 field_harmless(true) if {
-	tgt := input.derived.target
-	not tgt.type in config.sensitive.input_types
-	every token in tgt.autocomplete {
+	tgt := object.get(input.derived, "target", {})
+	not object.get(tgt, "type", null) in config.sensitive.input_types
+	every token in object.get(tgt, "autocomplete", []) {
 		not token in config.sensitive.autocomplete
 	}
 	not strings.any_prefix_match(input.derived.field_tails, config.sensitive.name_patterns)
