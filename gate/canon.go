@@ -2,7 +2,7 @@ package gate
 
 import (
 	"encoding/json"
-	"sort"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -111,7 +111,8 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 		}
 		return append(b, ']'), true
 	case map[string]any:
-		keys := make([]string, 0, len(t))
+		var buf [16]string // the action has at most 14 members: no allocation
+		keys := buf[:0]
 		for k := range t {
 			for i := 0; i < len(k); i++ {
 				if k[i] >= 0x80 {
@@ -120,7 +121,7 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 			}
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
