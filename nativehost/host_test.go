@@ -65,6 +65,10 @@ type fakeExt struct {
 	served chan error // Serve's result
 	mu     sync.Mutex
 	calls  []string
+	// hold, when set, makes the tab call of that function wait for the
+	// conversation's end, telling held when it starts waiting.
+	hold string
+	held chan struct{}
 }
 
 // HandleRequest plays the extension's side of the driver's calls.
@@ -77,7 +81,13 @@ func (f *fakeExt) HandleRequest(ctx context.Context, method string, params json.
 	_ = json.Unmarshal(params, &p)
 	f.mu.Lock()
 	f.calls = append(f.calls, strings.TrimSpace(method+" "+p.Fn))
+	hold, held := f.hold, f.held
 	f.mu.Unlock()
+	if method == nativehost.MethodTabCall && p.Fn != "" && p.Fn == hold {
+		close(held)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	info := map[string]any{"tabId": 7, "windowId": 1, "url": fakeSite + "/billing", "title": "Billing", "active": true, "status": "complete"}
 	switch method {
 	case nativehost.MethodTabInfo, nativehost.MethodTabNavigate:
@@ -423,6 +433,35 @@ func TestDisconnectAbortsSealsAndExits(t *testing.T) {
 		t.Errorf("the host exited %v after the disconnection, want within a second", d)
 	}
 	verifyBundle(t, res.Evidence, contract.SessionAborted)
+}
+
+// TestDisconnectDuringDriverCallAborts: the extension disconnects while
+// the host waits for the answer to a driver call; the session ends as
+// aborted (not failed by the call's error), sealed.
+func TestDisconnectDuringDriverCallAborts(t *testing.T) {
+	for _, fn := range []string{"observe", "describe"} {
+		t.Run(fn, func(t *testing.T) {
+			f := startHost(t)
+			f.mu.Lock()
+			f.hold, f.held = fn, make(chan struct{})
+			held := f.held
+			f.mu.Unlock()
+			f.hello()
+			res := f.start(payTask())
+			select {
+			case <-held:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the host never called %s", fn)
+			}
+			f.toHost.Close()
+			select {
+			case <-f.served:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the host did not exit")
+			}
+			verifyBundle(t, res.Evidence, contract.SessionAborted)
+		})
+	}
 }
 
 // TestAbort: session.abort ends the session as aborted.
