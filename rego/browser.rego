@@ -57,26 +57,27 @@ decision := d if {
 	# type, although only click and select are raised by it).
 	not strings.any_prefix_match(input.derived.subject_tails, pre.high_risk_patterns)
 
-	navigation_harmless(e.navigate)
-	field_harmless(e.sensitive_types)
+	navigation_harmless(e.navigate, pre)
+	field_harmless(e.sensitive_types, pre)
 
 	d := e.decision
 } else := full_decision
 
-# navigation_harmless(true) holds when a navigation target passes check_url
-# (blocked domains matched by string suffix, which is stricter) and its path
-# raises no risk. Other types run on the active page, which the prelude
-# judged.
-navigation_harmless(false) := true
+# navigation_harmless(true, pre) holds when a navigation target passes
+# check_url (blocked domains matched by string suffix, which is stricter)
+# and its path raises no risk. Other types run on the active page, which
+# the prelude judged. The policy data it needs comes with the prelude pre,
+# so that it reads no data document per decision.
+navigation_harmless(false, _) := true
 
-navigation_harmless(true) if {
+navigation_harmless(true, pre) if {
 	u := input.derived.target_url
 	u.valid == true
 	u.userinfo == false
-	u.scheme in config.urls.allowed_schemes
-	not strings.any_suffix_match(u.host, config.urls.blocked_domains)
+	u.scheme in pre.config.allowed_schemes
+	not strings.any_suffix_match(u.host, pre.config.blocked_domains)
 	not strings.any_suffix_match(u.host, input.derived.blocked_domains)
-	not strings.any_prefix_match(u.path_tails, config.risk.high_risk_url_patterns)
+	not strings.any_prefix_match(u.path_tails, pre.config.high_risk_url_patterns)
 	some k in u.origin_keys
 	input.derived.allowed_origin_keys[k]
 }
@@ -87,17 +88,17 @@ navigation_harmless(true) if {
 # select and extract actions only. An action without a resolved element
 # (an extract of the page's text) has no element facts to match, only its
 # selector.
-field_harmless(false) := true
+field_harmless(false, _) := true
 
-field_harmless(true) if {
+field_harmless(true, pre) if {
 	tgt := object.get(input.derived, "target", {})
-	not object.get(tgt, "type", null) in config.sensitive.input_types
+	not object.get(tgt, "type", null) in pre.config.sensitive_input_types
 	every token in object.get(tgt, "autocomplete", []) {
-		not token in config.sensitive.autocomplete
+		not token in pre.config.sensitive_autocomplete
 	}
-	not strings.any_prefix_match(input.derived.field_tails, config.sensitive.name_patterns)
+	not strings.any_prefix_match(input.derived.field_tails, pre.config.sensitive_name_patterns)
 	sel := input.derived.selector_lc
-	every s in input.derived.session_prelude.sensitive_selectors {
+	every s in pre.sensitive_selectors {
 		not contains(sel, s)
 	}
 }
@@ -120,6 +121,14 @@ session_prelude := {
 	"step_limit": min({input.state.policyContext.maxStepBudget, config.limits.max_step_budget}),
 	"high_risk_patterns": config.risk.high_risk_patterns,
 	"sensitive_selectors": array.concat(config.sensitive.selectors, input.derived.sensitive_selectors),
+	"config": {
+		"allowed_schemes": config.urls.allowed_schemes,
+		"blocked_domains": config.urls.blocked_domains,
+		"high_risk_url_patterns": config.risk.high_risk_url_patterns,
+		"sensitive_input_types": config.sensitive.input_types,
+		"sensitive_autocomplete": config.sensitive.autocomplete,
+		"sensitive_name_patterns": config.sensitive.name_patterns,
+	},
 } if {
 	count(input.derived.exceptions) == 0
 	check_session_policy
