@@ -24,3 +24,7 @@ func (c *Client) Backoff(n int, retryAfter time.Duration) time.Duration {
 
 // ParseRetryAfter exposes parseRetryAfter.
 var ParseRetryAfter = parseRetryAfter
+
+// PromptHashGeneral exposes promptHashGeneral, the reference PromptHash is
+// held to.
+var PromptHashGeneral = promptHashGeneral

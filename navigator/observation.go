@@ -1,10 +1,11 @@
 package navigator
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
+	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
@@ -46,26 +47,114 @@ type Trimmed struct {
 // the DOM snapshot (emptied if need be), then the visible text, then the
 // extracted artifacts' values, each cut at its end with a marker; it never
 // drops or shortens an affordance, which is what the model acts on. The
-// secret values of set are replaced by their placeholders first.
+// secret values of set are replaced by their placeholders first. An
+// observation that is not valid once scrubbed and trimmed is an error
+// (wrapping the schema's *schemas.ValidationError, or schemas.ErrTooLarge).
+//
+// The document is written by construction, once, in the bytes
+// encoding/json writes, and checked against the schema's rules on the way
+// (see obsEncoder): it is not parsed again.
 func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) ([]byte, Trimmed, error) {
+	var e obsEncoder
+	return e.encode(obs, budget, set)
+}
+
+// Limits of the observation schema that obsEncoder checks itself (a test
+// holds each to the schema files, and fails should those fields gain a
+// rule this code does not check). Lengths are in characters (code points),
+// as JSON Schema counts them: a byte of invalid UTF-8, written as U+FFFD,
+// is one.
+const (
+	maxTextChars          = 1 << 20 // domText
+	maxSnapshotChars      = 4 << 20 // domSnapshot
+	maxAffordances        = 5000
+	minSelectorChars      = 1 // an affordance's selector
+	maxSelectorChars      = 2048
+	maxRoleChars          = 128  // an affordance's role (at least 1: absent when empty)
+	maxAffordanceText     = 2000 // an affordance's text (likewise)
+	maxArtifacts          = 256  // extractedArtifacts (at least 1: absent when empty)
+	maxArtifactValueChars = 1 << 20
+)
+
+// actionHints are the values of an affordance's actionHint.
+var actionHints = []contract.ActionHint{contract.HintClick, contract.HintType, contract.HintSelect, contract.HintScroll}
+
+// The validators of the parts of an observation whose rules (identifiers,
+// URLs, times, hashes) obsEncoder leaves to the schema: the state, and
+// each artifact written with its value empty. Both are a few hundred
+// bytes.
+var (
+	stateValidator = sync.OnceValues(func() (*schemas.Validator, error) {
+		return schemas.ValidatorFor(schemas.KindState)
+	})
+	artifactValidator = sync.OnceValues(func() (*schemas.Validator, error) {
+		return schemas.ValidatorForRef("browser-observation.schema.json#/$defs/artifact")
+	})
+)
+
+// obsEncoder writes an observation document in two passes. The first
+// measures and checks what is never cut: the state (encoded, and checked
+// with the state's schema: it is small), the affordances (counted, see
+// encLen, and checked with the schema's few rules for them: lengths and
+// an enum), and the artifacts (encoded with their values empty, and
+// checked with the artifact's schema). That length, with the encoded
+// lengths of the text, the snapshot and the artifacts' values, says how
+// much of each fits; the cut strings are checked for length and the
+// document is then written once into a buffer of its exact size, each
+// string escaped as encoding/json escapes it, HTML-safe, so that page text
+// can never end a string early. Should a check fail, the document is
+// validated with the schema for a full account of its problems.
+type obsEncoder struct {
+	arts    []byte // the artifacts, their values empty
+	values  []int  // the offset in arts of each artifact's empty value
+	problem *schemas.Problem
+}
+
+// Members of the document as encoding/json writes them.
+const (
+	memberState       = `{"state":`
+	memberText        = `,"domText":`
+	memberSnapshot    = `,"domSnapshot":`
+	memberAffordances = `,"affordances":`
+	memberArtifacts   = `,"extractedArtifacts":`
+	memberSelector    = `{"selector":`
+	memberRole        = `,"role":`
+	memberAffText     = `,"text":`
+	memberHint        = `,"actionHint":`
+)
+
+// encode is EncodeObservation.
+func (e *obsEncoder) encode(obs contract.Observation, budget int, set *secrets.Set) ([]byte, Trimmed, error) {
 	if budget <= 0 {
 		budget = DefaultObservationBudget
 	}
 	o := scrubObservation(obs, set)
 	var tr Trimmed
-	// The fields that may be cut are strings that are always present: the
-	// document is as long as the rest (encoded once, those fields empty)
-	// plus each one's encoded length. So the cuts are computed, not
-	// tried, and the fields are then written into the rest.
-	sk, err := encodeSkeleton(o)
+	state, err := json.Marshal(o.State)
 	if err != nil {
+		return nil, tr, fmt.Errorf("navigator: encode observation: %w", err)
+	}
+	if err := e.checkPart(stateValidator, state, "/state"); err != nil {
 		return nil, tr, err
 	}
-	snapLen, textLen, artsLen := encLen(o.DOMSnapshot), encLen(o.DOMText), 0
-	for _, a := range o.ExtractedArtifacts {
-		artsLen += encLen(a.Value)
+	affsLen := e.affordancesLen(o.Affordances)
+	if err := e.encodeArtifacts(o.ExtractedArtifacts); err != nil {
+		return nil, tr, err
 	}
-	size := func() int { return len(sk.doc) + snapLen + textLen + artsLen }
+	// The fields that may be cut are strings: the document is as long as
+	// the rest (those fields empty) plus each one's encoded length, so the
+	// cuts are computed, not tried.
+	fixed := len(memberState) + len(state) + len(memberText) + 2 + len(memberSnapshot) + 2 +
+		len(memberAffordances) + affsLen + len(e.arts) + 1
+	// A field longer than the room the rest leaves is cut whatever its
+	// exact length: its length is counted only up to that room (see
+	// encLenUpTo), and counted exactly once cut.
+	room := max(budget-fixed, 0)
+	snapLen, textLen, artsLen := encLenUpTo(o.DOMSnapshot, room), encLenUpTo(o.DOMText, room), 0
+	for _, a := range o.ExtractedArtifacts {
+		artsLen += encLenUpTo(a.Value, room)
+	}
+	size := func() int { return fixed + snapLen + textLen + artsLen }
 	if size() > budget {
 		tr.Snapshot = o.DOMSnapshot != ""
 		o.DOMSnapshot = shortenLen(o.DOMSnapshot, snapLen, budget-(size()-snapLen), SnapshotTrimmedMarker)
@@ -91,109 +180,255 @@ func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) (
 			artsLen += encLen(arts[i].Value)
 		}
 	}
-	b, err := sk.fill(o, size())
-	if err != nil {
-		return nil, tr, err
+	tr.Bytes = size()
+	tr.OverBudget = tr.Bytes > budget
+	if tr.Bytes > schemas.MaxDocumentBytes {
+		return nil, tr, fmt.Errorf("navigator: the observation is not valid: %w", schemas.ErrTooLarge)
 	}
-	tr.Bytes = len(b)
-	tr.OverBudget = len(b) > budget
-	if err := schemas.Validate(schemas.KindObservation, b); err != nil {
+	e.checkLen(o.DOMText, maxTextChars, "/domText")
+	e.checkLen(o.DOMSnapshot, maxSnapshotChars, "/domSnapshot")
+	for i, a := range o.ExtractedArtifacts {
+		e.checkLen(a.Value, maxArtifactValueChars, "/extractedArtifacts/"+strconv.Itoa(i)+"/value")
+	}
+
+	b := make([]byte, 0, tr.Bytes)
+	b = append(b, memberState...)
+	b = append(b, state...)
+	b = append(b, memberText...)
+	b = appendString(b, o.DOMText)
+	b = append(b, memberSnapshot...)
+	b = appendString(b, o.DOMSnapshot)
+	b = append(b, memberAffordances...)
+	b = appendAffordances(b, o.Affordances)
+	prev := 0
+	for i, at := range e.values {
+		b = append(b, e.arts[prev:at]...)
+		b = appendString(b, o.ExtractedArtifacts[i].Value)
+		prev = at + 2
+	}
+	b = append(b, e.arts[prev:]...)
+	b = append(b, '}')
+	if len(b) != tr.Bytes {
+		// Not reached: the computed length is the written one (tests hold
+		// both to encoding/json).
+		return nil, tr, fmt.Errorf("navigator: encode observation: wrote %d bytes, computed %d", len(b), tr.Bytes)
+	}
+	if e.problem != nil {
+		err := schemas.Validate(schemas.KindObservation, b)
+		if err == nil {
+			// The schema accepts what a check refused: the check stands.
+			err = &schemas.ValidationError{Kind: schemas.KindObservation, Problems: []schemas.Problem{*e.problem}}
+		}
 		return nil, tr, fmt.Errorf("navigator: the observation is not valid: %w", err)
 	}
 	return b, tr, nil
 }
 
-// skeleton is an observation encoded with its text, snapshot and artifact
-// values empty, and where each of those empty strings is.
-type skeleton struct {
-	doc        []byte
-	text, snap int   // the offset of the "" of domText and of domSnapshot
-	values     []int // and of each artifact's value, in order
+// affordancesLen returns the length of affs encoded as a JSON array (nil
+// as []), and checks them.
+func (e *obsEncoder) affordancesLen(affs []contract.Affordance) int {
+	if len(affs) > maxAffordances {
+		e.fail("/affordances", fmt.Sprintf("at most %d affordances, found %d", maxAffordances, len(affs)), "maxItems")
+	}
+	n := len("[]") + max(len(affs)-1, 0)
+	for i, a := range affs {
+		n += len(memberSelector) + encLen(a.Selector) + len(`""}`)
+		if a.Role != "" {
+			n += len(memberRole) + encLen(a.Role) + 2
+		}
+		if a.Text != "" {
+			n += len(memberAffText) + encLen(a.Text) + 2
+		}
+		if a.ActionHint != "" {
+			n += len(memberHint) + encLen(string(a.ActionHint)) + 2
+		}
+		if e.problem == nil {
+			e.checkAffordance(i, a)
+		}
+	}
+	return n
 }
 
-// Members whose empty string values encodeSkeleton finds. A JSON string
-// cannot hold an unescaped quote, so these bytes appear only as members.
-var (
-	emptyText     = []byte(`"domText":""`)
-	emptySnapshot = []byte(`"domSnapshot":""`)
-	emptyValue    = []byte(`"value":""`)
-)
-
-// plainObservation is contract.Observation without its MarshalJSON.
-type plainObservation contract.Observation
-
-// encodeSkeleton encodes o as encoding/json does, its text, snapshot and
-// artifact values empty, and finds them.
-func encodeSkeleton(o contract.Observation) (skeleton, error) {
-	o.DOMText, o.DOMSnapshot = "", ""
-	if o.ExtractedArtifacts != nil {
-		arts := make([]contract.Artifact, len(o.ExtractedArtifacts))
-		for i, a := range o.ExtractedArtifacts {
-			a.Value = ""
-			arts[i] = a
+// appendAffordances appends affs encoded as a JSON array (nil as []), in
+// affordancesLen's length.
+func appendAffordances(b []byte, affs []contract.Affordance) []byte {
+	b = append(b, '[')
+	for i, a := range affs {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		o.ExtractedArtifacts = arts
+		b = append(b, memberSelector...)
+		b = appendString(b, a.Selector)
+		if a.Role != "" {
+			b = append(b, memberRole...)
+			b = appendString(b, a.Role)
+		}
+		if a.Text != "" {
+			b = append(b, memberAffText...)
+			b = appendString(b, a.Text)
+		}
+		if a.ActionHint != "" {
+			b = append(b, memberHint...)
+			b = appendString(b, string(a.ActionHint))
+		}
+		b = append(b, '}')
 	}
-	if o.Affordances == nil {
-		o.Affordances = []contract.Affordance{}
+	return append(b, ']')
+}
+
+// encodeArtifacts writes into e.arts the "extractedArtifacts" member, or
+// nothing when there are none, with each artifact's value empty (its
+// offset in e.values), and checks each artifact. The error is a validator
+// that does not compile.
+func (e *obsEncoder) encodeArtifacts(arts []contract.Artifact) error {
+	if len(arts) == 0 {
+		return nil
 	}
-	// As contract.Observation.MarshalJSON writes it, without encoding/json
-	// compacting a marshaler's output once more (a test holds the two to
-	// the same bytes).
-	b, err := json.Marshal((*plainObservation)(&o))
+	if len(arts) > maxArtifacts {
+		e.fail("/extractedArtifacts", fmt.Sprintf("at most %d artifacts, found %d", maxArtifacts, len(arts)), "maxItems")
+	}
+	b := append(e.arts[:0], memberArtifacts...)
+	b = append(b, '[')
+	for i, a := range arts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		start := len(b)
+		b = append(b, `{"id":`...)
+		b = appendString(b, a.ID)
+		b = append(b, `,"type":`...)
+		b = appendString(b, string(a.Type))
+		b = append(b, `,"value":`...)
+		e.values = append(e.values, len(b))
+		b = append(b, `""`...)
+		if a.SourceSelector != "" {
+			b = append(b, `,"sourceSelector":`...)
+			b = appendString(b, a.SourceSelector)
+		}
+		b = append(b, `,"sourceUrl":`...)
+		b = appendString(b, a.SourceURL)
+		b = append(b, `,"hash":`...)
+		b = appendString(b, a.Hash)
+		b = append(b, '}')
+		if err := e.checkPart(artifactValidator, b[start:], "/extractedArtifacts/"+strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	e.arts = append(b, ']')
+	return nil
+}
+
+// checkAffordance checks the i-th affordance against the schema's rules.
+func (e *obsEncoder) checkAffordance(i int, a contract.Affordance) {
+	at := func(field string) string { return "/affordances/" + strconv.Itoa(i) + "/" + field }
+	switch {
+	case a.Selector == "":
+		e.fail(at("selector"), fmt.Sprintf("at least %d character", minSelectorChars), "minLength")
+	case overLen(a.Selector, maxSelectorChars):
+		e.failLen(a.Selector, maxSelectorChars, at("selector"))
+	case overLen(a.Role, maxRoleChars):
+		e.failLen(a.Role, maxRoleChars, at("role"))
+	case overLen(a.Text, maxAffordanceText):
+		e.failLen(a.Text, maxAffordanceText, at("text"))
+	case a.ActionHint != "" && !slices.Contains(actionHints, a.ActionHint):
+		e.fail(at("actionHint"), fmt.Sprintf("%q is not one of %v", a.ActionHint, actionHints), "enum")
+	}
+}
+
+// overLen reports whether s has more than limit characters.
+func overLen(s string, limit int) bool {
+	return len(s) > limit && utf8.RuneCountInString(s) > limit
+}
+
+// checkLen records a problem at ptr when s has more than limit characters.
+func (e *obsEncoder) checkLen(s string, limit int, ptr string) {
+	if overLen(s, limit) {
+		e.failLen(s, limit, ptr)
+	}
+}
+
+// failLen records that s, at ptr, has more than limit characters.
+func (e *obsEncoder) failLen(s string, limit int, ptr string) {
+	e.fail(ptr, fmt.Sprintf("at most %d characters, found %d", limit, utf8.RuneCountInString(s)), "maxLength")
+}
+
+// checkPart validates part, found at ptr in the document, with the
+// validator v returns; an invalid part is recorded as a problem. The
+// error is v's failure to compile.
+func (e *obsEncoder) checkPart(v func() (*schemas.Validator, error), part []byte, ptr string) error {
+	val, err := v()
 	if err != nil {
-		return skeleton{}, fmt.Errorf("navigator: encode observation: %w", err)
+		return fmt.Errorf("navigator: the observation's schema: %w", err)
 	}
-	sk := skeleton{doc: b, text: -1, snap: -1}
-	if i := bytes.Index(b, emptyText); i >= 0 && bytes.Count(b, emptyText) == 1 {
-		sk.text = i + len(emptyText) - 2
+	if err := val.Validate(part); err != nil {
+		e.fail(ptr, err.Error(), "$ref")
 	}
-	if i := bytes.Index(b, emptySnapshot); i >= 0 && bytes.Count(b, emptySnapshot) == 1 {
-		sk.snap = i + len(emptySnapshot) - 2
-	}
-	for off := 0; ; {
-		i := bytes.Index(b[off:], emptyValue)
-		if i < 0 {
-			break
-		}
-		off += i + len(emptyValue)
-		sk.values = append(sk.values, off-2)
-	}
-	return sk, nil
+	return nil
 }
 
-// fill returns the skeleton with o's text, snapshot and artifact values
-// written in, size bytes long. Should the skeleton not hold exactly one
-// place for each (a shape this code does not know), o is encoded whole.
-func (sk skeleton) fill(o contract.Observation, size int) ([]byte, error) {
-	if sk.text < 0 || sk.snap < 0 || len(sk.values) != len(o.ExtractedArtifacts) {
-		b, err := json.Marshal(o)
-		if err != nil {
-			return nil, fmt.Errorf("navigator: encode observation: %w", err)
+// fail records the first problem found.
+func (e *obsEncoder) fail(ptr, reason, keyword string) {
+	if e.problem == nil {
+		e.problem = &schemas.Problem{Pointer: ptr, Reason: reason, Keyword: keyword}
+	}
+}
+
+// appendString appends s JSON-encoded as encoding/json writes it, quotes
+// included: HTML-safe, with '"', '\\' and \b \f \n \r \t escaped in two
+// bytes, the other control characters, '<', '>', '&', U+2028 and U+2029 as
+// \u escapes, and each byte of invalid UTF-8 as \ufffd. Whatever s holds,
+// the result is one JSON string and only that (tests hold it to
+// encoding/json, and encLen to its length).
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		x := escapeExtra[c]
+		if x == 0 {
+			i++
+			continue
 		}
-		return b, nil
-	}
-	type insert struct {
-		at int
-		s  string
-	}
-	ins := []insert{{sk.text, o.DOMText}, {sk.snap, o.DOMSnapshot}}
-	for i, a := range o.ExtractedArtifacts {
-		ins = append(ins, insert{sk.values[i], a.Value})
-	}
-	sort.Slice(ins, func(i, j int) bool { return ins[i].at < ins[j].at })
-	out := make([]byte, 0, size)
-	prev := 0
-	for _, in := range ins {
-		out = append(out, sk.doc[prev:in.at]...)
-		q, err := json.Marshal(in.s)
-		if err != nil {
-			return nil, fmt.Errorf("navigator: encode observation: %w", err)
+		if x != multiByte {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
 		}
-		out = append(out, q...)
-		prev = in.at + 2
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
 	}
-	return append(out, sk.doc[prev:]...), nil
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // shorten returns the longest prefix of s (cut on a rune boundary) that,
@@ -201,10 +436,11 @@ func (sk skeleton) fill(o contract.Observation, size int) ([]byte, error) {
 // (quotes excluded); "" when fewer than minKeep bytes would be kept. s
 // itself when it fits whole.
 func shorten(s string, avail int, marker string) string {
-	return shortenLen(s, encLen(s), avail, marker)
+	return shortenLen(s, encLenUpTo(s, max(avail, 0)), avail, marker)
 }
 
-// shortenLen is shorten of s whose encoded length is sLen.
+// shortenLen is shorten of s whose encoded length is sLen, or, when that
+// is over avail, any number over avail (see encLenUpTo).
 func shortenLen(s string, sLen, avail int, marker string) string {
 	if sLen <= avail {
 		return s
@@ -248,6 +484,16 @@ func encLen(s string) int {
 		i += size
 	}
 	return n
+}
+
+// encLenUpTo is encLen(s) when that is at most limit, and otherwise a
+// number over limit and at most encLen(s), found without reading s: no
+// character encodes in fewer bytes than it has.
+func encLenUpTo(s string, limit int) int {
+	if len(s) > limit {
+		return len(s)
+	}
+	return encLen(s)
 }
 
 // multiByte marks, in escapeExtra, the bytes that start (or are not) a
