@@ -1,21 +1,23 @@
 package canonjson
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/schemas"
 )
 
-// ParseCanonical and Check read bytes that must be exactly a canonical
-// form: the byte sequences Transform returns unchanged. They parse in one
-// pass, without re-encoding. A canonical document has no duplicate keys
-// (members are strictly sorted), no whitespace, and one spelling per
-// value, so every reader sees the same value and a hash of the bytes
-// commits to it.
+// ParseCanonical, ParseTape and Check read bytes that must be exactly a
+// canonical form: the byte sequences Transform returns unchanged. They
+// parse in one pass, without re-encoding. A canonical document has no
+// duplicate keys (members are strictly sorted), no whitespace, and one
+// spelling per value, so every reader sees the same value and a hash of
+// the bytes commits to it.
 
 // CanonError reports bytes that are not the canonical form of one JSON
 // value.
@@ -36,7 +38,7 @@ func (e *CanonError) Error() string {
 // as schemas.Parse would (maps, slices, strings, bools, nil, json.Number).
 // Errors are *CanonError.
 func ParseCanonical(b []byte) (any, error) {
-	return parseCanonical(b, schemas.MaxDepth, true)
+	return parseCanonical(b, schemas.MaxDepth, true, nil)
 }
 
 // Check returns nil when b is exactly the canonical form of one JSON value
@@ -44,15 +46,24 @@ func ParseCanonical(b []byte) (any, error) {
 // unchanged), and a *CanonError naming the first deviation otherwise. It
 // builds no value.
 func Check(b []byte, maxDepth int) error {
-	_, err := parseCanonical(b, min(max(maxDepth, 1), schemas.MaxParseDepth), false)
+	_, err := parseCanonical(b, min(max(maxDepth, 1), schemas.MaxParseDepth), false, nil)
 	return err
 }
 
-func parseCanonical(b []byte, maxDepth int, build bool) (any, error) {
+// ParseTape checks b as ParseCanonical does, with the same errors, and
+// fills t with its values instead of building them: t refers to b, which
+// must not change while t is in use. On an error t holds nothing of use.
+func ParseTape(b []byte, t *schemas.Tape) error {
+	t.Reset(b)
+	_, err := parseCanonical(b, schemas.MaxDepth, false, t)
+	return err
+}
+
+func parseCanonical(b []byte, maxDepth int, build bool, tape *schemas.Tape) (any, error) {
 	if len(b) > schemas.MaxDocumentBytes {
 		return nil, &CanonError{0, fmt.Sprintf("document larger than %d bytes", schemas.MaxDocumentBytes)}
 	}
-	p := canonParser{b: b, maxDepth: maxDepth, build: build}
+	p := canonParser{b: b, maxDepth: maxDepth, build: build, tape: tape}
 	v, err := p.value(0)
 	if err != nil {
 		return nil, err
@@ -67,7 +78,8 @@ type canonParser struct {
 	b        []byte
 	i        int
 	maxDepth int
-	build    bool // false: check only, build no value
+	build    bool          // false: check only, build no value
+	tape     *schemas.Tape // when set, the values are recorded there
 }
 
 func (p *canonParser) fail(msg string) error { return &CanonError{Offset: p.i, Msg: msg} }
@@ -90,11 +102,11 @@ func (p *canonParser) value(depth int) (any, error) {
 	case c == '"':
 		return p.strValue()
 	case c == 't':
-		return true, p.literal("true")
+		return true, p.literal("true", schemas.TapeTrue)
 	case c == 'f':
-		return false, p.literal("false")
+		return false, p.literal("false", schemas.TapeFalse)
 	case c == 'n':
-		return nil, p.literal("null")
+		return nil, p.literal("null", schemas.TapeNull)
 	case c == '-' || '0' <= c && c <= '9':
 		return p.number()
 	default:
@@ -102,15 +114,22 @@ func (p *canonParser) value(depth int) (any, error) {
 	}
 }
 
-func (p *canonParser) literal(lit string) error {
+func (p *canonParser) literal(lit string, kind schemas.TapeKind) error {
 	if len(p.b)-p.i < len(lit) || string(p.b[p.i:p.i+len(lit)]) != lit {
 		return p.fail("invalid literal")
+	}
+	if p.tape != nil {
+		p.tape.Scalar(kind, p.i, p.i+len(lit))
 	}
 	p.i += len(lit)
 	return nil
 }
 
 func (p *canonParser) object(depth int) (any, error) {
+	at := -1
+	if p.tape != nil {
+		at = p.tape.Open(schemas.TapeObject, p.i)
+	}
 	p.i++ // {
 	var obj map[string]any
 	if p.build {
@@ -118,25 +137,48 @@ func (p *canonParser) object(depth int) (any, error) {
 	}
 	if p.i < len(p.b) && p.b[p.i] == '}' {
 		p.i++
+		if at >= 0 {
+			p.tape.Close(at, p.i, 0)
+		}
 		return obj, nil
 	}
-	prev, first := "", true
-	for {
+	var prev, key []byte // the keys as written, between their quotes
+	var prevEscaped bool
+	for n := 1; ; n++ {
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
 			return nil, p.fail("want an object key")
 		}
 		keyAt := p.i
-		key, err := p.key()
-		if err != nil {
-			return nil, err
-		}
-		if !first && !LessUTF16(prev, key) {
-			if prev == key {
-				return nil, &CanonError{keyAt, "duplicate object key " + strconv.Quote(key)}
+		var keyStr string
+		var escaped bool
+		if p.build {
+			var err error
+			if keyStr, err = p.key(); err != nil {
+				return nil, err
 			}
-			return nil, &CanonError{keyAt, "object keys not sorted: " + strconv.Quote(key) + " after " + strconv.Quote(prev)}
+			key = p.b[keyAt+1 : p.i-1]
+			escaped = bytes.IndexByte(key, '\\') >= 0
+		} else {
+			s, err := p.scanStr()
+			if err != nil {
+				return nil, err
+			}
+			key, escaped = p.b[s.start:s.end], s.escaped
+			if p.tape != nil {
+				p.tape.String(s.start, s.end, s.decoded, s.escaped, s.nonASCII)
+			}
 		}
-		prev, first = key, false
+		if n > 1 && !keysInOrder(prev, key, prevEscaped || escaped) {
+			pk, k := decodeCanon(prev), decodeCanon(key)
+			if p.build {
+				k = keyStr
+			}
+			if pk == k {
+				return nil, &CanonError{keyAt, "duplicate object key " + strconv.Quote(k)}
+			}
+			return nil, &CanonError{keyAt, "object keys not sorted: " + strconv.Quote(k) + " after " + strconv.Quote(pk)}
+		}
+		prev, prevEscaped = key, escaped
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
 			return nil, p.fail("want ':' after an object key")
 		}
@@ -146,7 +188,7 @@ func (p *canonParser) object(depth int) (any, error) {
 			return nil, err
 		}
 		if p.build {
-			obj[key] = v
+			obj[keyStr] = v
 		}
 		if p.i >= len(p.b) {
 			return nil, p.fail("unexpected end of input in an object")
@@ -156,6 +198,9 @@ func (p *canonParser) object(depth int) (any, error) {
 			p.i++
 		case '}':
 			p.i++
+			if at >= 0 {
+				p.tape.Close(at, p.i, n)
+			}
 			return obj, nil
 		default:
 			return nil, p.fail("want ',' or '}' in an object")
@@ -163,7 +208,34 @@ func (p *canonParser) object(depth int) (any, error) {
 	}
 }
 
+// keysInOrder reports whether the key after prev (both as written between
+// their quotes) sorts after it, as canonical order requires: by UTF-16
+// code units, compared decoded when either holds an escape. Without
+// escapes, and with the first difference between ASCII bytes (or no
+// difference: a prefix), byte order decides, as it agrees with UTF-16
+// order there.
+func keysInOrder(prev, key []byte, escaped bool) bool {
+	if !escaped {
+		n := min(len(prev), len(key))
+		i := 0
+		for i < n && prev[i] == key[i] {
+			i++
+		}
+		if i == n {
+			return len(prev) < len(key)
+		}
+		if prev[i] < utf8.RuneSelf && key[i] < utf8.RuneSelf {
+			return prev[i] < key[i]
+		}
+	}
+	return LessUTF16(decodeCanon(prev), decodeCanon(key))
+}
+
 func (p *canonParser) array(depth int) (any, error) {
+	at := -1
+	if p.tape != nil {
+		at = p.tape.Open(schemas.TapeArray, p.i)
+	}
 	p.i++ // [
 	var arr []any
 	if p.build {
@@ -171,9 +243,12 @@ func (p *canonParser) array(depth int) (any, error) {
 	}
 	if p.i < len(p.b) && p.b[p.i] == ']' {
 		p.i++
+		if at >= 0 {
+			p.tape.Close(at, p.i, 0)
+		}
 		return arr, nil
 	}
-	for {
+	for n := 1; ; n++ {
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
@@ -189,6 +264,9 @@ func (p *canonParser) array(depth int) (any, error) {
 			p.i++
 		case ']':
 			p.i++
+			if at >= 0 {
+				p.tape.Close(at, p.i, n)
+			}
 			return arr, nil
 		default:
 			return nil, p.fail("want ',' or ']' in an array")
@@ -217,7 +295,7 @@ func (p *canonParser) quoted() (raw []byte, ok bool) {
 	return nil, false
 }
 
-// key parses an object member name.
+// key parses an object member name (building).
 func (p *canonParser) key() (string, error) {
 	if raw, ok := p.quoted(); ok {
 		if v, ok := schemas.Intern(raw); ok {
@@ -225,54 +303,132 @@ func (p *canonParser) key() (string, error) {
 			return v.(string), nil
 		}
 	}
-	return p.str(true)
+	s, err := p.scanStr()
+	if err != nil {
+		return "", err
+	}
+	return s.decode(p.b), nil
 }
 
-// strValue parses a string value, boxed.
+// strValue parses a string value: boxed when building, recorded on the
+// tape when there is one.
 func (p *canonParser) strValue() (any, error) {
-	if raw, ok := p.quoted(); ok {
-		if v, ok := schemas.Intern(raw); ok {
-			p.i += len(raw) + 2
-			return v, nil
+	if p.build {
+		if raw, ok := p.quoted(); ok {
+			if v, ok := schemas.Intern(raw); ok {
+				p.i += len(raw) + 2
+				return v, nil
+			}
 		}
 	}
-	s, err := p.str(p.build)
-	if err != nil || !p.build {
+	s, err := p.scanStr()
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	if p.tape != nil {
+		p.tape.String(s.start, s.end, s.decoded, s.escaped, s.nonASCII)
+	}
+	if !p.build {
+		return nil, nil
+	}
+	return s.decode(p.b), nil
 }
 
-// str parses a canonical string at p.i (which is '"'). It first finds
-// the end, eight bytes at a time through everything but quotes,
-// backslashes and control characters, then checks the span's UTF-8 in one
-// pass (escapes are ASCII: they do not change whether it is valid). With
-// keep false it only checks, and returns "".
-func (p *canonParser) str(keep bool) (string, error) {
+// scanned is what scanStr found of a string.
+type scanned struct {
+	start, end int  // its bytes between the quotes
+	decoded    int  // its length decoded
+	escaped    bool // it holds an escape
+	nonASCII   bool // it holds a byte >= 0x80
+}
+
+// decode returns the string, its escapes decoded.
+func (s scanned) decode(b []byte) string {
+	if !s.escaped {
+		return string(b[s.start:s.end])
+	}
+	return decodeCanon(b[s.start:s.end])
+}
+
+// decodeCanon decodes the bytes between the quotes of a string already
+// checked canonical.
+func decodeCanon(raw []byte) string {
+	buf := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			buf = append(buf, c)
+			i++
+			continue
+		}
+		switch raw[i+1] {
+		case 'b':
+			buf = append(buf, '\b')
+		case 't':
+			buf = append(buf, '\t')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'r':
+			buf = append(buf, '\r')
+		case 'u':
+			buf = append(buf, unhex(raw[i+4])<<4|unhex(raw[i+5]))
+			i += 6
+			continue
+		default: // '"', '\\'
+			buf = append(buf, raw[i+1])
+		}
+		i += 2
+	}
+	return string(buf)
+}
+
+// scanStr checks the canonical string at p.i (which is '"') and moves p.i
+// past it. It finds the bytes that need a look (quotes, backslashes,
+// control characters) eight bytes at a time and jumps to the first, then
+// checks the string's UTF-8 in one pass (escapes are ASCII: they do not
+// change whether it is valid).
+func (p *canonParser) scanStr() (scanned, error) {
 	b := p.b
-	p.i++
-	first := p.i
-	start := p.i
-	var buf []byte // the decoded string once an escape was seen
-	var high uint64
-	i := p.i
+	first := p.i + 1
+	i := first
+	var high uint64 // the string's bytes ORed together
+	overhead := 0   // the bytes its escapes add
+	escaped := false
 	for {
 		for i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
-			if stringStop(x) {
+			m := stopMask(x)
+			if m == 0 {
+				high |= x
+				i += 8
+				continue
+			}
+			k := bits.TrailingZeros64(m) >> 3
+			high |= x & (1<<(8*k) - 1)
+			i += k
+			// A two-byte escape, the common stop in text (a line feed),
+			// is passed here without leaving the loop.
+			if b[i] != '\\' || i+1 >= len(b) || !shortEscape[b[i+1]] {
 				break
 			}
-			high |= x
-			i += 8
+			escaped = true
+			overhead++
+			i += 2
+		}
+		for i < len(b) && !isStop(b[i]) {
+			high |= uint64(b[i])
+			i++
 		}
 		if i >= len(b) {
 			p.i = i
-			return "", p.fail("unterminated string")
+			return scanned{}, p.fail("unterminated string")
 		}
-		c := b[i]
-		switch {
+		switch c := b[i]; {
 		case c == '"':
-			if high&msbs != 0 && !ValidUTF8(b[first:i]) {
+			nonASCII := high&msbs != 0
+			if nonASCII && !ValidUTF8(b[first:i]) {
 				// Name the first byte at fault.
 				for p.i = first; p.i < i; {
 					if b[p.i] < utf8.RuneSelf {
@@ -285,53 +441,51 @@ func (p *canonParser) str(keep bool) (string, error) {
 					}
 					p.i += n
 				}
-				return "", p.fail("invalid UTF-8 in a string")
-			}
-			if !keep {
-				p.i = i + 1
-				return "", nil
-			}
-			var s string
-			if buf == nil {
-				s = string(b[start:i])
-			} else {
-				buf = append(buf, b[start:i]...)
-				s = string(buf)
+				return scanned{}, p.fail("invalid UTF-8 in a string")
 			}
 			p.i = i + 1
-			return s, nil
+			return scanned{start: first, end: i, decoded: i - first - overhead, escaped: escaped, nonASCII: nonASCII}, nil
 		case c == '\\':
-			if buf == nil {
-				buf = make([]byte, 0, i-start+16)
+			escaped = true
+			if i+1 < len(b) && shortEscape[b[i+1]] {
+				overhead++
+				i += 2
+				continue
 			}
-			buf = append(buf, b[start:i]...)
 			p.i = i
-			r, n, err := p.escape()
+			_, n, err := p.escape()
 			if err != nil {
-				return "", err
+				return scanned{}, err
 			}
-			buf = append(buf, r)
+			overhead += n - 1
 			i += n
-			start = i
-		case c < 0x20:
+		default: // a control character
 			p.i = i
-			return "", p.fail("control character in a string must be escaped")
-		default:
-			high |= uint64(c)
-			i++
+			return scanned{}, p.fail("control character in a string must be escaped")
 		}
 	}
 }
 
-// stringStop reports whether any of the eight bytes of x is a control
-// character, '"' or '\\' (bytes of multi-byte characters pass).
-func stringStop(x uint64) bool {
+// shortEscape marks the bytes that follow a backslash in the two-byte
+// escapes of canonical JSON.
+var shortEscape = [256]bool{'"': true, '\\': true, 'b': true, 't': true, 'n': true, 'f': true, 'r': true}
+
+// isStop reports whether a string byte needs a look: a control character,
+// '"' or '\\'.
+func isStop(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+
+// stopMask returns, for the eight bytes of x, a mask whose lowest set bit
+// is the high bit of the first byte that is a control character, '"' or
+// '\\' (bytes of multi-byte characters pass), and 0 when there is none.
+// Bits above the lowest may be set for bytes that are not such bytes (a
+// borrow carries into the byte after a match).
+func stopMask(x uint64) uint64 {
 	ctl := (x - lsbs*0x20) &^ x
 	q := x ^ (lsbs * '"')
 	q = (q - lsbs) &^ q
 	bs := x ^ (lsbs * '\\')
 	bs = (bs - lsbs) &^ bs
-	return (ctl|q|bs)&msbs != 0
+	return (ctl | q | bs) & msbs
 }
 
 // escape reads the canonical escape at p.i and returns the byte it stands
@@ -393,7 +547,6 @@ func (p *canonParser) number() (any, error) {
 	for i < len(b) && ('0' <= b[i] && b[i] <= '9' || b[i] == '.' || b[i] == 'e' || b[i] == 'E' || b[i] == '+' || b[i] == '-') {
 		i++
 	}
-	s := string(b[start:i])
 	p.i = i
 	// Fast path: a short integer without a leading zero is canonical.
 	if n := i - digits; n > 0 && n <= 15 && (b[digits] != '0' || n == 1) && !(n == 1 && b[digits] == '0' && digits > start) {
@@ -405,9 +558,10 @@ func (p *canonParser) number() (any, error) {
 			}
 		}
 		if allDigits {
-			return json.Number(s), nil
+			return p.numberValue(start, i)
 		}
 	}
+	s := string(b[start:i])
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || !validNumberSyntax(s) {
 		p.i = start
@@ -418,7 +572,19 @@ func (p *canonParser) number() (any, error) {
 		p.i = start
 		return nil, p.fail(fmt.Sprintf("number %s is not in canonical form (%s)", s, c))
 	}
-	return json.Number(s), nil
+	return p.numberValue(start, i)
+}
+
+// numberValue returns the number b[start:end] when building, and records
+// it on the tape when there is one.
+func (p *canonParser) numberValue(start, end int) (any, error) {
+	if p.tape != nil {
+		p.tape.Scalar(schemas.TapeNumber, start, end)
+	}
+	if !p.build {
+		return nil, nil
+	}
+	return json.Number(p.b[start:end]), nil
 }
 
 // validNumberSyntax checks the JSON number grammar (strconv accepts more:

@@ -55,10 +55,21 @@ func TestParseCanonical(t *testing.T) {
 		// UTF-16 order: U+1F600 (a surrogate pair, D83D...) sorts before U+FB01.
 		{`{"😀":1,"ﬁ":2}`, ""},
 		{`{"ﬁ":1,"😀":2}`, "not sorted"},
+		// Keys with escapes are ordered decoded: U+0001 before U+000A.
+		{`{"a\u0001":1,"a\n":2}`, ""},
+		{`{"a\n":1,"a\u0001":2}`, "not sorted"},
+		{`{"a\n":1,"a\n":2}`, "duplicate object key"},
+		{`{"a":1,"a\n":2}`, ""},
+		{`{"a\"":1,"a\\":2}`, ""},
+		{`{"a\\":1,"a\"":2}`, "not sorted"},
+		{`{"ab":1,"a":2}`, "not sorted"},
+		{`{"é":1,"e":2}`, "not sorted"},
+		{`{"e":1,"é":2}`, ""},
 		{strings.Repeat("[", 65) + strings.Repeat("]", 65), "nesting deeper"},
 		{strings.Repeat("[", 64) + strings.Repeat("]", 64), ""},
 	}
 	for _, tt := range tests {
+		checkCanonAgreement(t, []byte(tt.doc))
 		_, err := ParseCanonical([]byte(tt.doc))
 		switch {
 		case tt.wantErr == "" && err != nil:
@@ -89,10 +100,21 @@ func checkCanonAgreement(t testing.TB, doc []byte) {
 	if cerr := Check(doc, schemas.MaxDepth); fmt.Sprint(cerr) != fmt.Sprint(err) {
 		t.Fatalf("%q: Check says %v, ParseCanonical %v", doc, cerr, err)
 	}
+	// ParseTape too, and its tape holds the same value.
+	var tape schemas.Tape
+	if terr := ParseTape(doc, &tape); fmt.Sprint(terr) != fmt.Sprint(err) {
+		t.Fatalf("%q: ParseTape says %v, ParseCanonical %v", doc, terr, err)
+	}
 	if err == nil {
 		want, _ := schemas.Parse(doc)
 		if !reflect.DeepEqual(v, want) {
 			t.Fatalf("%q: parsed %#v, schemas.Parse %#v", doc, v, want)
+		}
+		if got := tape.Value(0); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: tape value %#v, schemas.Parse %#v", doc, got, want)
+		}
+		if start, end := tape.Span(0); tape.Kind(0) != schemas.TapeString && (start != 0 || end != len(doc)) {
+			t.Fatalf("%q: the document spans %d to %d", doc, start, end)
 		}
 	}
 	if cerr == nil {
@@ -176,12 +198,8 @@ func TestValidUTF8(t *testing.T) {
 			for b := 0; b < 256; b++ {
 				for c := 0; c < 256; c += 5 {
 					s := append([]byte(pre), byte(a), byte(b), byte(c))
-					if ValidUTF8(s) != utf8.Valid(s) {
-						t.Fatalf("% x: got %v", s, ValidUTF8(s))
-					}
-					if ValidUTF8(s[:len(s)-1]) != utf8.Valid(s[:len(s)-1]) {
-						t.Fatalf("% x", s[:len(s)-1])
-					}
+					checkUTF8(t, s)
+					checkUTF8(t, s[:len(s)-1])
 				}
 			}
 		}
@@ -190,6 +208,73 @@ func TestValidUTF8(t *testing.T) {
 		if ValidUTF8([]byte(s)) != utf8.Valid([]byte(s)) {
 			t.Errorf("%q", s)
 		}
+	}
+}
+
+// checkUTF8 compares ValidUTF8 and validUTF8Go with utf8.Valid on b.
+func checkUTF8(t testing.TB, b []byte) {
+	t.Helper()
+	want := utf8.Valid(b)
+	if got := ValidUTF8(b); got != want {
+		t.Fatalf("ValidUTF8(% x) = %v, want %v", b, got, want)
+	}
+	if got := validUTF8Go(b); got != want {
+		t.Fatalf("validUTF8Go(% x) = %v, want %v", b, got, want)
+	}
+}
+
+// TestValidUTF8Words puts every pair of bytes, and a third from a sample
+// (a different one for each pair),
+// at places that cross what ValidUTF8 reads at once: the eight-byte words
+// of validUTF8Go, the 32-byte blocks of validUTF8Blocks, the end of the
+// blocks and the start of the bytes after them; after an ASCII run, a
+// complete character or the start of one, and before more text.
+func TestValidUTF8Words(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	thirds := []byte{0x00, 0x41, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc2, 0xe0, 0xe6, 0xed, 0xf0, 0xf4, 0xff}
+	tail := []byte{'y', 0xe6, 0x97, 0xa5, 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z'}
+	type place struct{ off, total int } // the first byte tried at off, in total bytes (0: as short as it comes)
+	places := []place{{0, 0}, {3, 0}, {6, 0}, {7, 0}, {29, 96}, {30, 96}, {31, 96}, {32, 96}, {62, 70}, {63, 70}, {64, 70}, {65, 70}}
+	for _, pre := range []string{"", "é", "\xe6", "\xe6\x97", "\xf0\x9f\x98"} {
+		for _, pl := range places {
+			head := []byte(strings.Repeat("x", max(0, pl.off-len(pre))) + pre)
+			for a := 0; a < 256; a++ {
+				for b := 0; b < 256; b++ {
+					c := thirds[(a*7+b)%len(thirds)]
+					s := append(append([]byte(nil), head...), byte(a), byte(b), c)
+					s = append(s, tail...)
+					for len(s) < pl.total {
+						s = append(s, 'w')
+					}
+					checkUTF8(t, s)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkValidUTF8(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, pct := range []int{0, 1, 35} {
+		text := []byte(markup(r, 256<<10, pct))
+		b.Run(fmt.Sprintf("%d%%", pct), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for range b.N {
+				if !ValidUTF8(text) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%d%%/stdlib", pct), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for range b.N {
+				if !utf8.Valid(text) {
+					b.Fatal("invalid")
+				}
+			}
+		})
 	}
 }
 
@@ -202,9 +287,7 @@ func TestValidUTF8Large(t *testing.T) {
 	for _, pct := range []int{0, 1, 35, 90} {
 		for _, n := range []int{1024, 1031, 4099, 70000} {
 			base := []byte(markup(r, n, pct))
-			if got, want := ValidUTF8(base), utf8.Valid(base); got != want {
-				t.Fatalf("%d%% non-ASCII, %d bytes: got %v, want %v", pct, len(base), got, want)
-			}
+			checkUTF8(t, base)
 			for k := range 200 {
 				m := append([]byte(nil), base...)
 				at := r.IntN(len(m))
@@ -217,9 +300,7 @@ func TestValidUTF8Large(t *testing.T) {
 				} else {
 					m = append(m[:at], append([]byte(brk), m[min(len(m), at+len(brk)):]...)...)
 				}
-				if got, want := ValidUTF8(m), utf8.Valid(m); got != want {
-					t.Fatalf("%d%% non-ASCII, %d bytes, %q at %d: got %v, want %v", pct, len(m), brk, at, got, want)
-				}
+				checkUTF8(t, m)
 			}
 		}
 	}
@@ -229,9 +310,7 @@ func FuzzValidUTF8(f *testing.F) {
 	f.Add([]byte("héllo wörld, 日本語, a longer ASCII run follows.................\xff"))
 	f.Add([]byte(strings.Repeat("日本語のテキスト and some ASCII ", 40) + "\xe6"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if ValidUTF8(b) != utf8.Valid(b) {
-			t.Fatalf("%q", b)
-		}
+		checkUTF8(t, b)
 	})
 }
 

@@ -47,29 +47,137 @@ var utf8Rows = func() (rows [256]uint64) {
 }()
 
 // ValidUTF8 reports whether b is valid UTF-8, as utf8.Valid does (tests
-// and a fuzz test cross-check the two). A large input is cut in four at
-// character starts and the four parts run through the DFA together: each
-// step of one DFA waits for the step before it, four independent ones keep
-// the processor busy. (b is valid exactly when both parts are, if the cut
-// is at the end or before a byte that is not a continuation byte.)
+// and a fuzz test cross-check the two, on every path). Where the processor
+// has AVX2 (amd64), whole blocks of 32 bytes are checked by
+// validUTF8Blocks, in assembly, and the rest from the start of the last
+// character the blocks may have left unfinished; elsewhere, and for short
+// inputs, by validUTF8Go.
 func ValidUTF8(b []byte) bool {
-	if len(b) < 1024 {
-		return validUTF8From(dfaAccept, b)
+	if len(b) < 64 || !useBlocks {
+		return validUTF8Go(b)
 	}
-	q := len(b) / 4
-	k1 := charStart(b, q)
-	k2 := charStart(b, max(2*q, k1))
-	k3 := charStart(b, max(3*q, k2))
-	return validUTF8x4(b[:k1], b[k1:k2], b[k2:k3], b[k3:])
+	n := len(b) &^ 31
+	if !validUTF8Blocks(b[:n]) {
+		return false
+	}
+	// The blocks checked every byte against the bytes before it, but left
+	// open whether the last character is complete: check it, and the
+	// rest, from its start, the last of the last four bytes that is not a
+	// continuation byte (valid blocks never end with four).
+	start := n - 4
+	for k := n - 1; k >= n-4; k-- {
+		if b[k]&0xC0 != 0x80 {
+			start = k
+			break
+		}
+	}
+	return validUTF8Go(b[start:])
 }
 
-// charStart returns the first index from i that is the end of b or holds
-// a byte other than a continuation byte.
-func charStart(b []byte, i int) int {
-	for i < len(b) && b[i]&0xC0 == 0x80 {
-		i++
+// validUTF8Go is ValidUTF8 in Go, for every platform. It reads 32 bytes
+// at a time, as
+// four words of eight: plain ASCII is skipped, and words whose multi-byte
+// characters all start with a lead byte that admits every continuation
+// byte (C2-DF, E1-EC, EE-EF: Latin, CJK and most other scripts) are
+// checked with a few operations on each word, without a branch
+// on the bytes: the continuation bytes must be exactly where the lead
+// bytes say. Where ASCII and other text alternate (a CJK page) a branch
+// per word or per character would be mispredicted half the time. A block
+// with another lead byte (C0, C1, E0, ED, F0-FF: overlong forms,
+// surrogates, four-byte characters, bytes never valid) goes through the
+// DFA.
+func validUTF8Go(b []byte) bool {
+	const (
+		low4 = 0x0F0F0F0F0F0F0F0F
+		mid4 = 0x1E1E1E1E1E1E1E1E // bits 1 to 4: zero in C0 and C1
+		dd   = 0x0D0D0D0D0D0D0D0D
+	)
+	var due uint64 // the bytes of the next word that must be continuation bytes (high bits)
+	p := b
+	for len(p) >= 32 {
+		le := binary.LittleEndian
+		if (le.Uint64(p)|le.Uint64(p[8:])|le.Uint64(p[16:])|le.Uint64(p[24:]))&msbs|due == 0 {
+			p = p[32:]
+			continue
+		}
+		// Each word's bytes classified by their high bits, one bit per
+		// byte (bit 7; x<<k brings bit 7-k of each byte there).
+		var bad, special uint64
+		d := due
+		for k := 0; k < 32; k += 8 {
+			x := le.Uint64(p[k:])
+			x1, x2 := x<<1, x<<2
+			hi := x & msbs
+			cont := hi &^ x1    // 10xxxxxx
+			lead := hi & x1     // 11xxxxxx
+			lead3 := lead & x2  // 111xxxxx
+			lead2 := lead &^ x2 // 110xxxxx
+			// The lead bytes the marks say too little of: F0-FF; E0 and
+			// ED (low nibble 0 or D); C0 and C1 (bits 1 to 4 zero). A
+			// zero test ((y-1) &^ y, bit 7) may also mark a byte above
+			// one it marks rightly: that only sends the block to the DFA.
+			y, z, c := x&low4, x&low4^dd, x&mid4
+			special |= lead3&(x<<3|(y-lsbs)&^y|(z-lsbs)&^z) | lead2&((c-lsbs)&^c)
+			// The continuation bytes are exactly those the lead bytes
+			// (and the word before) call for.
+			bad |= cont ^ (d | lead<<8 | lead3<<16)
+			d = lead>>56 | lead3>>48
+		}
+		if special|bad == 0 {
+			due = d
+			p = p[32:]
+			continue
+		}
+		if special == 0 {
+			return false
+		}
+		// The DFA, over the block and on until it is back in a state that
+		// due can say: between characters, or one or two continuation
+		// bytes of any value to go.
+		state := stateOfDue(due)
+		i := 0
+		for ; ; i++ {
+			if i >= len(p) || state&63 == dfaError {
+				return state&63 == dfaAccept
+			}
+			if i >= 32 && dueOfState(state) != noDue {
+				break
+			}
+			state = utf8Rows[p[i]] >> (state & 63)
+		}
+		due = dueOfState(state)
+		p = p[i:]
 	}
-	return i
+	return validUTF8From(stateOfDue(due), p)
+}
+
+// noDue is what dueOfState returns for a state due cannot say.
+const noDue = ^uint64(0)
+
+// stateOfDue returns the DFA state in which the bytes due are owed.
+func stateOfDue(due uint64) uint64 {
+	switch due {
+	case 0:
+		return dfaAccept
+	case 0x80:
+		return dfaTail1
+	}
+	return dfaTail2
+}
+
+// dueOfState returns the continuation bytes a DFA state owes, as due, or
+// noDue when the state restricts them (after E0, ED, F0, F4) or owes
+// three.
+func dueOfState(state uint64) uint64 {
+	switch state & 63 {
+	case dfaAccept:
+		return 0
+	case dfaTail1:
+		return 0x80
+	case dfaTail2:
+		return 0x8080
+	}
+	return noDue
 }
 
 // validUTF8From runs the DFA over b from state and reports whether it
@@ -93,37 +201,6 @@ func validUTF8From(state uint64, b []byte) bool {
 		}
 	}
 	return state&63 == dfaAccept
-}
-
-// validUTF8x4 reports whether all four parts are valid UTF-8, running
-// their DFAs side by side, 16 bytes of each at a time (skipped when all
-// four are between characters and the 64 bytes plain ASCII).
-func validUTF8x4(a, b, c, d []byte) bool {
-	n := min(len(a), len(b), len(c), len(d))
-	a, b, c, d = a[:len(a):len(a)], b[:len(b):len(b)], c[:len(c):len(c)], d[:len(d):len(d)]
-	sa, sb, sc, sd := uint64(dfaAccept), uint64(dfaAccept), uint64(dfaAccept), uint64(dfaAccept)
-	i := 0
-	for ; i+16 <= n; i += 16 {
-		if sa&63 == dfaAccept && sb&63 == dfaAccept && sc&63 == dfaAccept && sd&63 == dfaAccept {
-			le := binary.LittleEndian
-			x := le.Uint64(a[i:]) | le.Uint64(a[i+8:]) | le.Uint64(b[i:]) | le.Uint64(b[i+8:]) |
-				le.Uint64(c[i:]) | le.Uint64(c[i+8:]) | le.Uint64(d[i:]) | le.Uint64(d[i+8:])
-			if x&msbs == 0 {
-				continue
-			}
-		}
-		ba, bb, bc, bd := a[i:i+16], b[i:i+16], c[i:i+16], d[i:i+16]
-		for j := range 16 {
-			sa = utf8Rows[ba[j]] >> (sa & 63)
-			sb = utf8Rows[bb[j]] >> (sb & 63)
-			sc = utf8Rows[bc[j]] >> (sc & 63)
-			sd = utf8Rows[bd[j]] >> (sd & 63)
-		}
-		if (sa&63)*(sb&63)*(sc&63)*(sd&63) == 0 { // one is in the error state
-			return false
-		}
-	}
-	return validUTF8From(sa, a[i:]) && validUTF8From(sb, b[i:]) && validUTF8From(sc, c[i:]) && validUTF8From(sd, d[i:])
 }
 
 // utf8Seq returns the length of the valid multi-byte UTF-8 sequence that

@@ -33,6 +33,53 @@ func decodeTree(tree any, v any) error {
 	return json.Unmarshal(b, v)
 }
 
+// rec is a value of a parsed record: a tape and the index of the value on
+// it, -1 when absent. The rules below read records through it, so that
+// the verifier checks them without building them, and the writer checks
+// the canonical bytes it is about to write the same way.
+type rec struct {
+	t *schemas.Tape
+	i int
+}
+
+// recOf returns the document of a tape.
+func recOf(t *schemas.Tape) rec { return rec{t, 0} }
+
+// at returns the member key of an object (absent when r is not an object).
+func (r rec) at(key string) rec { return rec{r.t, r.t.Member(r.i, key)} }
+
+// present reports whether the value is there, and not null.
+func (r rec) present() bool { return r.i >= 0 && r.t.Kind(r.i) != schemas.TapeNull }
+
+// str returns the value as a string, "" when it is not one.
+func (r rec) str() string { return r.t.Str(r.i) }
+
+// is reports whether the value is the string s.
+func (r rec) is(s string) bool { return r.t.StrIs(r.i, s) }
+
+// num returns the value as an integer, -1 when it is not one.
+func (r rec) num() int64 {
+	n, ok := r.t.Int(r.i)
+	if !ok {
+		return -1
+	}
+	return n
+}
+
+// isTrue reports whether the value is true.
+func (r rec) isTrue() bool { return r.t.Kind(r.i) == schemas.TapeTrue }
+
+// value returns the value built (maps, slices...), nil when absent.
+func (r rec) value() any { return r.t.Value(r.i) }
+
+// parseRec parses canonical bytes into a record on t.
+func parseRec(b []byte, t *schemas.Tape) (rec, error) {
+	if err := canonjson.ParseTape(b, t); err != nil {
+		return rec{t, -1}, err
+	}
+	return recOf(t), nil
+}
+
 func member(tree any, key string) any {
 	m, _ := tree.(map[string]any)
 	return m[key]
@@ -54,25 +101,25 @@ func intMember(tree any, key string) int64 {
 
 // checkStartManifest checks the manifest as first written: running,
 // without end, signer or seal, counts zero, goal equal to task.goal.
-func checkStartManifest(tree any) error {
-	if s := strMember(tree, "status"); s != string(contract.SessionRunning) {
+func checkStartManifest(r rec) error {
+	if s := r.at("status").str(); s != string(contract.SessionRunning) {
 		return fmt.Errorf("status %q, want running", s)
 	}
 	for _, k := range []string{"endedAt", "signer", "seal"} {
-		if member(tree, k) != nil {
+		if r.at(k).present() {
 			return fmt.Errorf("%s present in the manifest of a running session", k)
 		}
 	}
-	counts := member(tree, "counts")
+	counts := r.at("counts")
 	for _, k := range []string{"actions", "decisions", "events", "observations", "artifacts"} {
-		if intMember(counts, k) != 0 {
+		if counts.at(k).num() != 0 {
 			return fmt.Errorf("counts.%s is not zero", k)
 		}
 	}
-	if member(counts, "modelCalls") != nil {
+	if counts.at("modelCalls").present() {
 		return errors.New("counts.modelCalls present in the manifest of a running session")
 	}
-	if strMember(tree, "goal") != strMember(member(tree, "task"), "goal") {
+	if r.at("goal").str() != r.at("task").at("goal").str() {
 		return errors.New("goal differs from task.goal")
 	}
 	return nil
@@ -88,16 +135,16 @@ type decisionFacts struct {
 	Approval   *contract.ApprovalRef
 }
 
-func decisionFromTree(tree any) decisionFacts {
+func decisionOf(r rec) decisionFacts {
 	d := decisionFacts{
-		SessionID:  strMember(tree, "sessionId"),
-		ActionID:   strMember(tree, "actionId"),
-		ActionHash: strMember(tree, "actionHash"),
-		Result:     strMember(tree, "result"),
+		SessionID:  r.at("sessionId").str(),
+		ActionID:   r.at("actionId").str(),
+		ActionHash: r.at("actionHash").str(),
+		Result:     r.at("result").str(),
+		Allow:      r.at("allow").isTrue(),
 	}
-	d.Allow, _ = member(tree, "allow").(bool)
-	if a := member(tree, "approval"); a != nil {
-		d.Approval = &contract.ApprovalRef{ID: strMember(a, "id"), ActionHash: strMember(a, "actionHash")}
+	if a := r.at("approval"); a.present() {
+		d.Approval = &contract.ApprovalRef{ID: a.at("id").str(), ActionHash: a.at("actionHash").str()}
 	}
 	return d
 }
@@ -143,15 +190,15 @@ type actionFacts struct{ id string }
 
 // validateActionLine validates the form of a line of actions.jsonl: an
 // object of exactly action and result, each valid.
-func validateActionLine(tree any) error {
-	m, ok := tree.(map[string]any)
-	if !ok || len(m) != 2 || m["action"] == nil || m["result"] == nil {
+func validateActionLine(r rec) error {
+	a, res := r.at("action"), r.at("result")
+	if r.t.Kind(r.i) != schemas.TapeObject || r.t.Count(r.i) != 2 || !a.present() || !res.present() {
 		return errors.New(`want an object of exactly "action" and "result"`)
 	}
-	if err := validateShape(string(schemas.KindAction), m["action"]); err != nil {
+	if err := validateRec(string(schemas.KindAction), a); err != nil {
 		return fmt.Errorf("action: %w", err)
 	}
-	if err := validateShape(string(schemas.KindToolResult), m["result"]); err != nil {
+	if err := validateRec(string(schemas.KindToolResult), res); err != nil {
 		return fmt.Errorf("result: %w", err)
 	}
 	return nil
@@ -160,38 +207,37 @@ func validateActionLine(tree any) error {
 // checkActionLine checks a valid line of actions.jsonl: the result is the
 // action's, in the bundle's session, and the text of a redacted type
 // action is masked.
-func checkActionLine(tree any, sid string) (actionFacts, error) {
-	m := tree.(map[string]any)
-	a, r := m["action"], m["result"]
-	id, typ := strMember(a, "id"), strMember(a, "type")
+func checkActionLine(line rec, sid string) (actionFacts, error) {
+	a, r := line.at("action"), line.at("result")
+	id, typ := a.at("id").str(), a.at("type").str()
 	switch {
-	case strMember(r, "actionId") != id:
-		return actionFacts{}, fmt.Errorf("result.actionId %q, want the action's id %q", strMember(r, "actionId"), id)
-	case strMember(r, "action") != "browser."+typ:
-		return actionFacts{}, fmt.Errorf("result.action %q, want %q", strMember(r, "action"), "browser."+typ)
-	case strMember(r, "sessionId") != sid:
-		return actionFacts{}, fmt.Errorf("result.sessionId %q, want %q", strMember(r, "sessionId"), sid)
+	case r.at("actionId").str() != id:
+		return actionFacts{}, fmt.Errorf("result.actionId %q, want the action's id %q", r.at("actionId").str(), id)
+	case r.at("action").str() != "browser."+typ:
+		return actionFacts{}, fmt.Errorf("result.action %q, want %q", r.at("action").str(), "browser."+typ)
+	case !r.at("sessionId").is(sid):
+		return actionFacts{}, fmt.Errorf("result.sessionId %q, want %q", r.at("sessionId").str(), sid)
 	}
-	if typ == string(contract.ActType) && member(a, "redact") == true && strMember(a, "text") != RedactedText {
+	if typ == string(contract.ActType) && a.at("redact").isTrue() && !a.at("text").is(RedactedText) {
 		return actionFacts{}, fmt.Errorf("the text of a redacted type action is stored, want %q", RedactedText)
 	}
 	return actionFacts{id: id}, nil
 }
 
 // checkEvent: a session.started event names the bundle's session.
-func checkEvent(tree any, sid string) error {
-	if strMember(tree, "type") == string(contract.EventSessionStarted) {
-		if got := strMember(tree, "computerUseSessionId"); got != sid {
-			return fmt.Errorf("session.started names session %q, want %q", got, sid)
+func checkEvent(r rec, sid string) error {
+	if r.at("type").is(string(contract.EventSessionStarted)) {
+		if got := r.at("computerUseSessionId"); !got.is(sid) {
+			return fmt.Errorf("session.started names session %q, want %q", got.str(), sid)
 		}
 	}
 	return nil
 }
 
 // checkModelCall: a model-call record names the bundle's session.
-func checkModelCall(tree any, sid string) error {
-	if got := strMember(tree, "sessionId"); got != sid {
-		return fmt.Errorf("sessionId %q, want %q", got, sid)
+func checkModelCall(r rec, sid string) error {
+	if got := r.at("sessionId"); !got.is(sid) {
+		return fmt.Errorf("sessionId %q, want %q", got.str(), sid)
 	}
 	return nil
 }
@@ -200,15 +246,15 @@ func checkModelCall(tree any, sid string) error {
 // in the .html beside it, whose digest is given), state.domHash is that
 // digest, and the state names the bundle's session. snap is checked for
 // length when given (writing); the verifier checks the file itself.
-func checkObservation(tree any, sid string, digest Hash, snap string, withSnap bool) error {
-	state := member(tree, "state")
+func checkObservation(r rec, sid string, digest Hash, snap string, withSnap bool) error {
+	state := r.at("state")
 	switch {
-	case strMember(tree, "domSnapshot") != "":
+	case r.at("domSnapshot").str() != "":
 		return errors.New("domSnapshot must be empty: the snapshot is stored in the .html beside it")
-	case strMember(state, "domHash") != digest.String():
-		return fmt.Errorf("state.domHash %s, want the SHA-256 of the snapshot file %s", strMember(state, "domHash"), digest)
-	case strMember(state, "sessionId") != sid:
-		return fmt.Errorf("state.sessionId %q, want %q", strMember(state, "sessionId"), sid)
+	case !isHash(state.at("domHash"), digest):
+		return fmt.Errorf("state.domHash %s, want the SHA-256 of the snapshot file %s", state.at("domHash").str(), digest)
+	case !state.at("sessionId").is(sid):
+		return fmt.Errorf("state.sessionId %q, want %q", state.at("sessionId").str(), sid)
 	}
 	if withSnap {
 		return checkSnapshot([]byte(snap))
@@ -233,48 +279,57 @@ func checkSnapshot(b []byte) error {
 // checkArtifact: the hash of an extracted artifact is the SHA-256 of its
 // value, or for a screenshot the SHA-256 of the image its value names
 // (stored before it).
-func checkArtifact(tree any, images map[string]Hash) error {
-	value, hash := strMember(tree, "value"), strMember(tree, "hash")
-	if strMember(tree, "type") == string(contract.ArtifactScreenshot) {
+func checkArtifact(r rec, images map[string]Hash) error {
+	value, hash := r.at("value").str(), r.at("hash")
+	if r.at("type").is(string(contract.ArtifactScreenshot)) {
 		h, ok := images[value]
 		if !ok {
 			return fmt.Errorf("screenshot value %q is not the uri of an image stored before it", value)
 		}
-		if hash != h.String() {
-			return fmt.Errorf("hash %s, want the image's SHA-256 %s", hash, h)
+		if !isHash(hash, h) {
+			return fmt.Errorf("hash %s, want the image's SHA-256 %s", hash.str(), h)
 		}
 		return nil
 	}
-	sum := sha256.Sum256([]byte(value))
-	if want := hex.EncodeToString(sum[:]); hash != want {
-		return fmt.Errorf("hash %s, want the SHA-256 of the value %s", hash, want)
+	if sum := Hash(sha256.Sum256([]byte(value))); !isHash(hash, sum) {
+		return fmt.Errorf("hash %s, want the SHA-256 of the value %s", hash.str(), sum)
 	}
 	return nil
+}
+
+// isHash reports whether r is the hash h in lowercase hex.
+func isHash(r rec, h Hash) bool {
+	if r.t.Kind(r.i) != schemas.TapeString {
+		return false
+	}
+	var buf [64]byte
+	hex.Encode(buf[:], h[:])
+	return string(r.t.Raw(r.i)) == string(buf[:]) // hex needs no escape
 }
 
 // checkImageRecord: an image record describes exactly the image stored
 // at file: its uri, the type and dimensions its bytes show, its size and
 // SHA-256, and its id is the file's.
-func checkImageRecord(tree any, file string, size int, info imageInfo, digest Hash) error {
+func checkImageRecord(r rec, file string, size int, info imageInfo, digest Hash) error {
 	switch {
-	case strMember(tree, "id") != artifactID(file):
-		return fmt.Errorf("id %q, want %q", strMember(tree, "id"), artifactID(file))
-	case strMember(tree, "uri") != file:
-		return fmt.Errorf("uri %q, want %q", strMember(tree, "uri"), file)
-	case strMember(tree, "mimeType") != info.mime:
-		return fmt.Errorf("mimeType %q, but the bytes are %s", strMember(tree, "mimeType"), info.mime)
-	case intMember(tree, "byteSize") != int64(size):
-		return fmt.Errorf("byteSize %d, want %d", intMember(tree, "byteSize"), size)
-	case strMember(tree, "contentHash") != digest.String():
-		return fmt.Errorf("contentHash %s, want %s", strMember(tree, "contentHash"), digest)
+	case !r.at("id").is(artifactID(file)):
+		return fmt.Errorf("id %q, want %q", r.at("id").str(), artifactID(file))
+	case !r.at("uri").is(file):
+		return fmt.Errorf("uri %q, want %q", r.at("uri").str(), file)
+	case !r.at("mimeType").is(info.mime):
+		return fmt.Errorf("mimeType %q, but the bytes are %s", r.at("mimeType").str(), info.mime)
+	case r.at("byteSize").num() != int64(size):
+		return fmt.Errorf("byteSize %d, want %d", r.at("byteSize").num(), size)
+	case !isHash(r.at("contentHash"), digest):
+		return fmt.Errorf("contentHash %s, want %s", r.at("contentHash").str(), digest)
 	}
 	for _, d := range []struct {
 		key  string
 		want int
 	}{{"width", info.width}, {"height", info.height}} {
 		got := int64(0)
-		if member(tree, d.key) != nil {
-			got = intMember(tree, d.key)
+		if v := r.at(d.key); v.present() {
+			got = v.num()
 		}
 		if got != int64(d.want) {
 			return fmt.Errorf("%s %d, but the image header says %d", d.key, got, d.want)

@@ -3,10 +3,13 @@ package evidence
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/schemas"
@@ -28,7 +31,15 @@ type masker struct {
 	r     *strings.Replacer
 }
 
-type maskPair struct{ value, placeholder string }
+type maskPair struct {
+	value, placeholder string
+	escaped            string // value as canonical JSON writes it in a string
+}
+
+func newPair(value, placeholder string) maskPair {
+	e := canonjson.AppendString(nil, value)
+	return maskPair{value: value, placeholder: placeholder, escaped: string(e[1 : len(e)-1])}
+}
 
 func newMasker(secrets map[string]string) (*masker, error) {
 	m := &masker{}
@@ -39,7 +50,7 @@ func newMasker(secrets map[string]string) (*masker, error) {
 		if len(v) < MinSecretLen {
 			return nil, fmt.Errorf("evidence: secret %s: value shorter than %d bytes cannot be masked safely", name, MinSecretLen)
 		}
-		m.pairs = append(m.pairs, maskPair{v, secretPlaceholder(name)})
+		m.pairs = append(m.pairs, newPair(v, secretPlaceholder(name)))
 	}
 	for _, p := range m.pairs {
 		for _, q := range m.pairs {
@@ -52,17 +63,19 @@ func newMasker(secrets map[string]string) (*masker, error) {
 	return m, nil
 }
 
-// addRedacted adds a value to mask as {{redacted}} from now on.
+// addRedacted adds a value to mask as {{redacted}} from now on. A text
+// that a placeholder holds (the text the caller already redacted, or part
+// of it) is not added: the placeholders are what the writer writes.
 func (m *masker) addRedacted(v string) {
-	if len(v) < MinSecretLen {
+	if len(v) < MinSecretLen || strings.Contains(RedactedText, v) {
 		return
 	}
 	for _, p := range m.pairs {
-		if p.value == v {
+		if p.value == v || strings.Contains(p.placeholder, v) {
 			return
 		}
 	}
-	m.pairs = append(m.pairs, maskPair{v, RedactedText})
+	m.pairs = append(m.pairs, newPair(v, RedactedText))
 	m.build()
 }
 
@@ -93,69 +106,245 @@ func (m *masker) maskString(s string) (string, bool) {
 	return out, out != s
 }
 
-// maskTree replaces known values in every string and object key of a
-// parsed JSON value, in place where it can.
-func (m *masker) maskTree(v any) (any, bool) {
-	if m.r == nil {
-		return v, false
-	}
-	switch t := v.(type) {
-	case string:
-		return m.maskString(t)
-	case []any:
-		any := false
-		for i, x := range t {
-			var c bool
-			t[i], c = m.maskTree(x)
-			any = any || c
-		}
-		return t, any
-	case map[string]any:
-		any := false
-		var renamed map[string]string
-		for k, x := range t {
-			nv, c := m.maskTree(x)
-			t[k] = nv
-			if nk, ck := m.maskString(k); ck {
-				if renamed == nil {
-					renamed = map[string]string{}
-				}
-				renamed[k] = nk
-			}
-			any = any || c
-		}
-		for k, nk := range renamed {
-			t[nk] = t[k]
-			delete(t, k)
-			any = true
-		}
-		return t, any
-	}
-	return v, false
+// ErrSecret is wrapped by the error for a record that holds a secret
+// value (Options.Secrets, or the text of a redacted type action) where it
+// cannot be masked: in a structural field (an id, a hash, a file name, a
+// kind, a time), in a member name, or across the record's bytes. The
+// record is refused, never stored; the error names the place, never the
+// value.
+var ErrSecret = errors.New("evidence: a secret value where it cannot be masked")
+
+// freeText lists, by record shape, where a record holds free text, the
+// only strings the writer masks: messages, reasons, descriptions, page
+// text, selectors, URLs. Every other string is structural (ids, hashes,
+// file names, kinds, enumerated values, times): rewriting one would
+// corrupt what the records say of each other, so one that holds a secret
+// value is refused instead, and so is a member name. A path names members
+// by name, the items of an array by "*", and a path ending in "/**" every
+// string below it (the free-form hints of a task).
+var freeText = map[string][]string{
+	string(schemas.KindManifest): {"goal", "task/goal", "task/urls/*", "task/hints/**"},
+	string(schemas.KindPlan):     {"goal", "steps/*/description", "steps/*/successCriteria"},
+	string(schemas.KindDecision): {"error", "approval/approver", "reasons/*/message", "riskReasons/*/message",
+		"approvalReasons/*/message", "waived/*/message", "exceptions/*/reason", "exceptions/*/why"},
+	shapeActionLine: {"action/reason", "action/selector", "action/text", "action/value", "action/url",
+		"result/error/message", "result/url"},
+	string(schemas.KindEvent):     {"message", "summary", "url"},
+	string(schemas.KindModelCall): {"error"},
+	string(schemas.KindObservation): {"domText", "state/title", "state/activeUrl", "affordances/*/role",
+		"affordances/*/selector", "affordances/*/text", "extractedArtifacts/*/value",
+		"extractedArtifacts/*/sourceSelector", "extractedArtifacts/*/sourceUrl"},
+	shapeArtifact:                     {"value", "sourceSelector", "sourceUrl"},
+	string(schemas.KindImageArtifact): {"sourceUrl"},
 }
 
-// findIn returns the placeholder of the first known value found in b.
+// shapeActionLine names a line of actions.jsonl for freeText.
+const shapeActionLine = "action line"
+
+// freeTextOf returns the free-text paths of a record of a shape: a
+// screenshot artifact's value is the uri of its image, not text.
+func freeTextOf(shape string, tree any) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range freeText[shape] {
+		out[p] = true
+	}
+	if shape == shapeArtifact && strMember(tree, "type") == "screenshot" {
+		delete(out, "value")
+	}
+	return out
+}
+
+// maskRecord masks the known values in the free-text strings of a parsed
+// record of the named shape, in place, and reports whether it masked any.
+// A known value anywhere else (another string, a member name) is an error
+// wrapping ErrSecret.
+func (m *masker) maskRecord(shape string, tree any) (any, bool, error) {
+	if m.r == nil {
+		return tree, false, nil
+	}
+	free := freeTextOf(shape, tree)
+	masked := false
+	var walk func(v any, path string) (any, error)
+	walk = func(v any, path string) (any, error) {
+		switch t := v.(type) {
+		case string:
+			if free[path] || isBelowFree(free, path) {
+				s, c := m.maskString(t)
+				masked = masked || c
+				return s, nil
+			}
+			if _, found := m.findIn([]byte(t)); found {
+				return nil, fmt.Errorf("%w: %s is not free text", ErrSecret, pointer(path))
+			}
+		case []any:
+			for i, x := range t {
+				nx, err := walk(x, join(path, "*"))
+				if err != nil {
+					return nil, err
+				}
+				t[i] = nx
+			}
+		case map[string]any:
+			for k, x := range t {
+				if _, found := m.findIn([]byte(k)); found {
+					return nil, fmt.Errorf("%w: a member name of %s", ErrSecret, pointer(path))
+				}
+				nx, err := walk(x, join(path, k))
+				if err != nil {
+					return nil, err
+				}
+				t[k] = nx
+			}
+		}
+		return v, nil
+	}
+	out, err := walk(tree, "")
+	return out, masked, err
+}
+
+// isBelowFree reports whether path is below a free path ending in "/**".
+func isBelowFree(free map[string]bool, path string) bool {
+	for p := range free {
+		if prefix, ok := strings.CutSuffix(p, "/**"); ok && strings.HasPrefix(path, prefix+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func join(path, seg string) string {
+	if path == "" {
+		return seg
+	}
+	return path + "/" + seg
+}
+
+// pointer renders a path for an error ("/" for the record itself).
+func pointer(path string) string { return "/" + path }
+
+// findIn returns the placeholder of the first known value found in b, as
+// it is or as canonical JSON escapes it. An occurrence that lies inside a
+// value the writer or the driver generated is chance, not a leak, and is
+// not counted (see byChance): a PIN "2026" occurs in every time of the
+// year, and any short string of hex digits in some hash.
 func (m *masker) findIn(b []byte) (string, bool) {
 	for _, p := range m.pairs {
-		if bytes.Contains(b, []byte(p.value)) {
+		if occurs(b, p.value) || p.escaped != p.value && occurs(b, p.escaped) {
 			return p.placeholder, true
 		}
 	}
 	return "", false
 }
 
-// canonicalize marshals v, masks it, and returns its canonical bytes and
-// the parsed (masked) value that the bytes encode.
-func canonicalize(v any, m *masker) (canon []byte, tree any, masked bool, err error) {
+// occurs reports whether v occurs in b other than by chance.
+func occurs(b []byte, v string) bool {
+	for from := 0; ; {
+		i := bytes.Index(b[from:], []byte(v))
+		if i < 0 {
+			return false
+		}
+		i += from
+		if !byChance(b, i, i+len(v)) {
+			return true
+		}
+		from = i + 1
+	}
+}
+
+// minDigestHex is the shortest run of hex digits taken for a digest
+// (SHA-256 is 64, a decision id's part 32).
+const minDigestHex = 32
+
+// byChance reports whether b[i:j] lies inside a generated value that
+// cannot carry text: a run of at least minDigestHex hex digits (a hash),
+// a JSON number (a count, a latency, a size), or a string that is an RFC
+// 3339 time. Each of these is computed (hashes, clocks, measurements),
+// never copied from a page or a model, so a secret found inside one got
+// there by coincidence; anywhere else it is a leak.
+func byChance(b []byte, i, j int) bool {
+	run := func(in func(byte) bool) (int, int) {
+		s, e := i, j
+		for s > 0 && in(b[s-1]) {
+			s--
+		}
+		for e < len(b) && in(b[e]) {
+			e++
+		}
+		return s, e
+	}
+	within := func(s, e int, in func(byte) bool) bool {
+		for k := s; k < e; k++ {
+			if !in(b[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	if within(i, j, isHexDigit) {
+		if s, e := run(isHexDigit); e-s >= minDigestHex {
+			return true
+		}
+	}
+	if within(i, j, isNumberByte) {
+		s, e := run(isNumberByte)
+		if s > 0 && e < len(b) && bytes.IndexByte([]byte(":,["), b[s-1]) >= 0 && bytes.IndexByte([]byte(",]}"), b[e]) >= 0 {
+			if _, err := strconv.ParseFloat(string(b[s:e]), 64); err == nil {
+				return true
+			}
+		}
+	}
+	if within(i, j, isTimeByte) {
+		s, e := run(isTimeByte)
+		if (s == 0 || b[s-1] == '"') && (e == len(b) || b[e] == '"') {
+			if _, err := time.Parse(time.RFC3339Nano, string(b[s:e])); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isHexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+func isTimeByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == ':' || c == '.' || c == 'T' || c == 'Z'
+}
+
+// check returns an error wrapping ErrSecret when b, bytes about to be
+// written, holds a known value, as it is or escaped: what masking left
+// (a value spanning two strings, or a placeholder and the text beside it)
+// or what was never masked (a ledger entry's hashes and times).
+func (m *masker) check(what string, b []byte) error {
+	if _, found := m.findIn(b); found {
+		return fmt.Errorf("%w: in the bytes of %s", ErrSecret, what)
+	}
+	return nil
+}
+
+// canonicalize marshals v, masks the free text of a record of the shape,
+// and returns its canonical bytes, having checked that no known value is
+// left in them.
+func canonicalize(shape string, v any, m *masker) (canon []byte, masked bool, err error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
-	tree, err = schemas.Parse(b)
+	tree, err := schemas.Parse(b)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
-	tree, masked = m.maskTree(tree)
-	canon, err = canonjson.EncodeValue(tree)
-	return canon, tree, masked, err
+	if tree, masked, err = m.maskRecord(shape, tree); err != nil {
+		return nil, false, err
+	}
+	if canon, err = canonjson.EncodeValue(tree); err != nil {
+		return nil, false, err
+	}
+	if err := m.check("the record", canon); err != nil {
+		return nil, false, err
+	}
+	return canon, masked, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/schemas"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -157,6 +158,12 @@ func TestSecretOptions(t *testing.T) {
 		{"bad name", map[string]string{"a b": "long-enough"}, "secret name"},
 		{"in a placeholder", map[string]string{"LONGNAME": "secret:LONG"}, "placeholder"},
 		{"fine", map[string]string{"PIN": "1234"}, ""},
+		// A value that occurs in the manifest's times or a ledger entry's
+		// hashes by coincidence is not a leak (TestChanceOccurrences); one
+		// in the manifest's structure otherwise is refused there.
+		{"in a time", map[string]string{"DAY": "2026-01-23"}, ""},
+		{"in the genesis entry", map[string]string{"ZEROS": "00000000"}, ""},
+		{"in the session id", map[string]string{"SID": testManifest().SessionID}, "is not free text"},
 	} {
 		_, err := Create(t.TempDir(), testManifest(), Options{Secrets: tt.secrets})
 		if got := err != nil && strings.Contains(err.Error(), tt.wantErr); tt.wantErr != "" && !got || tt.wantErr == "" && err != nil {
@@ -304,5 +311,282 @@ func TestWriterStopsOnLedgerFailure(t *testing.T) {
 				t.Error("sealed after a failure")
 			}
 		})
+	}
+}
+
+// TestMaskRecord: the writer masks known values in free text only; a
+// value in any other string or in a member name is refused, naming the
+// place and never the value.
+func TestMaskRecord(t *testing.T) {
+	secrets := map[string]string{"PW": "hunter2-pw", "ID": "act-77"}
+	tests := []struct {
+		name    string
+		shape   string
+		doc     string
+		want    string // the masked record, canonical; "" when refused
+		wantErr string // the place named when refused
+	}{
+		{"free text masked", shapeActionLine,
+			`{"action":{"id":"a1","reason":"type hunter2-pw now","text":"hunter2-pw"},"result":{"actionId":"a1"}}`,
+			`{"action":{"id":"a1","reason":"type {{secret:PW}} now","text":"{{secret:PW}}"},"result":{"actionId":"a1"}}`, ""},
+		{"a URL is free text", shapeActionLine,
+			`{"action":{"url":"https://example.com/?t=hunter2-pw"},"result":{"url":"https://example.com/hunter2-pw"}}`,
+			`{"action":{"url":"https://example.com/?t={{secret:PW}}"},"result":{"url":"https://example.com/{{secret:PW}}"}}`, ""},
+		{"nothing to mask", string(schemas.KindEvent), `{"message":"clicked","type":"action"}`, `{"message":"clicked","type":"action"}`, ""},
+		{"an action id", shapeActionLine, `{"action":{"id":"act-77","reason":"r"},"result":{"actionId":"a1"}}`, "", "/action/id"},
+		{"an id in a result", shapeActionLine, `{"action":{"id":"a1"},"result":{"actionId":"act-77"}}`, "", "/result/actionId"},
+		{"an event's action id", string(schemas.KindEvent), `{"actionId":"act-77","summary":"clicked act-77"}`, "", "/actionId"},
+		{"part of a hash", string(schemas.KindDecision), `{"actionHash":"00hunter2-pw00","reasons":[{"message":"ok"}]}`, "", "/actionHash"},
+		{"a policy tag", shapeActionLine, `{"action":{"policyTags":["nav","act-77"]},"result":{}}`, "", "/action/policyTags/*"},
+		{"a member name", string(schemas.KindManifest), `{"task":{"hints":{"act-77":1}}}`, "", "a member name of /task/hints"},
+		{"hints values are free text", string(schemas.KindManifest), `{"task":{"hints":{"login":["hunter2-pw"]}}}`,
+			`{"task":{"hints":{"login":["{{secret:PW}}"]}}}`, ""},
+		{"a screenshot's value is its image", shapeArtifact, `{"type":"screenshot","value":"artifacts/act-77.png"}`, "", "/value"},
+		{"a text artifact's value is free", shapeArtifact, `{"type":"text","value":"act-77"}`, `{"type":"text","value":"{{secret:ID}}"}`, ""},
+		{"a value across two strings", string(schemas.KindEvent), `{"message":"act-","summary":"77"}`, `{"message":"act-","summary":"77"}`, ""},
+		{"a value spanning the record's bytes", string(schemas.KindModelCall), `{"error":"x\",\"model\":\"y","model":"act-7"}`,
+			`{"error":"x\",\"model\":\"y","model":"act-7"}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := newMasker(secrets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := schemas.Parse([]byte(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := m.maskRecord(tt.shape, tree)
+			if tt.want == "" {
+				if !errors.Is(err, ErrSecret) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want an error wrapping ErrSecret naming %s", err, tt.wantErr)
+				}
+				for _, v := range secrets {
+					if strings.Contains(err.Error(), v) {
+						t.Errorf("the error %q names the value", err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want %s", err, tt.want)
+			}
+			b, _ := canonjson.EncodeValue(got)
+			if string(b) != tt.want {
+				t.Errorf("got %s, want %s", b, tt.want)
+			}
+		})
+	}
+}
+
+// TestCanonicalizeRefusesLeftovers: what masking cannot reach, the check
+// of the encoded bytes refuses: a value that the encoding spells across
+// two strings (it holds a quote), and a member name.
+func TestCanonicalizeRefusesLeftovers(t *testing.T) {
+	tests := []struct {
+		name    string
+		secret  string
+		shape   string
+		v       any
+		refused bool
+	}{
+		{"across two strings", `y","selector":"#`, shapeActionLine,
+			actionLine{Action: contract.Action{ID: "a1", Type: contract.ActClick, Reason: "x y", Selector: "#z"}}, true},
+		{"a quote in free text", `say "hi"`, shapeActionLine,
+			actionLine{Action: contract.Action{ID: "a1", Type: contract.ActClick, Reason: `they say "hi"`, Selector: "#z"}}, false},
+		{"a member name", `"reason"`, shapeActionLine,
+			actionLine{Action: contract.Action{ID: "a1", Type: contract.ActClick, Reason: "r"}}, true},
+		{"in free text only", "pa55-word", shapeActionLine,
+			actionLine{Action: contract.Action{ID: "a1", Type: contract.ActClick, Reason: "pa55-word"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := newMasker(map[string]string{"S": tt.secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			canon, _, err := canonicalize(tt.shape, tt.v, m)
+			if got := errors.Is(err, ErrSecret); got != tt.refused {
+				t.Fatalf("refused %v (%v), want %v", got, err, tt.refused)
+			}
+			if err == nil && (bytes.Contains(canon, []byte(tt.secret)) || bytes.Contains(canon, []byte(spellings(tt.secret)[1]))) {
+				t.Errorf("%s holds the secret", canon)
+			}
+		})
+	}
+}
+
+// TestWriterRefusesSecretsInStructure: a secret value that happens to be
+// an id, a tag, a kind or a name is refused where the writer would
+// otherwise have stored it, the writer goes on, and the bundle it seals
+// verifies and holds the value nowhere, while the same value in free text
+// is masked.
+func TestWriterRefusesSecretsInStructure(t *testing.T) {
+	secret := "act-77"
+	w, err := Create(t.TempDir(), testManifest(), Options{Clock: fixedClock(), Secrets: map[string]string{"ID": secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clash := contract.Action{ID: secret, Type: contract.ActClick, Reason: "click", PolicyTags: []string{}, Selector: "#buy"}
+	tagged := contract.Action{ID: "a2", Type: contract.ActClick, Reason: "click", PolicyTags: []string{secret}, Selector: "#buy"}
+	free := contract.Action{ID: "a3", Type: contract.ActClick, Reason: "the button " + secret, PolicyTags: []string{}, Selector: "#" + secret}
+	tests := []struct {
+		name    string
+		do      func() error
+		refused bool
+		quarant bool // refused as a quarantined artifact
+	}{
+		{"decision for an action whose id is the value", func() error { return w.Decision(decision("d1", clash, contract.ResultAllowed)) }, true, false},
+		{"the action itself", func() error { return w.Action(clash, result(clash, true)) }, true, false},
+		{"an event naming the action", func() error {
+			return w.Event(contract.StreamEvent{Type: contract.EventAction, ActionID: secret, ActionType: contract.ActClick, RiskLevel: contract.RiskLow, Summary: "clicked", Timestamp: "2026-01-23T10:15:00Z"})
+		}, true, false},
+		{"a policy tag", func() error { return w.Action(tagged, result(tagged, true)) }, true, false},
+		{"an artifact id", func() error {
+			return w.Artifact(contract.Artifact{ID: secret, Type: contract.ArtifactText, Value: "v", SourceURL: "https://example.com/"})
+		}, true, true},
+		{"an image id", func() error { _, err := w.Image(secret, testPNG(2, 2), ImageMeta{}); return err }, true, true},
+		{"free text: a decision", func() error { return w.Decision(decision("d3", free, contract.ResultAllowed)) }, false, false},
+		{"free text: the action", func() error { return w.Action(free, result(free, true)) }, false, false},
+		{"free text: an artifact's value", func() error {
+			return w.Artifact(contract.Artifact{ID: "art-1", Type: contract.ArtifactText, Value: "value " + secret, SourceURL: "https://example.com/?q=" + secret})
+		}, false, false},
+	}
+	for _, tt := range tests {
+		err := tt.do()
+		switch {
+		case tt.refused && !errors.Is(err, ErrSecret):
+			t.Errorf("%s: %v, want an error wrapping ErrSecret", tt.name, err)
+		case tt.refused && tt.quarant != errors.Is(err, ErrQuarantined):
+			t.Errorf("%s: %v, quarantined %v, want %v", tt.name, err, errors.Is(err, ErrQuarantined), tt.quarant)
+		case !tt.refused && err != nil:
+			t.Errorf("%s: %v, want it stored with the value masked", tt.name, err)
+		case err != nil && strings.Contains(err.Error(), secret):
+			t.Errorf("%s: the error %q names the value", tt.name, err)
+		}
+		if w.Err() != nil {
+			t.Fatalf("%s: the writer stopped: %v", tt.name, w.Err())
+		}
+	}
+	if _, err := w.Seal(context.Background(), contract.SessionCompleted, time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Verify(context.Background(), w.Dir(), VerifyOptions{})
+	if err != nil {
+		t.Fatalf("the bundle does not verify: %v", err)
+	}
+	if r.Counts.Decisions != 1 || r.Counts.Actions != 1 || r.Counts.Artifacts != 1 {
+		t.Errorf("counts %+v, want the free-text decision, action and artifact only", r.Counts)
+	}
+	names, files := bundleFiles(t, w.Dir())
+	for _, n := range names {
+		for _, s := range spellings(secret) {
+			if bytes.Contains(files[n], []byte(s)) {
+				t.Errorf("%s holds the secret (as %q)", n, s)
+			}
+		}
+	}
+	mustContain(t, string(files[FileActions]), "the button {{secret:ID}}", "#{{secret:ID}}")
+}
+
+// TestAddRedacted: the text of a redacted type action is masked from then
+// on, unless a placeholder holds it (the caller's text already redacted):
+// masking it would refuse every later record that holds a placeholder.
+func TestAddRedacted(t *testing.T) {
+	tests := []struct {
+		text  string
+		added bool
+	}{
+		{"my-card-4111", true},
+		{RedactedText, false},
+		{"redacted", false},
+		{"{{secret:PW}}", false},
+		{"secret:PW", false},
+		{"abc", false},        // shorter than MinSecretLen
+		{"hunter2-pw", false}, // a secret already
+	}
+	for _, tt := range tests {
+		m, err := newMasker(map[string]string{"PW": "hunter2-pw"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.addRedacted(tt.text)
+		added := false
+		for _, p := range m.pairs {
+			added = added || p.value == tt.text && p.placeholder == RedactedText
+		}
+		if added != tt.added {
+			t.Errorf("addRedacted(%q): added %v, want %v", tt.text, added, tt.added)
+		}
+		if err := m.check("a record", []byte(`{"text":"{{redacted}}","x":"{{secret:PW}}"}`)); err != nil {
+			t.Errorf("addRedacted(%q): the placeholders are refused: %v", tt.text, err)
+		}
+	}
+}
+
+// TestChanceOccurrences: a secret found inside a generated value (a time,
+// a hash, a number) got there by coincidence and is not a leak; anywhere
+// else it is.
+func TestChanceOccurrences(t *testing.T) {
+	digest := "0123456789abcdef2026beef89abcdef0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		name, in, value string
+		want            bool
+	}{
+		{"a time", `{"timestamp":"2026-01-23T10:15:00Z"}`, "2026", false},
+		{"a time with nanoseconds", `{"t":"2025-12-31T23:59:59.202612345Z"}`, "2026", false},
+		{"a hash", `{"domHash":"sha256:` + digest + `"}`, "beef", false},
+		{"a bare hash", digest, "2026", false},
+		{"a number", `{"latencyMs":120261,"n":3}`, "2026", false},
+		{"a number at the end of an array", `[1,20261]`, "2026", false},
+		{"an id", `{"id":"2026"}`, "2026", true},
+		{"a bare id", "2026", "2026", true},
+		{"free text", `{"message":"the pin is 2026"}`, "2026", true},
+		{"digits in a string", `{"n":"120261"}`, "2026", true},
+		{"a time-like id", `{"id":"a-2026-01-23T10:15:00Z"}`, "2026", true},
+		{"a short hex run", `{"id":"beef2026"}`, "beef", true},
+		{"once by chance, once not", `{"t":"2026-01-23T10:15:00Z","m":"2026"}`, "2026", true},
+		{"a letter secret in a hash", `{"h":"` + digest + `"}`, "word", false},
+	}
+	for _, tt := range tests {
+		if got := occurs([]byte(tt.in), tt.value); got != tt.want {
+			t.Errorf("%s: occurs(%s, %q) = %v, want %v", tt.name, tt.in, tt.value, got, tt.want)
+		}
+	}
+}
+
+// TestSecretInTimesAndHashes: a short secret that occurs by chance in
+// the bundle's times and hashes (a PIN equal to the year) does not stop a
+// session's records, and is still masked in free text.
+func TestSecretInTimesAndHashes(t *testing.T) {
+	w, err := Create(t.TempDir(), testManifest(), Options{Clock: fixedClock(), Secrets: map[string]string{"PIN": "2026"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := contract.Action{ID: "a1", Type: contract.ActClick, Reason: "pin 2026", PolicyTags: []string{}, Selector: "#go"}
+	steps := []func() error{
+		func() error { return w.Decision(decision("d1", a, contract.ResultAllowed)) },
+		func() error { return w.Action(a, result(a, true)) },
+		func() error {
+			return w.Event(contract.StreamEvent{Type: contract.EventAction, ActionID: "a1", ActionType: contract.ActClick, RiskLevel: contract.RiskLow, Summary: "clicked", Timestamp: "2026-01-23T10:15:00Z"})
+		},
+	}
+	for i, do := range steps {
+		if err := do(); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if _, err := w.Seal(context.Background(), contract.SessionCompleted, time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(context.Background(), w.Dir(), VerifyOptions{}); err != nil {
+		t.Fatalf("the bundle does not verify: %v", err)
+	}
+	names, files := bundleFiles(t, w.Dir())
+	for _, n := range names {
+		if occurs(files[n], "2026") {
+			t.Errorf("%s holds the secret other than in a time, hash or number", n)
+		}
 	}
 }

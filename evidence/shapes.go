@@ -60,21 +60,40 @@ func loadShapes() (map[string]*schemas.Validator, error) {
 	return shapes, shapesErr
 }
 
-// validateWith validates a value with a shape's validator: ValidateValue,
-// but for the benchmark that measures what the compiled validator saves.
-var validateWith = (*schemas.Validator).ValidateValue
+// validateWith validates a value of a tape with a shape's validator:
+// ValidateTape, but for the benchmark that measures what the compiled
+// validator saves.
+var validateWith = (*schemas.Validator).ValidateTape
 
-// validateShape validates v as the named record shape.
-func validateShape(name string, v any) error {
-	s, err := loadShapes()
+// validateRec validates a parsed record (or a value of one) as the named
+// record shape.
+func validateRec(name string, r rec) error {
+	v, err := shapeValidator(name)
 	if err != nil {
 		return err
 	}
-	rs, ok := s[name]
-	if !ok {
-		return &unknownShapeError{name}
+	return validateWith(v, r.t, r.i)
+}
+
+// validateShape validates a built value as the named record shape.
+func validateShape(name string, x any) error {
+	v, err := shapeValidator(name)
+	if err != nil {
+		return err
 	}
-	return validateWith(rs, v)
+	return v.ValidateValue(x)
+}
+
+func shapeValidator(name string) (*schemas.Validator, error) {
+	s, err := loadShapes()
+	if err != nil {
+		return nil, err
+	}
+	v, ok := s[name]
+	if !ok {
+		return nil, &unknownShapeError{name}
+	}
+	return v, nil
 }
 
 // unknownShapeError is a programming error: a shape with no schema.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +17,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/aegis-run/aegis/canonjson"
@@ -311,6 +311,7 @@ func (v *verifier) run() error {
 	// The manifest says whether the bundle is sealed.
 	var manifestCanon []byte
 	var manifestTree any
+	manifest := rec{&schemas.Tape{}, -1}
 	if _, ok := v.files[FileManifest]; ok {
 		b, err := v.read(FileManifest)
 		if err != nil {
@@ -319,14 +320,15 @@ func (v *verifier) run() error {
 		if manifestCanon, err = jsonFile(FileManifest, b, -1); err != nil {
 			return err
 		}
-		if manifestTree, err = canonjson.ParseCanonical(manifestCanon); err != nil {
+		if manifest, err = parseRec(manifestCanon, manifest.t); err != nil {
 			return fault(FileManifest, 0, -1, "canonical", err)
 		}
-		if err := validateShape(string(schemas.KindManifest), manifestTree); err != nil {
+		if err := validateRec(string(schemas.KindManifest), manifest); err != nil {
 			return fault(FileManifest, 0, -1, "schema", err)
 		}
+		manifestTree = manifest.value()
 	}
-	sealed := member(manifestTree, "seal") != nil
+	sealed := manifest.at("seal").present()
 	// The ledger, and the JSON Lines files its entries point into.
 	var ledger []byte
 	if _, ok := v.files[FileLedger]; ok {
@@ -366,7 +368,7 @@ func (v *verifier) run() error {
 		}
 		return v.sealed(manifestCanon, manifestTree)
 	}
-	return v.unsealed(manifestCanon, manifestTree, partial)
+	return v.unsealed(manifestCanon, manifest, partial)
 }
 
 // readJSONL reads a JSON Lines file once and indexes its complete lines.
@@ -397,15 +399,31 @@ func (v *verifier) readJSONL(file string) error {
 // errors are reported by check, at their place in the order of checks, so
 // the first failure named is the same whatever the workers' timing.
 type prepared struct {
-	e          contract.LedgerEntry
-	eh         Hash
-	lineErr    error // the line is not a valid entry
-	contentErr error // the record is missing or malformed as a file
-	recErr     error // the record breaks its form
-	size       int
-	digest     Hash
-	tree       any
-	img        imageInfo
+	e           contract.LedgerEntry // but for its hashes:
+	prevHash    Hash                 // the entry's prevHash
+	entryHash   Hash                 // its entryHash
+	contentHash Hash                 // its contentHash
+	eh          Hash                 // the entry hash recomputed
+	lineErr     error                // the line is not a valid entry
+	contentErr  error                // the record is missing or malformed as a file
+	recErr      error                // the record breaks its form
+	size        int
+	digest      Hash
+	rec         rec // a JSON record, parsed (its tape refers to buf or to a JSON Lines file)
+	img         imageInfo
+	buf         *[]byte // the buffer the record was read into, until checked
+}
+
+// release hands the record's tape and buffer back to their free lists.
+func (p *prepared) release() {
+	if p.rec.t != nil {
+		putTape(p.rec.t)
+		p.rec = rec{}
+	}
+	if p.buf != nil {
+		putBuf(p.buf)
+		p.buf = nil
+	}
 }
 
 // entries verifies the ledger's complete lines in order. The work that
@@ -447,7 +465,9 @@ func (v *verifier) entries(lines [][]byte) error {
 			return v.ctx.Err()
 		}
 		<-window
-		if err := v.check(i, p); err != nil {
+		err := v.check(i, p)
+		p.release()
+		if err != nil {
 			return err
 		}
 		v.progress(int64(p.size)) // the ledger and JSON Lines files were counted when read
@@ -459,24 +479,28 @@ func (v *verifier) entries(lines [][]byte) error {
 // the verifier does not change while entries are checked.
 func (v *verifier) prepare(i int, line []byte) *prepared {
 	p := &prepared{}
-	tree, err := canonjson.ParseCanonical(line)
+	t := getTape()
+	defer putTape(t)
+	r, err := parseRec(line, t)
 	if err != nil {
 		p.lineErr = fault(FileLedger, i+1, i, "canonical", err)
 		return p
 	}
-	if err := validateShape(string(schemas.KindLedgerEntry), tree); err != nil {
+	if err := validateRec(string(schemas.KindLedgerEntry), r); err != nil {
 		p.lineErr = fault(FileLedger, i+1, i, "schema", err)
 		return p
 	}
+	// The hashes are kept as bytes (the schema checked their spelling);
+	// e holds the rest.
 	e := contract.LedgerEntry{
-		Index: int(intMember(tree, "index")), Kind: contract.LedgerKind(strMember(tree, "kind")),
-		File: strMember(tree, "file"), ContentHash: strMember(tree, "contentHash"),
-		PrevHash: strMember(tree, "prevHash"), EntryHash: strMember(tree, "entryHash"), Time: strMember(tree, "time"),
+		Index: int(r.at("index").num()), Kind: ledgerKind(r.at("kind")),
+		File: r.at("file").str(), Time: r.at("time").str(),
 	}
-	if member(tree, "line") != nil {
-		e.Line = int(intMember(tree, "line"))
+	p.prevHash, p.entryHash, p.contentHash = hashOf(r.at("prevHash")), hashOf(r.at("entryHash")), hashOf(r.at("contentHash"))
+	if l := r.at("line"); l.present() {
+		e.Line = int(l.num())
 	}
-	p.e, p.eh = e, entryHash(encodeEntry(e, false))
+	p.e, p.eh = e, lineEntryHash(line, r)
 	// The record's bytes.
 	var content []byte
 	if _, isJSONL := jsonlKinds[e.File]; isJSONL {
@@ -495,32 +519,151 @@ func (v *verifier) prepare(i int, line []byte) *prepared {
 			p.contentErr = fault(e.File, 0, i, "missing", errors.New("the file the ledger records is not there"))
 			return p
 		}
-		b, buf, err := v.readPooled(e.File)
+		b, buf, err := v.readBuf(e.File)
 		if err != nil {
 			p.contentErr = fault(e.File, 0, i, "unreadable", err)
 			return p
 		}
-		defer readBufs.Put(buf) // nothing keeps the bytes: parsing copies
+		p.buf = buf
 		p.size = len(b)
 		content = b
 		if e.Kind != contract.LedgerImage && e.Kind != contract.LedgerDOMSnapshot {
 			if content, err = jsonFile(e.File, b, i); err != nil {
 				p.contentErr = err
+				p.release()
 				return p
 			}
 		}
 	}
 	p.digest = sha256.Sum256(content)
 	p.recErr = v.form(p, content)
+	if p.rec.t == nil || p.recErr != nil {
+		p.release() // nothing refers to the bytes any more
+	}
 	return p
 }
 
-// readBufs recycles the buffers records are read into.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+// hashOf returns a hash written as 64 lowercase hex digits (checked by the
+// schema); zero for anything else.
+func hashOf(r rec) Hash {
+	var h Hash
+	if r.t.Kind(r.i) == schemas.TapeString {
+		if b := r.t.Raw(r.i); len(b) == 2*len(h) {
+			hex.Decode(h[:], b)
+		}
+	}
+	return h
+}
 
-// readPooled reads a whole file into a buffer from readBufs, which the
-// caller puts back when done with the bytes.
-func (v *verifier) readPooled(file string) ([]byte, *[]byte, error) {
+// ledgerKinds interns the ledger kinds.
+var ledgerKinds = func() map[string]contract.LedgerKind {
+	m := map[string]contract.LedgerKind{}
+	for _, k := range []contract.LedgerKind{contract.LedgerManifestStart, contract.LedgerPlan, contract.LedgerAction,
+		contract.LedgerDecision, contract.LedgerEvent, contract.LedgerModelCall, contract.LedgerDOMSnapshot,
+		contract.LedgerObservation, contract.LedgerArtifact, contract.LedgerImage, contract.LedgerImageArtifact,
+		contract.LedgerManifestEnd} {
+		m[string(k)] = k
+	}
+	return m
+}()
+
+// ledgerKind returns the kind an entry names.
+func ledgerKind(r rec) contract.LedgerKind {
+	if r.t.Kind(r.i) != schemas.TapeString {
+		return ""
+	}
+	if k, ok := ledgerKinds[string(r.t.Raw(r.i))]; ok {
+		return k
+	}
+	return contract.LedgerKind(r.str())
+}
+
+// lineEntryHash returns the entry hash of a ledger line, valid against its
+// schema and canonical: the hash of the line without its entryHash member
+// (FORMAT.md, section 5), which is the canonical form of the entry without
+// it.
+func lineEntryHash(line []byte, r rec) Hash {
+	j := r.at("entryHash").i
+	from, _ := r.t.Span(j - 1) // the key, after its opening quote
+	_, to := r.t.Span(j)       // the value, before its closing quote
+	from, to = from-1, to+1
+	if to < len(line) && line[to] == ',' {
+		to++
+	} else if from > 0 && line[from-1] == ',' {
+		from--
+	}
+	h := sha256.New()
+	h.Write([]byte(EntryPrefix))
+	h.Write(line[:from])
+	h.Write(line[to:])
+	var out Hash
+	h.Sum(out[:0])
+	return out
+}
+
+// The free lists of the buffers records are read into and of the tapes
+// they are parsed onto: bounded, so that what verify keeps between runs
+// is bounded too (at most maxFreeBufs buffers of at most maxKeptBuf
+// bytes), and unlike a sync.Pool not emptied by every garbage collection.
+const (
+	maxFreeBufs  = 16
+	maxKeptBuf   = 1 << 20
+	minBufCap    = 256 << 10
+	maxFreeTapes = 32
+)
+
+var (
+	freeBufs  = make(chan *[]byte, maxFreeBufs)
+	freeTapes = make(chan *schemas.Tape, maxFreeTapes)
+)
+
+// getBuf returns a buffer of capacity at least n from the free list, or a
+// new one.
+func getBuf(n int) *[]byte {
+	select {
+	case bp := <-freeBufs:
+		if cap(*bp) >= n {
+			return bp
+		}
+	default:
+	}
+	b := make([]byte, 0, max(n, minBufCap))
+	return &b
+}
+
+// putBuf hands a buffer back, unless it is large or the list full.
+func putBuf(bp *[]byte) {
+	if cap(*bp) > maxKeptBuf {
+		return
+	}
+	select {
+	case freeBufs <- bp:
+	default:
+	}
+}
+
+// getTape returns a tape from the free list, or a new one.
+func getTape() *schemas.Tape {
+	select {
+	case t := <-freeTapes:
+		return t
+	default:
+		return &schemas.Tape{}
+	}
+}
+
+// putTape hands a tape back, unless the list is full.
+func putTape(t *schemas.Tape) {
+	t.Reset(nil)
+	select {
+	case freeTapes <- t:
+	default:
+	}
+}
+
+// readBuf reads a whole file into a buffer from the free list, which the
+// caller hands back (putBuf) when done with the bytes.
+func (v *verifier) readBuf(file string) ([]byte, *[]byte, error) {
 	f, err := v.fsys.Open(file)
 	if err != nil {
 		return nil, nil, err
@@ -530,17 +673,14 @@ func (v *verifier) readPooled(file string) ([]byte, *[]byte, error) {
 	if size > schemas.MaxDocumentBytes && size > contract.MaxImageBytes {
 		return nil, nil, fmt.Errorf("%d bytes: larger than any record", size)
 	}
-	bp := readBufs.Get().(*[]byte)
-	if int64(cap(*bp)) < size+1 {
-		*bp = make([]byte, 0, size+1)
-	}
+	bp := getBuf(int(size) + 1)
 	b := (*bp)[:size+1]
 	n, err := io.ReadFull(f, b)
 	if err == io.EOF && size == 0 {
 		err = io.ErrUnexpectedEOF
 	}
 	if err != io.ErrUnexpectedEOF || int64(n) != size {
-		readBufs.Put(bp)
+		putBuf(bp)
 		if err == nil || err == io.ErrUnexpectedEOF || err == io.EOF {
 			err = errors.New("the file changed while verified")
 		}
@@ -573,11 +713,11 @@ func (v *verifier) form(p *prepared, content []byte) error {
 		}
 		return nil
 	}
-	tree, err := canonjson.ParseCanonical(content)
+	r, err := parseRec(content, getTape())
+	p.rec = r
 	if err != nil {
 		return bad("canonical", err)
 	}
-	p.tree = tree
 	var shape string
 	switch e.Kind {
 	case contract.LedgerManifestStart, contract.LedgerManifestEnd:
@@ -597,12 +737,12 @@ func (v *verifier) form(p *prepared, content []byte) error {
 	case contract.LedgerImageArtifact:
 		shape = string(schemas.KindImageArtifact)
 	case contract.LedgerAction:
-		if err := validateActionLine(tree); err != nil {
+		if err := validateActionLine(r); err != nil {
 			return bad("schema", err)
 		}
 		return nil
 	}
-	if err := validateShape(shape, tree); err != nil {
+	if err := validateRec(shape, r); err != nil {
 		return bad("schema", err)
 	}
 	return nil
@@ -619,15 +759,15 @@ func (v *verifier) check(i int, p *prepared) error {
 	if e.Index != i {
 		return mismatch(FileLedger, i+1, i, "index", fmt.Sprint(i), fmt.Sprint(e.Index))
 	}
-	wantPrev := contract.GenesisPrevHash
+	var wantPrev Hash // 64 zeros for entry 0: contract.GenesisPrevHash
 	if i > 0 {
-		wantPrev = v.prev.String()
+		wantPrev = v.prev
 	}
-	if e.PrevHash != wantPrev {
-		return mismatch(FileLedger, i+1, i, "chain: prevHash", wantPrev, e.PrevHash)
+	if p.prevHash != wantPrev {
+		return mismatch(FileLedger, i+1, i, "chain: prevHash", wantPrev.String(), p.prevHash.String())
 	}
-	if e.EntryHash != p.eh.String() {
-		return mismatch(FileLedger, i+1, i, "entryHash", p.eh.String(), e.EntryHash)
+	if p.entryHash != p.eh {
+		return mismatch(FileLedger, i+1, i, "entryHash", p.eh.String(), p.entryHash.String())
 	}
 	if v.lastKind == contract.LedgerManifestEnd {
 		return where("extra", errors.New("an entry after the manifest-end entry"))
@@ -650,8 +790,8 @@ func (v *verifier) check(i int, p *prepared) error {
 	if e.Line > 0 {
 		v.lines[e.File] = e.Line
 	}
-	if got := ContentHash(e.Kind, p.digest).String(); got != e.ContentHash {
-		return mismatch(e.File, e.Line, i, "contentHash (the record does not match its ledger entry)", e.ContentHash, got)
+	if got := ContentHash(e.Kind, p.digest); got != p.contentHash {
+		return mismatch(e.File, e.Line, i, "contentHash (the record does not match its ledger entry)", p.contentHash.String(), got.String())
 	}
 	if p.recErr != nil {
 		return p.recErr
@@ -669,7 +809,7 @@ func (v *verifier) check(i int, p *prepared) error {
 // record checks what a well-formed record says against the records before
 // it, by kind.
 func (v *verifier) record(p *prepared) error {
-	e, tree := p.e, p.tree
+	e, r := p.e, p.rec
 	bad := func(check string, err error) error { return fault(e.File, e.Line, e.Index, check, err) }
 	v.next, v.nextKind = "", ""
 	switch e.Kind {
@@ -680,26 +820,26 @@ func (v *verifier) record(p *prepared) error {
 		_, v.next = domFiles(stepOf(e.File))
 		v.nextKind = contract.LedgerObservation
 	case contract.LedgerManifestStart:
-		if err := checkStartManifest(tree); err != nil {
+		if err := checkStartManifest(r); err != nil {
 			return bad("manifest", err)
 		}
-		v.sid = strMember(tree, "sessionId")
+		v.sid = r.at("sessionId").str()
 		v.report.SessionID = v.sid
-		v.startCanon, v.startTree = canonOf(tree), tree
+		v.startCanon, v.startTree = bytes.Clone(r.t.Raw(0)), r.value()
 	case contract.LedgerPlan:
 		if want := planFile(v.plans + 1); e.File != want {
 			return bad("order", fmt.Errorf("plan revision %d must be %s", v.plans+1, want))
 		}
 		v.plans++
 	case contract.LedgerDecision:
-		d := decisionFromTree(tree)
+		d := decisionOf(r)
 		if err := d.check(v.sid, v.consumed); err != nil {
 			return bad("decision", err)
 		}
 		d.apply(v.allow, v.consumed)
 		v.counts.Decisions++
 	case contract.LedgerAction:
-		facts, err := checkActionLine(tree, v.sid)
+		facts, err := checkActionLine(r, v.sid)
 		if err != nil {
 			return bad("schema", err)
 		}
@@ -709,12 +849,12 @@ func (v *verifier) record(p *prepared) error {
 		delete(v.allow, facts.id)
 		v.counts.Actions++
 	case contract.LedgerEvent:
-		if err := checkEvent(tree, v.sid); err != nil {
+		if err := checkEvent(r, v.sid); err != nil {
 			return bad("event", err)
 		}
 		v.counts.Events++
 	case contract.LedgerModelCall:
-		if err := checkModelCall(tree, v.sid); err != nil {
+		if err := checkModelCall(r, v.sid); err != nil {
 			return bad("model call", err)
 		}
 		v.counts.ModelCalls++
@@ -722,15 +862,15 @@ func (v *verifier) record(p *prepared) error {
 		if html, _ := domFiles(stepOf(e.File)); v.lastKind != contract.LedgerDOMSnapshot || !v.used[html] {
 			return bad("order", fmt.Errorf("not recorded right after its snapshot %s", html))
 		}
-		if err := checkObservation(tree, v.sid, v.prevDigest, "", false); err != nil {
+		if err := checkObservation(r, v.sid, v.prevDigest, "", false); err != nil {
 			return bad("observation", err)
 		}
 		v.counts.Observations++
 	case contract.LedgerArtifact:
-		if id := strMember(tree, "id"); artifactFile(id) != e.File {
+		if id := r.at("id").str(); artifactFile(id) != e.File {
 			return bad("artifact", fmt.Errorf("id %q does not match the file name", id))
 		}
-		if err := checkArtifact(tree, v.images); err != nil {
+		if err := checkArtifact(r, v.images); err != nil {
 			return bad("artifact", err)
 		}
 		v.counts.Artifacts++
@@ -739,23 +879,18 @@ func (v *verifier) record(p *prepared) error {
 			return bad("order", errors.New("an image record follows its image"))
 		}
 		img := strings.TrimSuffix(e.File, ".json") + imageExt[v.prevImg.mime]
-		if err := checkImageRecord(tree, img, v.prevSize, v.prevImg, v.prevDigest); err != nil {
+		if err := checkImageRecord(r, img, v.prevSize, v.prevImg, v.prevDigest); err != nil {
 			return bad("image record", err)
 		}
 		v.counts.Artifacts++
 	case contract.LedgerManifestEnd:
+		tree := r.value()
 		if err := v.checkEndManifest(tree); err != nil {
 			return bad("manifest", err)
 		}
 		v.endTree = tree
 	}
 	return nil
-}
-
-// canonOf returns the canonical bytes of a parsed canonical record.
-func canonOf(tree any) []byte {
-	b, _ := canonjson.EncodeValue(tree)
-	return b
 }
 
 // stepOf returns the step of dom/{step}.ext.
@@ -959,15 +1094,15 @@ func (v *verifier) leftovers(allow func(string) bool) error {
 // ledger records verified; what a crash can leave beyond that is at most
 // one uncommitted record (a last line, or a file), a partial last ledger
 // line, and the temporary files of a seal in progress.
-func (v *verifier) unsealed(manifestCanon []byte, manifestTree any, partial string) error {
+func (v *verifier) unsealed(manifestCanon []byte, manifest rec, partial string) error {
 	n := len(v.hashes)
 	switch {
-	case manifestTree == nil && n > 0:
+	case !manifest.present() && n > 0:
 		return fault(FileManifest, 0, -1, "missing", fmt.Errorf("the ledger has %d entries", n))
-	case manifestTree != nil && n > 0 && !bytes.Equal(manifestCanon, v.startCanon):
+	case manifest.present() && n > 0 && !bytes.Equal(manifestCanon, v.startCanon):
 		return fault(FileManifest, 0, -1, "manifest", fmt.Errorf("unsealed, but not the manifest as the session started (%s)", FileManifestStart))
-	case manifestTree != nil && n == 0:
-		if err := checkStartManifest(manifestTree); err != nil {
+	case manifest.present() && n == 0:
+		if err := checkStartManifest(manifest); err != nil {
 			return fault(FileManifest, 0, -1, "manifest", err)
 		}
 	}

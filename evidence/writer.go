@@ -41,10 +41,14 @@ const (
 
 // Options configure a Writer.
 type Options struct {
-	// Secrets maps secret names to values. A value found in anything about
-	// to be written is replaced by {{secret:NAME}}: defense in depth, on
-	// top of the session never handing secrets to the writer. An image
-	// that contains a value is refused. Values must be at least
+	// Secrets maps secret names to values. A value found in the free text
+	// of a record (messages, reasons, page text, selectors, URLs: FORMAT.md,
+	// section 10) is replaced by {{secret:NAME}}: defense in depth, on top
+	// of the session never handing secrets to the writer. A value found
+	// anywhere else (an id, a hash, a file name, a member name, or the
+	// bytes of a ledger entry) refuses the record with an error wrapping
+	// ErrSecret, and an image that contains a value is refused: no value
+	// is in any byte the writer writes. Values must be at least
 	// MinSecretLen bytes.
 	Secrets map[string]string
 	// MaxImageBytes caps the size of an image; 0 means
@@ -194,18 +198,15 @@ func Create(root string, m contract.Manifest, opts Options) (*Writer, error) {
 	case m.Goal != m.Task.Goal:
 		return nil, errors.New("evidence: create: goal differs from task.goal")
 	}
-	canon, tree, _, err := canonicalize(m, mask)
+	canon, r, _, err := prepareRecord(string(schemas.KindManifest), m, mask)
 	if err != nil {
 		return nil, fmt.Errorf("evidence: create: %w", err)
 	}
-	if err := validateShape(string(schemas.KindManifest), tree); err != nil {
-		return nil, fmt.Errorf("evidence: create: %w", err)
-	}
-	if err := checkStartManifest(tree); err != nil {
+	if err := checkStartManifest(r); err != nil {
 		return nil, fmt.Errorf("evidence: create: %w", err)
 	}
 	var start contract.Manifest
-	if err := decodeTree(tree, &start); err != nil {
+	if err := json.Unmarshal(canon, &start); err != nil {
 		return nil, fmt.Errorf("evidence: create: %w", err)
 	}
 	dir := filepath.Join(root, start.SessionID)
@@ -275,16 +276,33 @@ func (w *Writer) fail(err error) error {
 	return w.err
 }
 
-// prepare canonicalizes and validates a record as the named shape.
-func (w *Writer) prepare(shape string, v any) (canon []byte, tree any, masked bool, err error) {
-	canon, tree, masked, err = canonicalize(v, w.mask)
+// prepare canonicalizes a record and validates it as the named shape.
+func (w *Writer) prepare(shape string, v any) (canon []byte, r rec, masked bool, err error) {
+	return prepareRecord(shape, v, w.mask)
+}
+
+// prepareRecord canonicalizes a record (masking what m masks in its free
+// text), parses the canonical bytes as the verifier will, and validates
+// them as the named shape (none when shape is "": a line of actions.jsonl,
+// which validateActionLine validates).
+func prepareRecord(shape string, v any, m *masker) (canon []byte, r rec, masked bool, err error) {
+	maskAs := shape
+	if shape == "" {
+		maskAs = shapeActionLine
+	}
+	canon, masked, err = canonicalize(maskAs, v, m)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, rec{}, false, err
 	}
-	if err := validateShape(shape, tree); err != nil {
-		return nil, nil, false, err
+	if r, err = parseRec(canon, &schemas.Tape{}); err != nil {
+		return nil, rec{}, false, err
 	}
-	return canon, tree, masked, nil
+	if shape != "" {
+		if err := validateRec(shape, r); err != nil {
+			return nil, rec{}, false, err
+		}
+	}
+	return canon, r, masked, nil
 }
 
 // Plan records a plan: the first as plan.json, each revision after it as
@@ -315,11 +333,11 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	canon, tree, masked, err := w.prepare(string(schemas.KindDecision), rec)
+	canon, r, masked, err := w.prepare(string(schemas.KindDecision), rec)
 	if err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
-	d := decisionFromTree(tree)
+	d := decisionOf(r)
 	if err := d.check(w.sid, w.apprv); err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
@@ -348,14 +366,14 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 		a.Text = RedactedText
 	}
 	line := actionLine{Action: a, Result: r}
-	canon, tree, masked, err := canonicalize(line, w.mask)
+	canon, lr, masked, err := w.prepare("", line)
 	if err != nil {
 		return fmt.Errorf("evidence: action: %w", err)
 	}
-	if err := validateActionLine(tree); err != nil {
+	if err := validateActionLine(lr); err != nil {
 		return fmt.Errorf("evidence: action: %w", err)
 	}
-	facts, err := checkActionLine(tree, w.sid)
+	facts, err := checkActionLine(lr, w.sid)
 	if err != nil {
 		return fmt.Errorf("evidence: action: %w", err)
 	}
@@ -385,11 +403,11 @@ func (w *Writer) Event(ev contract.StreamEvent) error {
 }
 
 func (w *Writer) event(ev contract.StreamEvent) error {
-	canon, tree, masked, err := w.prepare(string(schemas.KindEvent), ev)
+	canon, r, masked, err := w.prepare(string(schemas.KindEvent), ev)
 	if err != nil {
 		return fmt.Errorf("evidence: event: %w", err)
 	}
-	if err := checkEvent(tree, w.sid); err != nil {
+	if err := checkEvent(r, w.sid); err != nil {
 		return fmt.Errorf("evidence: event: %w", err)
 	}
 	if err := w.appendLine(contract.LedgerEvent, FileEvents, canon); err != nil {
@@ -419,11 +437,11 @@ func (w *Writer) ModelCall(rec contract.ModelCall) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	canon, tree, masked, err := w.prepare(string(schemas.KindModelCall), rec)
+	canon, r, masked, err := w.prepare(string(schemas.KindModelCall), rec)
 	if err != nil {
 		return fmt.Errorf("evidence: model call: %w", err)
 	}
-	if err := checkModelCall(tree, w.sid); err != nil {
+	if err := checkModelCall(r, w.sid); err != nil {
 		return fmt.Errorf("evidence: model call: %w", err)
 	}
 	if err := w.appendLine(contract.LedgerModelCall, FileModelCalls, canon); err != nil {
@@ -480,13 +498,16 @@ func (w *Writer) Observation(step int, obs contract.Observation) error {
 	if maskedSnap {
 		digest = sha256.Sum256([]byte(snap))
 	}
+	if err := w.mask.check("the DOM snapshot", []byte(snap)); err != nil {
+		return fmt.Errorf("evidence: observation: %w", err)
+	}
 	obs.State.DOMHash = digest.String()
 	obs.DOMSnapshot = ""
-	canon, tree, masked, err := w.prepare(string(schemas.KindObservation), obs)
+	canon, r, masked, err := w.prepare(string(schemas.KindObservation), obs)
 	if err != nil {
 		return fmt.Errorf("evidence: observation: %w", err)
 	}
-	if err := checkObservation(tree, w.sid, digest, snap, true); err != nil {
+	if err := checkObservation(r, w.sid, digest, snap, true); err != nil {
 		return fmt.Errorf("evidence: observation: %w", err)
 	}
 	if err := w.appendFile(contract.LedgerDOMSnapshot, htmlFile, []byte(snap), false); err != nil {
@@ -532,23 +553,22 @@ func (w *Writer) artifact(a contract.Artifact) error {
 		}
 		return fmt.Errorf("hash %s, want the SHA-256 of %s %s", a.Hash, what, want)
 	}
-	canon, tree, masked, err := w.prepare(shapeArtifact, a)
+	canon, r, masked, err := w.prepare(shapeArtifact, a)
 	if err != nil {
 		return err
 	}
 	if masked {
 		// The value changed, and its hash with it.
-		m := tree.(map[string]any)
-		a.Value, _ = m["value"].(string)
+		a.Value = r.at("value").str()
 		if a.Type != contract.ArtifactScreenshot {
 			h := sha256.Sum256([]byte(a.Value))
-			m["hash"] = hex.EncodeToString(h[:])
+			a.Hash = hex.EncodeToString(h[:])
 		}
-		if canon, tree, _, err = w.prepare(shapeArtifact, m); err != nil {
+		if canon, r, _, err = w.prepare(shapeArtifact, a); err != nil {
 			return err
 		}
 	}
-	if err := checkArtifact(tree, w.images); err != nil {
+	if err := checkArtifact(r, w.images); err != nil {
 		return err
 	}
 	file := artifactFile(a.ID)
@@ -580,6 +600,7 @@ func (w *Writer) quarantine(id string, cause error) error {
 	if w.err != nil { // the cause stopped the writer: nothing more can be recorded
 		return w.err
 	}
+	id, _ = w.mask.maskString(id) // an id that holds a secret value was refused for it: do not repeat it
 	qe := &QuarantineError{ID: id, Reason: "refused", Err: cause}
 	msg := fmt.Sprintf("artifact %q not stored: %v", id, cause)
 	if len(msg) > 4000 {
@@ -634,7 +655,7 @@ func (w *Writer) image(id string, data []byte, meta ImageMeta) (contract.ImageAr
 		ID: id, URI: file, MIMEType: info.mime, ByteSize: int64(len(data)), ContentHash: digest.String(),
 		Width: info.width, Height: info.height, SourceURL: meta.SourceURL, ActionID: meta.ActionID,
 	}
-	canon, tree, masked, err := w.prepare(string(schemas.KindImageArtifact), rec)
+	canon, r, masked, err := w.prepare(string(schemas.KindImageArtifact), rec)
 	if err != nil {
 		return contract.ImageArtifact{}, err
 	}
@@ -648,7 +669,7 @@ func (w *Writer) image(id string, data []byte, meta ImageMeta) (contract.ImageAr
 	if w.taken(file) || w.taken(recFile) {
 		return contract.ImageArtifact{}, fmt.Errorf("id %q already recorded", id)
 	}
-	if err := checkImageRecord(tree, file, len(data), info, digest); err != nil {
+	if err := checkImageRecord(r, file, len(data), info, digest); err != nil {
 		return contract.ImageArtifact{}, err
 	}
 	if err := w.appendFile(contract.LedgerImage, file, data, false); err != nil {
@@ -691,6 +712,10 @@ func (w *Writer) appendFile(kind contract.LedgerKind, file string, content []byt
 	if w.taken(file) {
 		return fmt.Errorf("evidence: %s already recorded", file)
 	}
+	entry, err := w.entryFor(kind, file, 0, content)
+	if err != nil {
+		return fmt.Errorf("evidence: %s: %w", file, err)
+	}
 	if err := w.step("mkdir " + file); err != nil {
 		return err
 	}
@@ -698,7 +723,7 @@ func (w *Writer) appendFile(kind contract.LedgerKind, file string, content []byt
 		return fmt.Errorf("evidence: %s: %w", file, err)
 	}
 	path := filepath.Join(w.dir, filepath.FromSlash(file))
-	err := func() error {
+	err = func() error {
 		if err := w.step("create " + file); err != nil {
 			return err
 		}
@@ -737,12 +762,16 @@ func (w *Writer) appendFile(kind contract.LedgerKind, file string, content []byt
 		}
 	}
 	w.synced[file] = true
-	return w.commit(kind, file, 0, content)
+	return w.commit(entry)
 }
 
 // appendLine writes a record as the next line of a JSON Lines file and
 // commits it. Any failure is sticky: the file may hold part of the line.
 func (w *Writer) appendLine(kind contract.LedgerKind, file string, content []byte) error {
+	entry, err := w.entryFor(kind, file, w.lines[file]+1, content)
+	if err != nil {
+		return fmt.Errorf("evidence: %s: %w", file, err)
+	}
 	f := w.jsonl[file]
 	if f == nil {
 		var err error
@@ -768,12 +797,25 @@ func (w *Writer) appendLine(kind contract.LedgerKind, file string, content []byt
 		}
 	}
 	w.lines[file]++
-	return w.commit(kind, file, w.lines[file], content)
+	return w.commit(entry)
 }
 
-// commit appends the ledger entry for a record already written. Any
-// failure is sticky.
-func (w *Writer) commit(kind contract.LedgerKind, file string, line int, content []byte) error {
+// pendingEntry is the ledger entry of a record, computed before the
+// record is written, so that its line is checked (no secret value in it)
+// before anything is written.
+type pendingEntry struct {
+	file string
+	line []byte // the canonical entry, without its line feed
+	hash Hash
+	time string
+}
+
+// entryFor computes the next ledger entry, for a record of the kind at
+// file (and line, for a JSON Lines file) whose bytes are content. It
+// returns an error wrapping ErrSecret when the entry would hold a secret
+// value (which only a coincidence of a hash's hex digits or a time's
+// digits with a short secret can bring about).
+func (w *Writer) entryFor(kind contract.LedgerKind, file string, line int, content []byte) (pendingEntry, error) {
 	digest := Hash(sha256.Sum256(content))
 	e := contract.LedgerEntry{
 		Index: len(w.hashes), Kind: kind, File: file, Line: line,
@@ -787,10 +829,19 @@ func (w *Writer) commit(kind contract.LedgerKind, file string, line int, content
 	eh := entryHash(encodeEntry(e, false))
 	e.EntryHash = eh.String()
 	b := encodeEntry(e, true)
-	if err := w.step("ledger " + file); err != nil {
+	if err := w.mask.check("its ledger entry", b); err != nil {
+		return pendingEntry{}, err
+	}
+	return pendingEntry{file: file, line: b, hash: eh, time: e.Time}, nil
+}
+
+// commit appends the ledger entry of a record already written. Any
+// failure is sticky.
+func (w *Writer) commit(e pendingEntry) error {
+	if err := w.step("ledger " + e.file); err != nil {
 		return w.fail(err)
 	}
-	if _, err := w.ledger.Write(append(b, '\n')); err != nil {
+	if _, err := w.ledger.Write(append(e.line, '\n')); err != nil {
 		return w.fail(fmt.Errorf("%s: %w", FileLedger, err))
 	}
 	if w.opts.Sync == SyncEveryRecord {
@@ -798,10 +849,10 @@ func (w *Writer) commit(kind contract.LedgerKind, file string, line int, content
 			return w.fail(fmt.Errorf("%s: %w", FileLedger, err))
 		}
 	}
-	w.used[foldPath(file)] = file
-	w.hashes = append(w.hashes, eh)
-	w.prev = eh
-	w.lastAt = e.Time
+	w.used[foldPath(e.file)] = e.file
+	w.hashes = append(w.hashes, e.hash)
+	w.prev = e.hash
+	w.lastAt = e.time
 	return nil
 }
 
@@ -906,6 +957,9 @@ func (w *Writer) Seal(ctx context.Context, status contract.SessionStatus, endTim
 		env, err := signEnvelope(ctx, signer, final)
 		if err != nil {
 			return nil, w.fail(fmt.Errorf("seal: sign: %w", err))
+		}
+		if err := w.mask.check(FileSeal, env); err != nil {
+			return nil, w.fail(fmt.Errorf("seal: %w", err))
 		}
 		if err := w.writeAtomic(FileSeal, env); err != nil {
 			return nil, w.fail(fmt.Errorf("seal: %s: %w", FileSeal, err))

@@ -116,6 +116,12 @@ func validatorFor(name, ref string, general func() (schemaValidator, error)) (*V
 	}
 	v := &Validator{name: name, general: general}
 	v.fast, v.fastErr = nodeCompiler.compileRef(BaseURL + ref)
+	// The nodes compiled for this validator are not yet shared with any
+	// other: plan their tape walk now, before the validator is published.
+	for _, n := range nodeCompiler.fresh {
+		n.planTape()
+	}
+	nodeCompiler.fresh = nil
 	validators[ref] = v
 	return v, nil
 }
@@ -205,6 +211,8 @@ func (v *Validator) ValidateGeneral(x any) (err error) {
 type node struct {
 	boolean  *bool // a boolean schema: true accepts all, false nothing
 	types    []string
+	kinds    uint16 // the tape kinds types admits, by bit (1 << TapeKind)
+	integer  bool   // types admits integers but not every number
 	ref      *node
 	props    map[string]*node
 	propList []propNode // props, sorted by name
@@ -216,6 +224,7 @@ type node struct {
 	maxLen   int
 	pattern  *regexp.Regexp
 	match    func(string) bool // pattern's matcher: a fast one for common patterns
+	matchB   func([]byte) bool // the same, over bytes
 	format   func(any) bool
 	fmtName  string
 	minimum  *bound
@@ -231,6 +240,15 @@ type node struct {
 	thenS    *node
 	elseS    *node
 	not      *node
+	// The tape walk's plan (planTape): the declared properties with the
+	// bits of the required ones (those beyond 64, or not declared, apart);
+	// the allOf items that dispatch on one member's value, by member, and
+	// the others.
+	tapeProps     map[string]tapeProp
+	requiredBits  uint64
+	requiredOther []string
+	dispatch      []dispatch
+	allOfRest     []*node
 }
 
 type propNode struct {
@@ -300,6 +318,7 @@ type compiler struct {
 	docs   map[string]any // by document URL
 	nodes  map[string]*node
 	failed map[string]error
+	fresh  []*node // the nodes filled since the last planTape
 }
 
 func newCompiler() (*compiler, error) {
@@ -383,6 +402,7 @@ func intKeyword(v any) (int, error) {
 // fill compiles the schema value v (found at URL at, in document docURL)
 // into n.
 func (c *compiler) fill(n *node, v any, docURL, at string) error {
+	c.fresh = append(c.fresh, n)
 	if b, ok := v.(bool); ok {
 		n.boolean = &b
 		return nil
@@ -489,9 +509,9 @@ func (c *compiler) fill(n *node, v any, docURL, at string) error {
 			if n.pattern, err = regexp.Compile(s); err != nil {
 				return fmt.Errorf("%s: %w", where, err)
 			}
-			n.match = n.pattern.MatchString
+			n.match, n.matchB = n.pattern.MatchString, n.pattern.Match
 			if f, ok := fastPatterns[s]; ok {
-				n.match = f
+				n.match, n.matchB = f.str, f.bytes
 			}
 		case "format":
 			s, _ := kv.(string)
@@ -556,7 +576,34 @@ func (c *compiler) fill(n *node, v any, docURL, at string) error {
 			}
 		}
 	}
+	n.kinds, n.integer = tapeKinds(n.types)
 	return nil
+}
+
+// tapeKinds returns the tape kinds a type keyword admits, by bit, and
+// whether it admits integers but not every number.
+func tapeKinds(types []string) (kinds uint16, integer bool) {
+	number := false
+	for _, t := range types {
+		switch t {
+		case "null":
+			kinds |= 1 << TapeNull
+		case "boolean":
+			kinds |= 1<<TapeFalse | 1<<TapeTrue
+		case "number":
+			kinds |= 1 << TapeNumber
+			number = true
+		case "integer":
+			integer = true
+		case "string":
+			kinds |= 1 << TapeString
+		case "array":
+			kinds |= 1 << TapeArray
+		case "object":
+			kinds |= 1 << TapeObject
+		}
+	}
+	return kinds, integer && !number
 }
 
 // quickFault is the fault of a quick check (the if of an if/then/else, the
@@ -839,6 +886,11 @@ func typeMatches(types []string, v any) bool {
 // rational.
 func isInteger(v any) bool {
 	x, _ := numText(v)
+	return isIntegerText(x)
+}
+
+// isIntegerText is isInteger for the text of a number.
+func isIntegerText(x string) bool {
 	if !strings.ContainsAny(x, ".eE") {
 		return true
 	}
@@ -886,47 +938,260 @@ func Equal(a, b any) bool {
 	}
 	xs, ok1 := numText(a)
 	ys, ok2 := numText(b)
-	if !ok1 || !ok2 {
-		return false
-	}
+	return ok1 && ok2 && equalNumbers(xs, ys)
+}
+
+// equalNumbers reports whether two numbers, by their JSON text, are equal
+// as values.
+func equalNumbers(xs, ys string) bool {
 	if xs == ys {
 		return true
+	}
+	// Two plain integers (no sign on zero, no leading zero) are equal only
+	// when they are spelled alike.
+	if plainInteger(xs) && plainInteger(ys) {
+		return false
 	}
 	rx, ok1 := new(big.Rat).SetString(xs)
 	ry, ok2 := new(big.Rat).SetString(ys)
 	return ok1 && ok2 && rx.Cmp(ry) == 0
 }
 
-// fastPatterns are hand-written matchers for the patterns that every
-// record checks many times (a test cross-checks each with its regexp).
-var fastPatterns = map[string]func(string) bool{
-	`^[0-9a-f]{64}$`: func(s string) bool {
-		if len(s) != 64 {
+// plainInteger reports whether x is an integer written in the one way
+// JSON allows for it: digits without a leading zero, after a minus sign
+// unless it is zero.
+func plainInteger[S string | []byte](x S) bool {
+	d := x
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || d[0] == '0' && (len(d) > 1 || len(d) < len(x)) {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
 			return false
 		}
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
+	}
+	return true
+}
+
+// fastPattern is a hand-written matcher of a pattern, over strings and
+// over bytes.
+type fastPattern struct {
+	str   func(string) bool
+	bytes func([]byte) bool
+}
+
+// fastPatterns are hand-written matchers for the patterns that every
+// record checks many times (a test cross-checks each with its regexp).
+var fastPatterns = map[string]fastPattern{
+	`^[0-9a-f]{64}$`:               {isHex64[string], isHex64[[]byte]},
+	`^[A-Za-z0-9][A-Za-z0-9._-]*$`: {isID[string], isID[[]byte]},
+	`^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$`: {isBundlePath[string], isBundlePath[[]byte]},
+	`\.jsonl$`:                       {hasJSONLSuffix[string], hasJSONLSuffix[[]byte]},
+	`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`: {isPolicyTag[string], isPolicyTag[[]byte]},
+	`^dec-[0-9a-f]{32}$`:             {isDecisionID[string], isDecisionID[[]byte]},
+	`^apr-[0-9a-f]{32}$`:             {isApprovalID[string], isApprovalID[[]byte]},
+	`^browser\.[a-z][a-z_]{0,31}$`:   {isActionName[string], isActionName[[]byte]},
+	`^browser\.(navigate|click|type|select|scroll|wait|extract)$`: {isBrowserAction[string], isBrowserAction[[]byte]},
+	`^[a-z][a-z0-9_]{0,63}$`:                                       {isRuleName[string], isRuleName[[]byte]},
+	`^dom/(0|[1-9][0-9]{0,9})\.html$`:                              {isDOMFile[string], isDOMFile[[]byte]},
+	`^dom/(0|[1-9][0-9]{0,9})\.json$`:                              {isObservationFile[string], isObservationFile[[]byte]},
+	`^artifacts/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.json$`:           {isArtifactRecordFile[string], isArtifactRecordFile[[]byte]},
+	`^artifacts/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.(png|jpg|webp)$`: {isImageFile[string], isImageFile[[]byte]},
+	`^(plan\.json|plans/[1-9][0-9]{0,8}\.json)$`:                   {isPlanFile[string], isPlanFile[[]byte]},
+}
+
+// isHex64 matches ^[0-9a-f]{64}$.
+func isHex64[S string | []byte](s S) bool {
+	return len(s) == 64 && isLowerHex(s)
+}
+
+// lowerHex marks the lowercase hex digits.
+var lowerHex = func() (t [256]uint8) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = 1
+	}
+	return t
+}()
+
+// isID matches ^[A-Za-z0-9][A-Za-z0-9._-]*$.
+func isID[S string | []byte](s S) bool {
+	return len(s) > 0 && isAlnum(s[0]) && allIn(s[1:], "._-")
+}
+
+// isBundlePath matches
+// ^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$.
+func isBundlePath[S string | []byte](s S) bool {
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] != '/' {
+			continue
 		}
+		seg := s[start:i]
+		if len(seg) == 0 || !(isAlnum(seg[0]) || seg[0] == '_' || seg[0] == '-') || !allIn(seg[1:], "._-") {
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
+
+// hasJSONLSuffix matches \.jsonl$.
+func hasJSONLSuffix[S string | []byte](s S) bool {
+	return len(s) >= 6 && string(s[len(s)-6:]) == ".jsonl"
+}
+
+// isPolicyTag matches ^[A-Za-z0-9][A-Za-z0-9._:/-]*$.
+func isPolicyTag[S string | []byte](s S) bool {
+	return len(s) > 0 && isAlnum(s[0]) && allIn(s[1:], "._:/-")
+}
+
+// isDecisionID matches ^dec-[0-9a-f]{32}$.
+func isDecisionID[S string | []byte](s S) bool {
+	return len(s) == 36 && string(s[:4]) == "dec-" && isLowerHex(s[4:])
+}
+
+// isApprovalID matches ^apr-[0-9a-f]{32}$.
+func isApprovalID[S string | []byte](s S) bool {
+	return len(s) == 36 && string(s[:4]) == "apr-" && isLowerHex(s[4:])
+}
+
+// isActionName matches ^browser\.[a-z][a-z_]{0,31}$.
+func isActionName[S string | []byte](s S) bool {
+	if len(s) < 9 || len(s) > 40 || string(s[:8]) != "browser." || !('a' <= s[8] && s[8] <= 'z') {
+		return false
+	}
+	for i := 9; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// isBrowserAction matches
+// ^browser\.(navigate|click|type|select|scroll|wait|extract)$.
+func isBrowserAction[S string | []byte](s S) bool {
+	if len(s) < 8 || string(s[:8]) != "browser." {
+		return false
+	}
+	switch string(s[8:]) {
+	case "navigate", "click", "type", "select", "scroll", "wait", "extract":
 		return true
-	},
-	`^[A-Za-z0-9][A-Za-z0-9._-]*$`: func(s string) bool {
-		return len(s) > 0 && isAlnum(s[0]) && allIn(s[1:], "._-")
-	},
-	`^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$`: func(s string) bool {
-		for {
-			seg, rest, more := strings.Cut(s, "/")
-			if len(seg) == 0 || !(isAlnum(seg[0]) || seg[0] == '_' || seg[0] == '-') || !allIn(seg[1:], "._-") {
-				return false
-			}
-			if !more {
-				return true
-			}
-			s = rest
+	}
+	return false
+}
+
+// isRuleName matches ^[a-z][a-z0-9_]{0,63}$.
+func isRuleName[S string | []byte](s S) bool {
+	if len(s) == 0 || len(s) > 64 || !('a' <= s[0] && s[0] <= 'z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
 		}
-	},
-	`\.jsonl$`: func(s string) bool { return strings.HasSuffix(s, ".jsonl") },
+	}
+	return true
+}
+
+// isDOMFile matches ^dom/(0|[1-9][0-9]{0,9})\.html$.
+func isDOMFile[S string | []byte](s S) bool {
+	return len(s) > 9 && string(s[:4]) == "dom/" && string(s[len(s)-5:]) == ".html" && isStep(s[4:len(s)-5])
+}
+
+// isObservationFile matches ^dom/(0|[1-9][0-9]{0,9})\.json$.
+func isObservationFile[S string | []byte](s S) bool {
+	return len(s) > 9 && string(s[:4]) == "dom/" && string(s[len(s)-5:]) == ".json" && isStep(s[4:len(s)-5])
+}
+
+// isStep matches ^(0|[1-9][0-9]{0,9})$.
+func isStep[S string | []byte](s S) bool {
+	return len(s) == 1 && s[0] == '0' || len(s) >= 1 && len(s) <= 10 && s[0] != '0' && isDigits(s)
+}
+
+// isPlanFile matches ^(plan\.json|plans/[1-9][0-9]{0,8}\.json)$.
+func isPlanFile[S string | []byte](s S) bool {
+	if string(s) == "plan.json" {
+		return true
+	}
+	if len(s) < 12 || string(s[:6]) != "plans/" || string(s[len(s)-5:]) != ".json" {
+		return false
+	}
+	n := s[6 : len(s)-5]
+	return len(n) <= 9 && n[0] != '0' && isDigits(n)
+}
+
+// isArtifactRecordFile matches
+// ^artifacts/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.json$.
+func isArtifactRecordFile[S string | []byte](s S) bool {
+	return len(s) > 15 && string(s[len(s)-5:]) == ".json" && isArtifactName(s[:len(s)-5])
+}
+
+// isImageFile matches
+// ^artifacts/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.(png|jpg|webp)$.
+func isImageFile[S string | []byte](s S) bool {
+	switch {
+	case len(s) > 14 && (string(s[len(s)-4:]) == ".png" || string(s[len(s)-4:]) == ".jpg"):
+		return isArtifactName(s[:len(s)-4])
+	case len(s) > 15 && string(s[len(s)-5:]) == ".webp":
+		return isArtifactName(s[:len(s)-5])
+	}
+	return false
+}
+
+// isArtifactName matches ^artifacts/[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
+func isArtifactName[S string | []byte](s S) bool {
+	if len(s) < 11 || string(s[:10]) != "artifacts/" {
+		return false
+	}
+	id := s[10:]
+	return len(id) <= 128 && isAlnum(id[0]) && allIn(id[1:], "._-")
+}
+
+// isLowerHex reports whether s is all lowercase hex digits. It does not
+// branch on the bytes (hashes are random: a branch per digit or letter
+// would be mispredicted half the time), and it takes eight at a time.
+func isLowerHex[S string | []byte](s S) bool {
+	ok := uint8(1)
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if !lowerHex8(x) {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		ok &= lowerHex[s[i]]
+	}
+	return ok == 1
+}
+
+// lowerHex8 reports whether the eight bytes of x are lowercase hex digits:
+// each byte b is ASCII, and 0x30 <= b <= 0x39 or 0x61 <= b <= 0x66, tested
+// by the carries of adding to every byte at once (an ASCII byte plus at
+// most 0x50 does not carry into the next).
+func lowerHex8(x uint64) bool {
+	const l, h = 0x0101010101010101, 0x8080808080808080
+	if x&h != 0 {
+		return false
+	}
+	digit := (x + 0x50*l) &^ (x + 0x46*l)  // >= 0x30, <= 0x39
+	letter := (x + 0x1F*l) &^ (x + 0x19*l) // >= 0x61, <= 0x66
+	return (digit|letter)&h == h
+}
+
+// isDigits reports whether s is all decimal digits.
+func isDigits[S string | []byte](s S) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func isAlnum(c byte) bool {
@@ -934,7 +1199,7 @@ func isAlnum(c byte) bool {
 }
 
 // allIn reports whether every byte of s is a letter, a digit or in extra.
-func allIn(s, extra string) bool {
+func allIn[S string | []byte](s S, extra string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !isAlnum(c) && strings.IndexByte(extra, c) < 0 {
 			return false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -108,6 +109,13 @@ func checkAgreement(t testing.TB, name string, v *Validator, doc []byte) {
 	if (fast == nil) != (general == nil) {
 		t.Errorf("%s: validators disagree on %s:\ncompiled: %v\ngeneral: %v", name, doc, fast, general)
 	}
+	tape := tapeOf(x)
+	if got := v.ValidateTapeCompiled(tape, 0); (got == nil) != (general == nil) {
+		t.Errorf("%s: the tape walk disagrees on %s:\ntape: %v\ngeneral: %v", name, doc, got, general)
+	}
+	if got, want := v.ValidateTape(tape, 0), v.ValidateValue(x); (got == nil) != (want == nil) {
+		t.Errorf("%s: ValidateTape %v, ValidateValue %v on %s", name, got, want, doc)
+	}
 	// ValidateValue is the compiled verdict (with the general account on
 	// a failure, which is never nil by construction).
 	if fast == nil {
@@ -127,6 +135,44 @@ func TestValidatorAgreesOnVectors(t *testing.T) {
 	}
 	if n < 100 {
 		t.Errorf("only %d vectors checked", n)
+	}
+}
+
+// TestValidatorAgreesOnOddDocuments: documents of every other type, and
+// objects missing what the schemas dispatch on, for every shape (the tape
+// walk groups the if/then items on one member: a value that is not an
+// object holds every if, an object without the member only those that do
+// not require it).
+func TestValidatorAgreesOnOddDocuments(t *testing.T) {
+	docs := []string{`null`, `true`, `0`, `"x"`, `[]`, `{}`, `[{}]`, `{"type":null}`, `{"kind":"plan"}`,
+		`{"type":"click"}`, `{"type":"session.started"}`, `{"index":0}`, `{"kind":1}`, `{"type":["click"]}`}
+	for name, v := range allValidators(t) {
+		for _, doc := range docs {
+			checkAgreement(t, name, v, []byte(doc))
+		}
+	}
+}
+
+// TestDispatchPlanned: the shapes that dispatch on a member (a ledger
+// entry's kind, an action's type) have their if/then items grouped, so
+// the tape walk looks the member up once.
+func TestDispatchPlanned(t *testing.T) {
+	for _, k := range []Kind{KindLedgerEntry, KindAction} {
+		v, err := ValidatorFor(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := v.fast
+		for n.ref != nil && len(n.allOf) == 0 {
+			n = n.ref
+		}
+		most := 0
+		for _, d := range n.dispatch {
+			most = max(most, len(d.cases))
+		}
+		if most < 7 {
+			t.Errorf("%s: %d dispatch groups of at most %d cases, want one of at least 7", k, len(n.dispatch), most)
+		}
 	}
 }
 
@@ -284,6 +330,12 @@ func TestEqual(t *testing.T) {
 		{json.Number("1"), json.Number("1e0"), true},
 		{json.Number("1"), float64(1), true},
 		{json.Number("9007199254740993"), json.Number("9007199254740992"), false},
+		{json.Number("-0"), json.Number("0"), true},
+		{json.Number("0"), json.Number("-0.0"), true},
+		{json.Number("-5"), json.Number("5"), false},
+		{json.Number("10"), json.Number("1e1"), true},
+		{json.Number("10"), json.Number("100"), false},
+		{json.Number("-10"), json.Number("-1e1"), true},
 		{json.Number("0.1"), json.Number("0.10000000000000001"), false},
 		{"1", json.Number("1"), false},
 		{nil, nil, true},
@@ -331,12 +383,124 @@ func TestFastPatterns(t *testing.T) {
 		}
 		cases = append(cases, string(b))
 	}
+	// Strings that match, or nearly: each seed, and random edits of it
+	// (a byte replaced, inserted or removed, from the bytes the patterns
+	// name), so that every boundary of every pattern is crossed.
+	seeds := []string{"dec-0123456789abcdef0123456789abcdef", "apr-0123456789abcdef0123456789abcdef", "browser.click",
+		"browser.x", "browser.navigate", "browser.extract", "browser.type_text", "browser." + strings.Repeat("a", 32),
+		"nav", "a:b/c-d.e_f", "rule_1", strings.Repeat("r", 64), "dom/0.html", "dom/1234567890.html", "dom/12345678901.html",
+		"dom/01.html", "dom/7.json", "dom/0.json", "plan.json", "plans/2.json", "plans/123456789.json", "plans/0.json",
+		"artifacts/shot-1.png", "artifacts/a.jpg", "artifacts/a.b.webp", "artifacts/" + strings.Repeat("x", 128) + ".json",
+		"artifacts/" + strings.Repeat("x", 129) + ".json", "artifacts/.json", "artifacts/x.json", "artifacts/x.json.json",
+		"events.jsonl", "provenance/manifest-start.json", strings.Repeat("0", 64)}
+	edits := "abcdefghijklmnopqrstuvwxyzABZ0123456789.-_/:\x00é"
+	for _, seed := range seeds {
+		cases = append(cases, seed)
+		for range 400 {
+			b := []byte(seed)
+			for range 1 + r.IntN(2) {
+				i := r.IntN(len(b) + 1)
+				c := edits[r.IntN(len(edits))]
+				switch r.IntN(3) {
+				case 0:
+					if i < len(b) {
+						b[i] = c
+					}
+				case 1:
+					b = append(b[:i], append([]byte{c}, b[i:]...)...)
+				default:
+					if i < len(b) {
+						b = append(b[:i], b[i+1:]...)
+					}
+				}
+			}
+			cases = append(cases, string(b))
+		}
+	}
 	for pat, f := range fastPatterns {
 		re := regexp.MustCompile(pat)
+		matched := 0
 		for _, c := range cases {
-			if got, want := f(c), re.MatchString(c); got != want {
+			want := re.MatchString(c)
+			if want {
+				matched++
+			}
+			if got := f.str(c); got != want {
 				t.Errorf("pattern %s on %q: fast %v, regexp %v", pat, c, got, want)
 			}
+			if got := f.bytes([]byte(c)); got != want {
+				t.Errorf("pattern %s on bytes %q: fast %v, regexp %v", pat, c, got, want)
+			}
+		}
+		if matched < 5 {
+			t.Errorf("pattern %s: only %d cases match, the test says little", pat, matched)
+		}
+	}
+}
+
+// TestLowerHex8 checks the eight-at-a-time hex test against the table:
+// every byte value at every place of a word of hex digits, and pairs.
+func TestLowerHex8(t *testing.T) {
+	base := []byte("0a9f5c1e")
+	for pos := range 8 {
+		for c := range 256 {
+			w := append([]byte(nil), base...)
+			w[pos] = byte(c)
+			for pos2 := range 8 {
+				for _, c2 := range []byte{'0', '9', 'a', 'f', '/', ':', '`', 'g', 0x00, 0x7f, 0x80, 0xb0, 0xff} {
+					v := append([]byte(nil), w...)
+					v[pos2] = c2
+					want := true
+					for _, b := range v {
+						want = want && lowerHex[b] == 1
+					}
+					if got := isLowerHex(v); got != want {
+						t.Fatalf("isLowerHex(%q) = %v, want %v", v, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFastPatternsUsed: every hand-written matcher is for a pattern that a
+// schema uses (a key with a typo would leave the pattern to the regexp).
+func TestFastPatternsUsed(t *testing.T) {
+	used := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if p, ok := x["pattern"].(string); ok {
+				used[p] = true
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := files.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		walk(v)
+	}
+	for pat := range fastPatterns {
+		if !used[pat] {
+			t.Errorf("fast pattern %s: no schema uses it", pat)
 		}
 	}
 }
@@ -364,8 +528,9 @@ type acceptAll struct{}
 
 func (acceptAll) Validate(any) error { return nil }
 
-// BenchmarkValidate compares the compiled validator with the general one
-// on the first valid vector of each kind.
+// BenchmarkValidate compares the compiled validator, over the parsed value
+// and over its tape, with the general one on the first valid vector of
+// each kind.
 func BenchmarkValidate(b *testing.B) {
 	for _, k := range Kinds() {
 		docs := vectorDocs(b, string(k))
@@ -380,6 +545,14 @@ func BenchmarkValidate(b *testing.B) {
 		b.Run(string(k)+"/compiled", func(b *testing.B) {
 			for range b.N {
 				if v.ValidateCompiled(x) != nil {
+					b.Fatal("invalid")
+				}
+			}
+		})
+		tape := tapeOf(x)
+		b.Run(string(k)+"/tape", func(b *testing.B) {
+			for range b.N {
+				if v.ValidateTapeCompiled(tape, 0) != nil {
 					b.Fatal("invalid")
 				}
 			}
