@@ -213,20 +213,37 @@ func Start(tb testing.TB, o Options) *Browser {
 		tb.Fatalf("launch Chromium with the extension: %v", err)
 	}
 	b.Context = bctx
-	deadline := time.Now().Add(20 * time.Second)
-	for b.Worker == nil {
-		for _, w := range bctx.ServiceWorkers() {
-			if strings.HasPrefix(w.URL(), "chrome-extension://"+b.ExtensionID+"/") {
-				b.Worker = w
+	// playwright-go appends a new service worker to the context's list
+	// on its dispatcher goroutine without the lock ServiceWorkers takes,
+	// so the list is read only on that goroutine: in the handler of a
+	// page event this function causes, and from the "serviceworker" event
+	// for a worker that starts later.
+	found := make(chan playwright.Worker, 8)
+	offer := func(w playwright.Worker) {
+		if strings.HasPrefix(w.URL(), "chrome-extension://"+b.ExtensionID+"/") {
+			select {
+			case found <- w:
+			default:
 			}
 		}
-		if b.Worker != nil {
-			break
+	}
+	bctx.On("serviceworker", func(w playwright.Worker) { offer(w) })
+	bctx.OnPage(func(playwright.Page) {
+		for _, w := range bctx.ServiceWorkers() {
+			offer(w)
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the extension's service worker did not start (extension %s)", b.ExtensionID)
-		}
-		time.Sleep(50 * time.Millisecond)
+	})
+	probe, err := bctx.NewPage()
+	if err != nil {
+		tb.Fatalf("open a page: %v", err)
+	}
+	select {
+	case b.Worker = <-found:
+	case <-time.After(20 * time.Second):
+		tb.Fatalf("the extension's service worker did not start (extension %s)", b.ExtensionID)
+	}
+	if err := probe.Close(); err != nil {
+		tb.Fatalf("close the probe page: %v", err)
 	}
 	return b
 }
