@@ -9,6 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/race"
 )
 
 // TestFastPathAgreesWithFullRules evaluates the embedded policy's decision
@@ -21,6 +22,9 @@ func TestFastPathAgreesWithFullRules(t *testing.T) {
 	n := 10000
 	if testing.Short() {
 		n = 1000
+	}
+	if race.Enabled {
+		t.Skip("pure computation: make test runs it without -race (the agreement target)")
 	}
 	ctx := context.Background()
 	g := sharedGate(t)

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aegis-run/aegis/internal/race"
 )
 
 // The compiled Validator is held to the general validator: the same
@@ -208,6 +210,9 @@ func numberReplacements(old any) []any {
 func TestValidatorAgreesOnMutations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
+	}
+	if race.Enabled {
+		t.Skip("pure computation: make test runs it without -race (the agreement target)")
 	}
 	n := 0
 	for name, v := range allValidators(t) {
