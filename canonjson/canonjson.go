@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,33 +177,53 @@ func encodeString(buf *bytes.Buffer, s string) error {
 // AppendString appends s to b as RFC 8785 writes a string: '"' and '\\'
 // escaped, \b \f \n \r \t in their short forms, other control characters
 // as \u00xx, everything else literal. s must be valid UTF-8 (the caller
-// checks; invalid bytes would be copied as they are).
+// checks; invalid bytes would be copied as they are). The bytes that need
+// no escape are found eight at a time and copied in runs.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"':
-			b = append(b, '\\', '"')
-		case c == '\\':
-			b = append(b, '\\', '\\')
-		case c >= 0x20:
-			b = append(b, c)
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+	run := 0 // start of the bytes not yet copied
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			m := stopMask(x)
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // the first byte that needs an escape
+		} else if !isStop(s[i]) {
+			i++
+			continue
 		}
+		b = append(b, s[run:i]...)
+		b = appendEscape(b, s[i])
+		i++
+		run = i
 	}
+	b = append(b, s[run:]...)
 	return append(b, '"')
+}
+
+// appendEscape appends the escape of a byte that needs one (isStop).
+func appendEscape(b []byte, c byte) []byte {
+	switch c {
+	case '"':
+		return append(b, '\\', '"')
+	case '\\':
+		return append(b, '\\', '\\')
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }
 
 // FormatNumber writes f as ECMAScript's Number.prototype.toString does

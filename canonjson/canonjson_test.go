@@ -171,3 +171,64 @@ func TestLessUTF16(t *testing.T) {
 		}
 	}
 }
+
+// appendStringByByte is AppendString written one byte at a time, as RFC
+// 8785 states it: the reference of TestAppendStringMatchesByteRule.
+func appendStringByByte(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c >= 0x20:
+			b = append(b, c)
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+	}
+	return append(b, '"')
+}
+
+// TestAppendStringMatchesByteRule holds AppendString, which scans eight
+// bytes at a time, to the byte-at-a-time rule: every byte value at every
+// position of strings of 0 to 40 bytes, and random strings.
+func TestAppendStringMatchesByteRule(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		got, want := AppendString([]byte("x"), s), appendStringByByte([]byte("x"), s)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for n := 0; n <= 40; n++ {
+		base := strings.Repeat("aé", n)[:n] // ASCII and the bytes of a two-byte character
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := []byte(base)
+				b[pos] = byte(c)
+				check(string(b))
+			}
+		}
+		check(base)
+	}
+	alphabet := []byte("a\"\\\n\t\x00\x1f\x7f\xc3\xa9 ~")
+	seed := uint64(1)
+	for i := 0; i < 20000; i++ {
+		b := make([]byte, i%97)
+		for j := range b {
+			seed = seed*6364136223846793005 + 1442695040888963407
+			b[j] = alphabet[int(seed>>33)%len(alphabet)]
+		}
+		check(string(b))
+	}
+}

@@ -246,7 +246,7 @@ func checkModelCall(r rec, sid string) error {
 // in the .html beside it, whose digest is given), state.domHash is that
 // digest, and the state names the bundle's session. snap is checked for
 // length when given (writing); the verifier checks the file itself.
-func checkObservation(r rec, sid string, digest Hash, snap string, withSnap bool) error {
+func checkObservation(r rec, sid string, digest Hash, snap []byte, withSnap bool) error {
 	state := r.at("state")
 	switch {
 	case r.at("domSnapshot").str() != "":
@@ -257,7 +257,7 @@ func checkObservation(r rec, sid string, digest Hash, snap string, withSnap bool
 		return fmt.Errorf("state.sessionId %q, want %q", state.at("sessionId").str(), sid)
 	}
 	if withSnap {
-		return checkSnapshot([]byte(snap))
+		return checkSnapshot(snap)
 	}
 	return nil
 }

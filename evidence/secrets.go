@@ -99,11 +99,21 @@ func (m *masker) build() {
 
 // maskString returns s with every known value replaced, and whether any was.
 func (m *masker) maskString(s string) (string, bool) {
-	if m.r == nil {
-		return s, false
+	if m.r == nil || !m.anyIn(s) {
+		return s, false // the replacer would return s, allocating twice
 	}
 	out := m.r.Replace(s)
 	return out, out != s
+}
+
+// anyIn reports whether a known value occurs in s (by chance or not).
+func (m *masker) anyIn(s string) bool {
+	for _, p := range m.pairs {
+		if strings.Contains(s, p.value) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrSecret is wrapped by the error for a record that holds a secret
@@ -231,6 +241,17 @@ func (m *masker) findIn(b []byte) (string, bool) {
 	for _, p := range m.pairs {
 		if occurs(b, p.value) || p.escaped != p.value && occurs(b, p.escaped) {
 			return p.placeholder, true
+		}
+	}
+	return "", false
+}
+
+// findInString is findIn for a string; it copies s only when a value
+// (or its escaped spelling) occurs in it.
+func (m *masker) findInString(s string) (string, bool) {
+	for _, p := range m.pairs {
+		if strings.Contains(s, p.value) || p.escaped != p.value && strings.Contains(s, p.escaped) {
+			return m.findIn([]byte(s))
 		}
 	}
 	return "", false

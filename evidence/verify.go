@@ -862,7 +862,7 @@ func (v *verifier) record(p *prepared) error {
 		if html, _ := domFiles(stepOf(e.File)); v.lastKind != contract.LedgerDOMSnapshot || !v.used[html] {
 			return bad("order", fmt.Errorf("not recorded right after its snapshot %s", html))
 		}
-		if err := checkObservation(r, v.sid, v.prevDigest, "", false); err != nil {
+		if err := checkObservation(r, v.sid, v.prevDigest, nil, false); err != nil {
 			return bad("observation", err)
 		}
 		v.counts.Observations++

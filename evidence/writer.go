@@ -154,6 +154,7 @@ type Writer struct {
 	done   bool                     // sealed or closed
 	lastAt string                   // the time of the last entry
 	hook   func(stage string) error // tests: fault injection between steps
+	obs    obsScratch               // reused by each observation
 }
 
 // Create starts the evidence bundle of a session in root/SESSIONID and
@@ -487,7 +488,8 @@ func (w *Writer) Observation(step int, obs contract.Observation) error {
 	if !utf8.ValidString(snap) {
 		return errors.New("evidence: observation: DOM snapshot is not valid UTF-8")
 	}
-	digest := Hash(sha256.Sum256([]byte(snap)))
+	snapBytes := []byte(snap) // one copy for the digests, the checks and the file
+	digest := Hash(sha256.Sum256(snapBytes))
 	switch obs.State.DOMHash {
 	case "":
 	case digest.String():
@@ -496,21 +498,22 @@ func (w *Writer) Observation(step int, obs contract.Observation) error {
 	}
 	snap, maskedSnap := w.mask.maskString(snap)
 	if maskedSnap {
-		digest = sha256.Sum256([]byte(snap))
+		snapBytes = []byte(snap)
+		digest = sha256.Sum256(snapBytes)
 	}
-	if err := w.mask.check("the DOM snapshot", []byte(snap)); err != nil {
+	if err := w.mask.check("the DOM snapshot", snapBytes); err != nil {
 		return fmt.Errorf("evidence: observation: %w", err)
 	}
 	obs.State.DOMHash = digest.String()
 	obs.DOMSnapshot = ""
-	canon, r, masked, err := w.prepare(string(schemas.KindObservation), obs)
+	canon, r, masked, err := prepareObservation(obs, w.mask, &w.obs)
 	if err != nil {
 		return fmt.Errorf("evidence: observation: %w", err)
 	}
-	if err := checkObservation(r, w.sid, digest, snap, true); err != nil {
+	if err := checkObservation(r, w.sid, digest, snapBytes, true); err != nil {
 		return fmt.Errorf("evidence: observation: %w", err)
 	}
-	if err := w.appendFile(contract.LedgerDOMSnapshot, htmlFile, []byte(snap), false); err != nil {
+	if err := w.appendFile(contract.LedgerDOMSnapshot, htmlFile, snapBytes, false); err != nil {
 		return err
 	}
 	if err := w.appendFile(contract.LedgerObservation, obsFile, canon, true); err != nil {
