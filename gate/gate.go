@@ -241,8 +241,7 @@ type localEval struct {
 	pq      rego.PreparedEvalQuery
 	prelude rego.PreparedEvalQuery
 
-	mu       sync.Mutex
-	preludes map[preludeKey]*ast.Term // nil: the prelude is undefined
+	preludes capped[preludeKey, *ast.Term] // a nil term: the prelude is undefined
 }
 
 // preludeKey identifies the input of a prelude: the session facts and the
@@ -327,10 +326,7 @@ func evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value, 
 // memoized: the decision fails closed and the next one tries again.
 func (l *localEval) sessionPrelude(ctx context.Context, in *policyInput) (*ast.Term, error) {
 	key := preludeKey{session: in.sf.key, state: in.state}
-	l.mu.Lock()
-	t, ok := l.preludes[key]
-	l.mu.Unlock()
-	if ok {
+	if t, ok := l.preludes.get(key); ok {
 		return t, nil
 	}
 	v, err := in.preludeValue()
@@ -345,6 +341,7 @@ func (l *localEval) sessionPrelude(ctx context.Context, in *policyInput) (*ast.T
 		return nil, err
 	}
 	pv, err := singleResult(rs)
+	var t *ast.Term
 	switch {
 	case errors.Is(err, errUndefined):
 		t = nil
@@ -353,12 +350,7 @@ func (l *localEval) sessionPrelude(ctx context.Context, in *policyInput) (*ast.T
 	default:
 		t = ast.NewTerm(pv)
 	}
-	l.mu.Lock()
-	if l.preludes == nil || len(l.preludes) >= maxPreludeCache {
-		l.preludes = map[preludeKey]*ast.Term{}
-	}
-	l.preludes[key] = t
-	l.mu.Unlock()
+	l.preludes.put(key, t, maxPreludeCache)
 	return t, nil
 }
 

@@ -348,18 +348,12 @@ type urlEntry struct {
 
 // urlCache memoizes the facts of active-page URLs, which repeat on every
 // action taken on a page. It is emptied when it holds maxURLCache entries.
-type urlCache struct {
-	mu sync.Mutex
-	m  map[string]*urlEntry
-}
+type urlCache struct{ capped[string, *urlEntry] }
 
 const maxURLCache = 1024
 
 func (c *urlCache) get(raw string) (*urlEntry, error) {
-	c.mu.Lock()
-	e, ok := c.m[raw]
-	c.mu.Unlock()
-	if ok {
+	if e, ok := c.capped.get(raw); ok {
 		return e, nil
 	}
 	facts := urlFactsMap(NormalizeURL(raw))
@@ -367,13 +361,8 @@ func (c *urlCache) get(raw string) (*urlEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e = &urlEntry{facts: facts, term: ast.NewTerm(v)}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxURLCache {
-		c.m = map[string]*urlEntry{}
-	}
-	c.m[raw] = e
-	c.mu.Unlock()
+	e := &urlEntry{facts: facts, term: ast.NewTerm(v)}
+	c.put(raw, e, maxURLCache)
 	return e, nil
 }
 
@@ -447,8 +436,7 @@ func (sf *sessionFacts) astTerms() (map[string]*ast.Term, error) {
 const maxSessionCache = 256
 
 type sessionCache struct {
-	mu sync.Mutex
-	m  map[sessionKey]*sessionFacts
+	capped[sessionKey, *sessionFacts]
 }
 
 // sessionKey identifies the session facts of a request: a 128-bit hash
@@ -498,20 +486,12 @@ func keyOf(req *Request) sessionKey {
 
 func (c *sessionCache) get(req *Request) *sessionFacts {
 	key := keyOf(req)
-	c.mu.Lock()
-	sf, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
+	if sf, ok := c.capped.get(key); ok {
 		return sf
 	}
-	sf = newSessionFacts(req)
+	sf := newSessionFacts(req)
 	sf.key = key
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxSessionCache {
-		c.m = map[sessionKey]*sessionFacts{}
-	}
-	c.m[key] = sf
-	c.mu.Unlock()
+	c.put(key, sf, maxSessionCache)
 	return sf
 }
 
@@ -792,31 +772,20 @@ func stringsTerm(xs []any) *ast.Term {
 
 // boundedCache is a cache of converted input parts under comparable keys;
 // it is emptied when it holds maxTermCache entries.
-type boundedCache[K comparable] struct {
-	mu sync.RWMutex
-	m  map[K]*ast.Term
-}
+type boundedCache[K comparable] struct{ capped[K, *ast.Term] }
 
 const maxTermCache = 1024
 
 func (c *boundedCache[K]) get(k K, v func() any) (*ast.Term, error) {
-	c.mu.RLock()
-	t, ok := c.m[k]
-	c.mu.RUnlock()
-	if ok {
+	if t, ok := c.capped.get(k); ok {
 		return t, nil
 	}
 	val, err := ast.InterfaceToValue(v())
 	if err != nil {
 		return nil, fmt.Errorf("policy input: %w", err)
 	}
-	t = ast.NewTerm(val)
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxTermCache {
-		c.m = map[K]*ast.Term{}
-	}
-	c.m[k] = t
-	c.mu.Unlock()
+	t := ast.NewTerm(val)
+	c.put(k, t, maxTermCache)
 	return t, nil
 }
 
