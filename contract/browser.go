@@ -328,59 +328,120 @@ var allTypedFields = []string{"url", "selector", "timeoutMs", "text", "redact", 
 // action's type: required ones always (so a type action always carries
 // redact), optional ones when non-zero. It refuses an unknown type and an
 // action that sets a field of another type, so that no field is dropped
-// silently.
+// silently. The bytes are those encoding/json would write for the same
+// members in this order (strings escaped as it escapes them), written
+// without reflection: an action is encoded several times a step (prompts,
+// loop detection, evidence).
 func (a Action) MarshalJSON() ([]byte, error) {
+	return a.AppendJSON(make([]byte, 0, a.sizeHint()))
+}
+
+// AppendJSON appends the action's JSON, as MarshalJSON returns it, to b.
+func (a *Action) AppendJSON(b []byte) ([]byte, error) {
 	fields, ok := actionFields[a.Type]
 	if !ok {
 		return nil, fmt.Errorf("contract: action %q: unknown type %q", a.ID, a.Type)
 	}
-	allowed := map[string]bool{}
-	for _, f := range fields {
-		allowed[f.name] = true
-	}
 	for _, name := range allTypedFields {
-		if _, zero := a.field(name); !zero && !allowed[name] {
+		if !a.isZero(name) && !hasField(fields, name) {
 			return nil, fmt.Errorf("contract: action %q: field %q does not belong to a %s action", a.ID, name, a.Type)
 		}
 	}
-	var b bytes.Buffer
-	b.WriteByte('{')
-	write := func(name string, v any) error {
-		if b.Len() > 1 {
-			b.WriteByte(',')
+	b = append(b, `{"id":`...)
+	b = AppendJSONString(b, a.ID)
+	b = append(b, `,"type":`...)
+	b = AppendJSONString(b, string(a.Type))
+	b = append(b, `,"reason":`...)
+	b = AppendJSONString(b, a.Reason)
+	b = append(b, `,"policyTags":[`...)
+	for i, t := range a.PolicyTags {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b.WriteString(strconv.Quote(name))
-		b.WriteByte(':')
-		enc, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		b.Write(enc)
-		return nil
+		b = AppendJSONString(b, t)
 	}
-	tags := a.PolicyTags
-	if tags == nil {
-		tags = []string{}
-	}
-	for _, kv := range []struct {
-		name string
-		v    any
-	}{{"id", a.ID}, {"type", a.Type}, {"reason", a.Reason}, {"policyTags", tags}} {
-		if err := write(kv.name, kv.v); err != nil {
-			return nil, err
-		}
-	}
+	b = append(b, ']')
 	for _, f := range fields {
-		ptr, zero := a.field(f.name)
-		if zero && !f.required {
+		if !f.required && a.isZero(f.name) {
 			continue
 		}
-		if err := write(f.name, ptr); err != nil {
-			return nil, err
+		b = append(b, ',', '"')
+		b = append(b, f.name...)
+		b = append(b, '"', ':')
+		switch f.name {
+		case "url":
+			b = AppendJSONString(b, a.URL)
+		case "selector":
+			b = AppendJSONString(b, a.Selector)
+		case "timeoutMs":
+			b = strconv.AppendInt(b, int64(a.TimeoutMs), 10)
+		case "text":
+			b = AppendJSONString(b, a.Text)
+		case "redact":
+			b = strconv.AppendBool(b, a.Redact)
+		case "value":
+			b = AppendJSONString(b, a.Value)
+		case "direction":
+			b = AppendJSONString(b, string(a.Direction))
+		case "amountPx":
+			b = strconv.AppendInt(b, int64(a.AmountPx), 10)
+		case "durationMs":
+			b = strconv.AppendInt(b, int64(a.DurationMs), 10)
+		case "extract":
+			b = AppendJSONString(b, string(a.Extract))
+		default:
+			return nil, fmt.Errorf("contract: action %q: no encoding for field %q", a.ID, f.name)
 		}
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
+}
+
+// sizeHint is about the length of the action's JSON.
+func (a *Action) sizeHint() int {
+	n := 96 + len(a.ID) + len(a.Type) + len(a.Reason) + len(a.URL) + len(a.Selector) + len(a.Text) + len(a.Value)
+	for _, t := range a.PolicyTags {
+		n += len(t) + 3
+	}
+	return n + n/8
+}
+
+// isZero reports whether the field with this JSON name holds its zero
+// value (see field).
+func (a *Action) isZero(name string) bool {
+	switch name {
+	case "url":
+		return a.URL == ""
+	case "selector":
+		return a.Selector == ""
+	case "timeoutMs":
+		return a.TimeoutMs == 0
+	case "text":
+		return a.Text == ""
+	case "redact":
+		return !a.Redact
+	case "value":
+		return a.Value == ""
+	case "direction":
+		return a.Direction == ""
+	case "amountPx":
+		return a.AmountPx == 0
+	case "durationMs":
+		return a.DurationMs == 0
+	case "extract":
+		return a.Extract == ""
+	}
+	_, zero := a.field(name)
+	return zero
+}
+
+// hasField reports whether fields holds the named one.
+func hasField(fields []actionField, name string) bool {
+	for _, f := range fields {
+		if f.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // UnmarshalJSON decodes one action strictly: data must be one JSON object
