@@ -147,7 +147,7 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 		a.Value = set.Redact(a.Value)
 		a.URL = set.Redact(a.URL)
 		a.Selector = set.Redact(a.Selector)
-		raw, err := json.Marshal(a)
+		raw, err := a.MarshalJSON()
 		if err != nil {
 			// An action that does not encode is reported by its id only.
 			raw, _ = json.Marshal(map[string]string{"id": a.ID, "type": string(a.Type)})
@@ -166,12 +166,10 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 	if tr.Snapshot || tr.Text || tr.Artifacts {
 		doc.Trimmed = &observationTrims{Snapshot: tr.Snapshot, Text: tr.Text, Artifacts: tr.Artifacts}
 	}
-	task, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("navigator: encode task: %w", err)
-	}
+	const taskHeader = "Task (from the operator and the session; trusted):\n"
+	task := doc.appendJSON(append(make([]byte, 0, len(taskHeader)+doc.sizeHint()), taskHeader...))
 	return []llm.Message{
-		{Role: llm.RoleUser, Content: "Task (from the operator and the session; trusted):\n" + string(task)},
+		{Role: llm.RoleUser, Content: string(task)},
 		{Role: llm.RoleUser, Content: ObservationHeader + string(obs)},
 	}, nil
 }

@@ -2,6 +2,7 @@ package navigator
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/schemas"
 	"github.com/aegis-run/aegis/secrets"
 )
@@ -578,4 +580,32 @@ func BenchmarkEncodeObservation(b *testing.B) {
 			b.ReportMetric(float64(n), "doc-bytes")
 		})
 	}
+}
+
+// BenchmarkMessages builds the Navigator's prompt on the order form at
+// step 40: the observation and a task document with 30 progress entries.
+func BenchmarkMessages(b *testing.B) {
+	n, err := NewLLM(nopCompleter{}, LLMOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Goal: "Fill in and send the order form", Step: 40, Observation: formObservation(),
+		Plan: &contract.Plan{Goal: "Fill in and send the order form", Steps: []contract.PlanStep{{ID: "s1", Description: "fill in the form", SuccessCriteria: "the form is sent"}}}}
+	for i := range 40 {
+		a := contract.Action{ID: fmt.Sprintf("t%d", i), Type: contract.ActType, Reason: "fill in the customer's name", PolicyTags: []string{}, Selector: "#name", Text: fmt.Sprintf("Customer %d", i)}
+		req.Progress = append(req.Progress, Progress{Step: i + 1, Action: a, Outcome: OutcomeOK})
+	}
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := n.Messages(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// nopCompleter is a model that is never asked.
+type nopCompleter struct{}
+
+func (nopCompleter) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, errors.New("not asked")
 }
