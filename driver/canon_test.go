@@ -137,6 +137,26 @@ func TestUnpack(t *testing.T) {
 		if !errors.Is(err, ErrInternal) {
 			t.Errorf("%s: error %v, want internal", name, err)
 		}
+		// The decompressor goes back to the pool after a failure too:
+		// the next page must not inherit anything from it.
+		if got, err := unpack(deflate(page)); err != nil || !bytes.Equal(got, page) {
+			t.Errorf("packed page after %s: %q, %v", name, got, err)
+		}
+	}
+}
+
+// BenchmarkUnpack inflates the sample page as observePacked sends it.
+func BenchmarkUnpack(b *testing.B) {
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	_, _ = w.Write([]byte(strings.Repeat(samplePage, 20)))
+	_ = w.Close()
+	data := []byte(packPrefix + base64.StdEncoding.EncodeToString(buf.Bytes()))
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := unpack(data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
