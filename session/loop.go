@@ -1,7 +1,6 @@
 package session
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/aegis-run/aegis/contract"
@@ -32,7 +31,7 @@ func (l *loopDetector) reset() {
 // signature identifies an action regardless of its id and stated reason.
 func signature(a contract.Action) string {
 	a.ID, a.Reason, a.PolicyTags = "x", "", nil
-	b, err := json.Marshal(a)
+	b, err := a.AppendJSON(make([]byte, 0, 128))
 	if err != nil {
 		return fmt.Sprintf("%#v", a)
 	}
