@@ -334,7 +334,9 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	canon, r, masked, err := w.prepare(string(schemas.KindDecision), rec)
+	sc := getRecScratch() // canon and r are used until the method returns
+	defer putRecScratch(sc)
+	canon, r, masked, err := prepareDecision(&rec, w.mask, sc)
 	if err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
@@ -366,8 +368,9 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 		w.mask.addRedacted(a.Text)
 		a.Text = RedactedText
 	}
-	line := actionLine{Action: a, Result: r}
-	canon, lr, masked, err := w.prepare("", line)
+	sc := getRecScratch() // canon and lr are used until the method returns
+	defer putRecScratch(sc)
+	canon, lr, masked, err := prepareActionLine(&a, &r, w.mask, sc)
 	if err != nil {
 		return fmt.Errorf("evidence: action: %w", err)
 	}
@@ -404,7 +407,9 @@ func (w *Writer) Event(ev contract.StreamEvent) error {
 }
 
 func (w *Writer) event(ev contract.StreamEvent) error {
-	canon, r, masked, err := w.prepare(string(schemas.KindEvent), ev)
+	sc := getRecScratch() // canon and r are used until the method returns
+	defer putRecScratch(sc)
+	canon, r, masked, err := prepareEvent(&ev, w.mask, sc)
 	if err != nil {
 		return fmt.Errorf("evidence: event: %w", err)
 	}
@@ -438,7 +443,9 @@ func (w *Writer) ModelCall(rec contract.ModelCall) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	canon, r, masked, err := w.prepare(string(schemas.KindModelCall), rec)
+	sc := getRecScratch() // canon and r are used until the method returns
+	defer putRecScratch(sc)
+	canon, r, masked, err := prepareModelCall(&rec, w.mask, sc)
 	if err != nil {
 		return fmt.Errorf("evidence: model call: %w", err)
 	}
