@@ -160,30 +160,6 @@ func TestActionMarshalAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
-func TestAppendJSONStringAgreesWithEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "plain", "\"\\", "<a href='x'>&</a>", "\b\f\n\r\t\x00\x01\x1f\x7f", "\u2028\u2029", "\xff\xfe", "é日本\U0001F600", "\xed\xa0\x80"} {
-		want, _ := json.Marshal(s)
-		if got := AppendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("AppendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "a\"b", "<&>", "\u2028", "\xff", "\x00\x1f", "日本"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := AppendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
 func BenchmarkActionMarshal(b *testing.B) {
 	a := Action{ID: "t12", Type: ActType, Reason: "fill in the customer's name", PolicyTags: []string{}, Selector: "#name", Text: "Customer 12"}
 	for _, bc := range []struct {

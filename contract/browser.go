@@ -406,30 +406,8 @@ func (a *Action) sizeHint() int {
 }
 
 // isZero reports whether the field with this JSON name holds its zero
-// value (see field).
+// value.
 func (a *Action) isZero(name string) bool {
-	switch name {
-	case "url":
-		return a.URL == ""
-	case "selector":
-		return a.Selector == ""
-	case "timeoutMs":
-		return a.TimeoutMs == 0
-	case "text":
-		return a.Text == ""
-	case "redact":
-		return !a.Redact
-	case "value":
-		return a.Value == ""
-	case "direction":
-		return a.Direction == ""
-	case "amountPx":
-		return a.AmountPx == 0
-	case "durationMs":
-		return a.DurationMs == 0
-	case "extract":
-		return a.Extract == ""
-	}
 	_, zero := a.field(name)
 	return zero
 }

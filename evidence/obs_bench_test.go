@@ -49,14 +49,7 @@ func catalogueObservation() contract.Observation {
 // and checks, and both files).
 func BenchmarkObservation(b *testing.B) {
 	obs := catalogueObservation()
-	plain, err := newMasker(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	withSecrets, err := newMasker(map[string]string{"api": "sk-live-0123456789", "pin": "4242", "pw": "hunter2!"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	plain, withSecrets := benchMaskers(b)
 	digest, err := ParseHash(obs.State.DOMHash)
 	if err != nil {
 		b.Fatal(err)
@@ -172,4 +165,19 @@ func BenchmarkObservationStages(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchMaskers returns the two masker setups of the writer's benchmarks:
+// no secrets, and three.
+func benchMaskers(b *testing.B) (plain, withSecrets *masker) {
+	b.Helper()
+	plain, err := newMasker(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	withSecrets, err = newMasker(map[string]string{"api": "sk-live-0123456789", "pin": "4242", "pw": "hunter2!"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return plain, withSecrets
 }

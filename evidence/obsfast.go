@@ -55,7 +55,7 @@ func prepareObservation(obs contract.Observation, m *masker, sc *obsScratch) (ca
 // bytes, appended to buf, its free text masked, having checked that no
 // known value is left in them.
 func canonicalObservation(obs *contract.Observation, m *masker, buf []byte) (canon []byte, masked bool, err error) {
-	e := obsEncoder{m: m, active: m != nil && m.r != nil, b: buf}
+	e := newObsEncoder(m, buf)
 	if n := observationSizeHint(obs); cap(e.b)-len(e.b) < n {
 		e.b = make([]byte, len(buf), len(buf)+n)
 		copy(e.b, buf)
@@ -92,14 +92,42 @@ type obsEncoder struct {
 	m      *masker
 	active bool // m has values to mask
 	masked bool
-	names  map[string]bool // member names checked for secret values
+	// nameRisk is whether a known value could occur in a member name:
+	// only one made of ASCII letters can, since every name written is.
+	nameRisk bool
+	names    map[string]bool // member names checked for secret values
+}
+
+// newObsEncoder returns an encoder that masks with m (nil: nothing to
+// mask), appending to buf.
+func newObsEncoder(m *masker, buf []byte) obsEncoder {
+	e := obsEncoder{m: m, active: m != nil && m.r != nil, b: buf}
+	if e.active {
+		for _, p := range m.pairs {
+			if asciiLetters(p.value) {
+				e.nameRisk = true
+				break
+			}
+		}
+	}
+	return e
+}
+
+// asciiLetters reports whether s is made of ASCII letters only.
+func asciiLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // name writes a member name and its colon, after the comma when not
 // first; in refuses a name that holds a secret value, naming the object
 // at path as maskRecord does.
 func (e *obsEncoder) name(first bool, name, path string) error {
-	if e.active {
+	if e.nameRisk {
 		bad, ok := e.names[name]
 		if !ok {
 			_, bad = e.m.findInString(name)
@@ -125,6 +153,15 @@ func (e *obsEncoder) name(first bool, name, path string) error {
 // replaced as encoding/json replaces it, then masked when it is free
 // text, or refused when it holds a secret value and is not.
 func (e *obsEncoder) str(s, path string, free bool) error {
+	if !e.put(s, free) {
+		return notFreeText(path)
+	}
+	return nil
+}
+
+// put is str without the path: it reports false, having written
+// nothing, when s is not free text and holds a secret value.
+func (e *obsEncoder) put(s string, free bool) bool {
 	s = validUTF8JSON(s)
 	if e.active {
 		if free {
@@ -132,11 +169,17 @@ func (e *obsEncoder) str(s, path string, free bool) error {
 			s, c = e.m.maskString(s)
 			e.masked = e.masked || c
 		} else if _, found := e.m.findInString(s); found {
-			return fmt.Errorf("%w: %s is not free text", ErrSecret, pointer(path))
+			return false
 		}
 	}
 	e.b = canonjson.AppendString(e.b, s)
-	return nil
+	return true
+}
+
+// notFreeText is the refusal of a secret value in the string at path,
+// which is not free text, in maskRecord's words.
+func notFreeText(path string) error {
+	return fmt.Errorf("%w: %s is not free text", ErrSecret, pointer(path))
 }
 
 // member writes a string member.

@@ -138,23 +138,11 @@ func secretKind(err error) string {
 // values, valid or not: the same bytes and masking report, and a refusal
 // (ErrSecret) or other error exactly when the general path has one.
 func TestCanonicalObservationMatchesGeneralPath(t *testing.T) {
-	none, err := newMasker(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	withSecrets, err := newMasker(obsSecrets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	redacted, err := newMasker(obsSecrets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	redacted.addRedacted("item 42")
+	maskers := testMaskers(t)[:3] // none, secrets, secrets and a redacted text
 	r := rand.New(rand.NewPCG(11, 12))
 	counts := map[string]int{}
 	for i := 0; i < 6000; i++ {
-		m := []*masker{none, withSecrets, redacted}[i%3]
+		m := maskers[i%3]
 		o := randObservation(r, i%2 == 1)
 		want, wantMasked, wantErr := canonicalize(string(schemas.KindObservation), o, m)
 		got, gotMasked, gotErr := canonicalObservation(&o, m, nil)

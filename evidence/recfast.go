@@ -1,12 +1,10 @@
 package evidence
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"sync"
 
-	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
 )
@@ -109,42 +107,17 @@ var (
 // that paths are built only for an error.
 type recEncoder struct {
 	obsEncoder
-	free *freeIndex
-	// nameRisk is whether a known value could occur in a member name:
-	// only one made of ASCII letters can, since every name written is.
-	nameRisk bool
-	first    bool // the next member is the first of its object
+	free  *freeIndex
+	first bool // the next member is the first of its object
 }
 
 // newRecEncoder returns an encoder of a record whose free text is free,
 // writing over buf, or a new buffer when buf has not room for hint bytes.
 func newRecEncoder(free *freeIndex, m *masker, buf []byte, hint int) recEncoder {
-	e := recEncoder{free: free}
-	e.m = m
-	e.active = m != nil && m.r != nil
-	e.b = buf[:0]
-	if n := hint + hint/16; cap(e.b) < n {
-		e.b = make([]byte, 0, n)
+	if n := hint + hint/16; cap(buf) < n {
+		buf = make([]byte, 0, n)
 	}
-	if e.active {
-		for _, p := range m.pairs {
-			if asciiLetters(p.value) {
-				e.nameRisk = true
-				break
-			}
-		}
-	}
-	return e
-}
-
-// asciiLetters reports whether s is made of ASCII letters only.
-func asciiLetters(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i] | 0x20; c < 'a' || c > 'z' {
-			return false
-		}
-	}
-	return true
+	return recEncoder{obsEncoder: newObsEncoder(m, buf[:0]), free: free}
 }
 
 // finish checks the record's bytes as canonicalize does and returns them.
@@ -173,19 +146,9 @@ func (e *recEncoder) close() {
 // comma unless it is the first of its object. A name that holds a known
 // value is refused, naming the object at obj as maskRecord does.
 func (e *recEncoder) key(obj, name string) error {
-	if e.nameRisk {
-		if _, bad := e.m.findInString(name); bad {
-			return fmt.Errorf("%w: a member name of %s", ErrSecret, pointer(obj))
-		}
-	}
-	if !e.first {
-		e.b = append(e.b, ',')
-	}
+	first := e.first
 	e.first = false
-	e.b = append(e.b, '"')
-	e.b = append(e.b, name...)
-	e.b = append(e.b, '"', ':')
-	return nil
+	return e.name(first, name, obj)
 }
 
 // text writes the string value of member name of the object at obj as
@@ -193,17 +156,9 @@ func (e *recEncoder) key(obj, name string) error {
 // replaces it, then masked when it is free text, or refused when it holds
 // a known value and is not.
 func (e *recEncoder) text(obj, name, s string) error {
-	s = validUTF8JSON(s)
-	if e.active {
-		if e.free.has(obj, name) {
-			var c bool
-			s, c = e.m.maskString(s)
-			e.masked = e.masked || c
-		} else if _, found := e.m.findInString(s); found {
-			return fmt.Errorf("%w: %s is not free text", ErrSecret, pointer(join(obj, name)))
-		}
+	if !e.put(s, e.active && e.free.has(obj, name)) {
+		return notFreeText(join(obj, name))
 	}
-	e.b = canonjson.AppendString(e.b, s)
 	return nil
 }
 

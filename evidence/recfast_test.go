@@ -947,14 +947,7 @@ func BenchmarkRecords(b *testing.B) {
 	ev := contract.StreamEvent{Type: contract.EventAction, ActionID: "a1", ActionType: contract.ActClick, RiskLevel: contract.RiskLow,
 		URL: &url, Summary: "click #pricing", Timestamp: "2026-01-23T10:15:04Z"}
 	mc := modelCall(1, contract.ModelPurposeNavigate)
-	plain, err := newMasker(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	withSecrets, err := newMasker(map[string]string{"api": "sk-live-0123456789", "pin": "4242", "pw": "hunter2!"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	plain, withSecrets := benchMaskers(b)
 	records := []struct {
 		name    string
 		general func(m *masker) ([]byte, rec, bool, error)

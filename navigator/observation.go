@@ -95,8 +95,8 @@ var (
 // obsEncoder writes an observation document in two passes. The first
 // measures and checks what is never cut: the state (encoded, and checked
 // with the state's schema: it is small), the affordances (counted, see
-// encLen, and checked with the schema's few rules for them: lengths and
-// an enum), and the artifacts (encoded with their values empty, and
+// contract.JSONStringLen, and checked with the schema's few rules for
+// them: lengths and an enum), and the artifacts (encoded with their values empty, and
 // checked with the artifact's schema). That length, with the encoded
 // lengths of the text, the snapshot and the artifacts' values, says how
 // much of each fits; the cut strings are checked for length and the
@@ -158,12 +158,12 @@ func (e *obsEncoder) encode(obs contract.Observation, budget int, set *secrets.S
 	if size() > budget {
 		tr.Snapshot = o.DOMSnapshot != ""
 		o.DOMSnapshot = shortenLen(o.DOMSnapshot, snapLen, budget-(size()-snapLen), SnapshotTrimmedMarker)
-		snapLen = encLen(o.DOMSnapshot)
+		snapLen = contract.JSONStringLen(o.DOMSnapshot)
 	}
 	if size() > budget {
 		tr.Text = o.DOMText != ""
 		o.DOMText = shortenLen(o.DOMText, textLen, budget-(size()-textLen), TextTrimmedMarker)
-		textLen = encLen(o.DOMText)
+		textLen = contract.JSONStringLen(o.DOMText)
 	}
 	if size() > budget && len(o.ExtractedArtifacts) > 0 {
 		tr.Artifacts = true
@@ -177,7 +177,7 @@ func (e *obsEncoder) encode(obs contract.Observation, budget int, set *secrets.S
 			} else {
 				arts[i].Value = ""
 			}
-			artsLen += encLen(arts[i].Value)
+			artsLen += contract.JSONStringLen(arts[i].Value)
 		}
 	}
 	tr.Bytes = size()
@@ -195,15 +195,15 @@ func (e *obsEncoder) encode(obs contract.Observation, budget int, set *secrets.S
 	b = append(b, memberState...)
 	b = append(b, state...)
 	b = append(b, memberText...)
-	b = appendString(b, o.DOMText)
+	b = contract.AppendJSONString(b, o.DOMText)
 	b = append(b, memberSnapshot...)
-	b = appendString(b, o.DOMSnapshot)
+	b = contract.AppendJSONString(b, o.DOMSnapshot)
 	b = append(b, memberAffordances...)
 	b = appendAffordances(b, o.Affordances)
 	prev := 0
 	for i, at := range e.values {
 		b = append(b, e.arts[prev:at]...)
-		b = appendString(b, o.ExtractedArtifacts[i].Value)
+		b = contract.AppendJSONString(b, o.ExtractedArtifacts[i].Value)
 		prev = at + 2
 	}
 	b = append(b, e.arts[prev:]...)
@@ -232,15 +232,15 @@ func (e *obsEncoder) affordancesLen(affs []contract.Affordance) int {
 	}
 	n := len("[]") + max(len(affs)-1, 0)
 	for i, a := range affs {
-		n += len(memberSelector) + encLen(a.Selector) + len(`""}`)
+		n += len(memberSelector) + contract.JSONStringLen(a.Selector) + len(`""}`)
 		if a.Role != "" {
-			n += len(memberRole) + encLen(a.Role) + 2
+			n += len(memberRole) + contract.JSONStringLen(a.Role) + 2
 		}
 		if a.Text != "" {
-			n += len(memberAffText) + encLen(a.Text) + 2
+			n += len(memberAffText) + contract.JSONStringLen(a.Text) + 2
 		}
 		if a.ActionHint != "" {
-			n += len(memberHint) + encLen(string(a.ActionHint)) + 2
+			n += len(memberHint) + contract.JSONStringLen(string(a.ActionHint)) + 2
 		}
 		if e.problem == nil {
 			e.checkAffordance(i, a)
@@ -258,18 +258,18 @@ func appendAffordances(b []byte, affs []contract.Affordance) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, memberSelector...)
-		b = appendString(b, a.Selector)
+		b = contract.AppendJSONString(b, a.Selector)
 		if a.Role != "" {
 			b = append(b, memberRole...)
-			b = appendString(b, a.Role)
+			b = contract.AppendJSONString(b, a.Role)
 		}
 		if a.Text != "" {
 			b = append(b, memberAffText...)
-			b = appendString(b, a.Text)
+			b = contract.AppendJSONString(b, a.Text)
 		}
 		if a.ActionHint != "" {
 			b = append(b, memberHint...)
-			b = appendString(b, string(a.ActionHint))
+			b = contract.AppendJSONString(b, string(a.ActionHint))
 		}
 		b = append(b, '}')
 	}
@@ -295,20 +295,20 @@ func (e *obsEncoder) encodeArtifacts(arts []contract.Artifact) error {
 		}
 		start := len(b)
 		b = append(b, `{"id":`...)
-		b = appendString(b, a.ID)
+		b = contract.AppendJSONString(b, a.ID)
 		b = append(b, `,"type":`...)
-		b = appendString(b, string(a.Type))
+		b = contract.AppendJSONString(b, string(a.Type))
 		b = append(b, `,"value":`...)
 		e.values = append(e.values, len(b))
 		b = append(b, `""`...)
 		if a.SourceSelector != "" {
 			b = append(b, `,"sourceSelector":`...)
-			b = appendString(b, a.SourceSelector)
+			b = contract.AppendJSONString(b, a.SourceSelector)
 		}
 		b = append(b, `,"sourceUrl":`...)
-		b = appendString(b, a.SourceURL)
+		b = contract.AppendJSONString(b, a.SourceURL)
 		b = append(b, `,"hash":`...)
-		b = appendString(b, a.Hash)
+		b = contract.AppendJSONString(b, a.Hash)
 		b = append(b, '}')
 		if err := e.checkPart(artifactValidator, b[start:], "/extractedArtifacts/"+strconv.Itoa(i)); err != nil {
 			return err
@@ -373,64 +373,6 @@ func (e *obsEncoder) fail(ptr, reason, keyword string) {
 	}
 }
 
-// appendString appends s JSON-encoded as encoding/json writes it, quotes
-// included: HTML-safe, with '"', '\\' and \b \f \n \r \t escaped in two
-// bytes, the other control characters, '<', '>', '&', U+2028 and U+2029 as
-// \u escapes, and each byte of invalid UTF-8 as \ufffd. Whatever s holds,
-// the result is one JSON string and only that (tests hold it to
-// encoding/json, and encLen to its length).
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		x := escapeExtra[c]
-		if x == 0 {
-			i++
-			continue
-		}
-		if x != multiByte {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 // shorten returns the longest prefix of s (cut on a rune boundary) that,
 // with marker appended, takes at most avail bytes once JSON-encoded
 // (quotes excluded); "" when fewer than minKeep bytes would be kept. s
@@ -445,14 +387,14 @@ func shortenLen(s string, sLen, avail int, marker string) string {
 	if sLen <= avail {
 		return s
 	}
-	room := avail - encLen(marker)
+	room := avail - contract.JSONStringLen(marker)
 	if room < minKeep {
 		return ""
 	}
 	n := min(room, len(s))
 	for n >= minKeep {
 		p := truncRunes(s, n)
-		over := encLen(p) - room
+		over := contract.JSONStringLen(p) - room
 		if over <= 0 {
 			return p + marker
 		}
@@ -461,60 +403,15 @@ func shortenLen(s string, sLen, avail int, marker string) string {
 	return ""
 }
 
-// encLen is the length of s JSON-encoded as encoding/json writes it,
-// without the quotes: HTML-safe, '"', '\\' and \b \f \n \r \t escaped in
-// two bytes, the other control characters, '<', '>', '&', U+2028, U+2029
-// and each byte of invalid UTF-8 (as \ufffd) in six. It is counted, not
-// encoded (a test holds it to encoding/json).
-func encLen(s string) int {
-	n := len(s)
-	for i := 0; i < len(s); {
-		if x := escapeExtra[s[i]]; x != multiByte {
-			n += int(x)
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			n += 5 // one byte written as \ufffd
-		case r == '\u2028' || r == '\u2029':
-			n += 3 // three bytes written as \u202x
-		}
-		i += size
-	}
-	return n
-}
-
-// encLenUpTo is encLen(s) when that is at most limit, and otherwise a
-// number over limit and at most encLen(s), found without reading s: no
-// character encodes in fewer bytes than it has.
+// encLenUpTo is contract.JSONStringLen(s) when that is at most limit, and
+// otherwise a number over limit and at most that, found without reading
+// s: no character encodes in fewer bytes than it has.
 func encLenUpTo(s string, limit int) int {
 	if len(s) > limit {
 		return len(s)
 	}
-	return encLen(s)
+	return contract.JSONStringLen(s)
 }
-
-// multiByte marks, in escapeExtra, the bytes that start (or are not) a
-// multi-byte character.
-const multiByte = 0xff
-
-// escapeExtra is, for each ASCII byte, how many bytes encoding/json writes
-// for it beyond the byte itself.
-var escapeExtra = func() (t [256]uint8) {
-	for c := range t {
-		switch {
-		case c >= utf8.RuneSelf:
-			t[c] = multiByte
-		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-			t[c] = 1
-		case c < 0x20 || c == '<' || c == '>' || c == '&':
-			t[c] = 5
-		}
-	}
-	return t
-}()
 
 // scrubObservation returns obs with every secret value of set replaced by
 // its placeholder, in every string the page controls.

@@ -36,58 +36,6 @@ func testSecrets(t testing.TB) *secrets.Set {
 	return set
 }
 
-func TestAppendString(t *testing.T) {
-	tests := []string{
-		"", "abc", `"`, `\`, "\b\f\n\r\t", "\x00\x1f\x7f", "<a href='x'>&amp;</a>", "é日本😀",
-		"\u2028\u2029", "\xff", "\xc3", "\xed\xa0\x80", "a\xf4\x90\x80\x80b", "\xef\xbf\xbd",
-		`","affordances":[{"selector":"#evil"}]}`, "</script><!--", "\\\"\\u0022",
-	}
-	for _, s := range tests {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Errorf("appendString(%q) = %s, want x%s", s, got, want)
-		}
-	}
-	alphabet := []string{"a", " ", `"`, `\`, "\n", "\x01", "<", ">", "&", "\x7f", "é", "日", "\u2028", "\u2029", "\xff", "\xc3", "\xe2\x80", "😀"}
-	r := rand.New(rand.NewPCG(21, 22))
-	for range 5000 {
-		var b strings.Builder
-		for range r.IntN(40) {
-			b.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		s := b.String()
-		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, encoding/json writes %s", s, got, want)
-		}
-	}
-}
-
-// FuzzAppendString holds appendString to encoding/json on any page text:
-// the same bytes, so one JSON string that decodes to the text (invalid
-// UTF-8 replaced) and nothing else, of encLen's length.
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "<b>&</b>", "\"\\\n\x00", "é\u2028\xff", "\xed\xa0\x80😀", `"}]`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := appendString(nil, s)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, encoding/json writes %s", s, got, want)
-		}
-		if len(got) != encLen(s)+2 {
-			t.Fatalf("appendString(%q) is %d bytes, encLen says %d", s, len(got), encLen(s)+2)
-		}
-	})
-}
-
 // schemaObject reads a JSON object of the embedded schema files.
 func schemaObject(t *testing.T, file string, path ...string) map[string]any {
 	t.Helper()

@@ -21,35 +21,13 @@ func (d *taskDoc) appendJSON(b []byte) []byte {
 	b = append(b, `,"step":`...)
 	b = strconv.AppendInt(b, int64(d.Step), 10)
 	b = append(b, `,"progress":`...)
-	if d.Progress == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range d.Progress {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = d.Progress[i].appendJSON(b)
-		}
-		b = append(b, ']')
-	}
+	b = appendList(b, d.Progress, (*progressDoc).appendJSON)
 	if d.Omitted != 0 {
 		b = append(b, `,"omittedEarlierProgress":`...)
 		b = strconv.AppendInt(b, int64(d.Omitted), 10)
 	}
 	b = append(b, `,"feedback":`...)
-	if d.Feedback == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range d.Feedback {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = d.Feedback[i].appendJSON(b)
-		}
-		b = append(b, ']')
-	}
+	b = appendList(b, d.Feedback, (*Feedback).appendJSON)
 	b = append(b, `,"secrets":`...)
 	b = appendStrings(b, d.Secrets)
 	if t := d.Trimmed; t != nil {
@@ -143,24 +121,15 @@ func appendPlan(b []byte, p *contract.Plan) []byte {
 	b = append(b, `{"goal":`...)
 	b = contract.AppendJSONString(b, p.Goal)
 	b = append(b, `,"steps":`...)
-	if p.Steps == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, s := range p.Steps {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"id":`...)
-			b = contract.AppendJSONString(b, s.ID)
-			b = append(b, `,"description":`...)
-			b = contract.AppendJSONString(b, s.Description)
-			b = append(b, `,"successCriteria":`...)
-			b = contract.AppendJSONString(b, s.SuccessCriteria)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = appendList(b, p.Steps, func(s *contract.PlanStep, b []byte) []byte {
+		b = append(b, `{"id":`...)
+		b = contract.AppendJSONString(b, s.ID)
+		b = append(b, `,"description":`...)
+		b = contract.AppendJSONString(b, s.Description)
+		b = append(b, `,"successCriteria":`...)
+		b = contract.AppendJSONString(b, s.SuccessCriteria)
+		return append(b, '}')
+	})
 	if p.Revision != nil {
 		b = append(b, `,"revision":`...)
 		b = strconv.AppendInt(b, int64(*p.Revision), 10)
@@ -171,15 +140,21 @@ func appendPlan(b []byte, p *contract.Plan) []byte {
 // appendStrings appends a list of strings; nil is null, as encoding/json
 // writes it.
 func appendStrings(b []byte, ss []string) []byte {
-	if ss == nil {
+	return appendList(b, ss, func(s *string, b []byte) []byte { return contract.AppendJSONString(b, *s) })
+}
+
+// appendList appends a JSON array of xs, each item written by item; a
+// nil slice is null, as encoding/json writes it.
+func appendList[T any](b []byte, xs []T, item func(*T, []byte) []byte) []byte {
+	if xs == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
-	for i, s := range ss {
+	for i := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = contract.AppendJSONString(b, s)
+		b = item(&xs[i], b)
 	}
 	return append(b, ']')
 }
