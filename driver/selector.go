@@ -17,9 +17,10 @@ const SelectorSeparator = ">>>"
 const MaxSegments = 32
 
 // ParseSelector splits a selector into its CSS segments, exactly as the
-// observer does in the page (extension/observer.js, split): ">>>" splits
-// only outside quotes, brackets and parentheses and when not escaped by a
-// backslash; segments are trimmed of CSS whitespace and none may be empty.
+// observer does in the page (split, in extension/observer/resolve.js):
+// ">>>" splits only outside quotes, brackets and parentheses and when not
+// escaped by a backslash; segments are trimmed of CSS whitespace and none
+// may be empty.
 // It does not check that the segments are valid CSS: the browser does.
 //
 // A selector that does not parse addresses nothing, so the error is an

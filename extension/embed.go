@@ -1,11 +1,14 @@
 // Package extension holds the aegis Chrome extension (Manifest V3, plain
 // JavaScript, no build step), embedded in the aegis binary: "aegis
 // extension unpack DIR" writes it for Chrome's "Load unpacked" (Unpack),
-// and its "key" pins its ID (ID). observer.js is the one page observer
-// both drivers use: the extension runs it as a content script, and the
-// Playwright driver injects it into every frame through ObserverScript.
-// README.md says what each file does and why each permission is needed;
-// the JavaScript files document themselves in their header comments.
+// and its "key" pins its ID (ID). The observer is the one page observer
+// both drivers use: the extension runs it as a content script (observer.js
+// in the unpacked extension), and the Playwright driver injects it into
+// every frame through ObserverScript. It is one JavaScript function written
+// in the files of observer/, one responsibility each, which this package
+// joins in a fixed order (Observer). README.md says what each file does
+// and why each permission is needed; the JavaScript files document
+// themselves in their header comments.
 package extension
 
 import (
@@ -16,36 +19,77 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
-//go:embed observer.js
-var observer string
+// observerParts are the files of observer/, in the order Observer joins
+// them. head.js opens the observer's function and api.js closes and calls
+// it; every other part is a run of whole statements of its body, so what a
+// part declares is local to the observer and seen by the parts after it
+// (and, being hoisted, by the ones before). A new part goes into this list
+// where its statements belong.
+var observerParts = []string{
+	"head.js",           // the header comment, the function's opening, constants and limits
+	"clicklisteners.js", // the click listeners page scripts add
+	"helpers.js",        // options, Fail and result, small DOM helpers
+	"resolve.js",        // selector syntax: split, resolve, frame offsets
+	"names.js",          // roles, accessible names, sensitive fields
+	"selectors.js",      // unique selector generation
+	"observe.js",        // observe (text, snapshot with masking, affordances), describe
+	"actionability.js",  // the actionability check, hit test, click, type, select, scroll
+	"extract.js",        // extract: text, table rows, links
+	"api.js",            // rect, split, packing, the API object and its install
+}
 
-// files are the extension's files, as Chrome loads them.
+//go:embed observer/*.js
+var observerFS embed.FS
+
+// observer is the observer's script: its parts joined in order.
+var observer = joinObserver()
+
+// joinObserver joins the observer's parts in order, with a blank line
+// between two parts.
+func joinObserver() string {
+	parts := make([]string, len(observerParts))
+	for i, name := range observerParts {
+		b, err := observerFS.ReadFile("observer/" + name)
+		if err != nil {
+			panic(err) // the list names embedded files: TestObserverParts checks it
+		}
+		parts[i] = string(b)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// observerFile is the name the observer has among the extension's files.
+const observerFile = "observer.js"
+
+// static are the extension's files other than the observer, as Chrome
+// loads them.
 //
-//go:embed manifest.json background.js executor.js listeners.js observer.js popup.html popup.js popup.css
-var files embed.FS
+//go:embed manifest.json background.js executor.js listeners.js popup.html popup.js popup.css
+var static embed.FS
 
-// DefaultGlobal is the name observer.js installs its API under when it runs
-// unmodified (as the extension's content script, in an isolated world).
+// DefaultGlobal is the name the observer installs its API under when it
+// runs unmodified (as the extension's content script, in an isolated world).
 const DefaultGlobal = "__aegis"
 
-// installCall is the last statement of observer.js: the call that installs
-// the API under DefaultGlobal. ObserverScript rewrites it.
+// installCall is the observer's last statement (the end of api.js): the
+// call that installs the API under DefaultGlobal. ObserverScript rewrites it.
 const installCall = `})(globalThis, "__aegis");`
 
 var identRe = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]{0,127}$`)
 
-// Observer returns the source of observer.js as embedded, which installs the
-// API under DefaultGlobal.
+// Observer returns the observer's script, its parts joined in order, which
+// installs the API under DefaultGlobal. The extension ships it as
+// observer.js.
 func Observer() string { return observer }
 
-// ObserverScript returns observer.js rewritten to install its API under the
+// ObserverScript returns the observer's script rewritten to install its API under the
 // global name global instead of DefaultGlobal. A driver that runs the
 // observer in the page's main world uses a fresh random name per session,
 // so that a page can neither predict nor pre-define it; the API object is
@@ -57,25 +101,34 @@ func ObserverScript(global string) (string, error) {
 		return "", fmt.Errorf("extension: observer global %q is not a plain identifier", global)
 	}
 	if strings.Count(observer, installCall) != 1 {
-		return "", fmt.Errorf("extension: observer.js must end with exactly one %q", installCall)
+		return "", fmt.Errorf("extension: the observer must end with exactly one %q", installCall)
 	}
 	return strings.Replace(observer, installCall, `})(globalThis, "`+global+`");`, 1), nil
 }
 
-// Files returns the extension's files (manifest.json at the root), as
-// Chrome loads them.
-func Files() fs.FS { return files }
-
-// FileNames returns the names of the extension's files, sorted.
+// FileNames returns the names of the extension's files, as Chrome loads
+// them, sorted.
 func FileNames() []string {
-	var out []string
-	_ = fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			out = append(out, p)
-		}
-		return err
-	})
+	out := []string{observerFile}
+	entries, _ := static.ReadDir(".")
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	slices.Sort(out)
 	return out
+}
+
+// ReadFile returns the content of the extension's file name (one of
+// FileNames), as Chrome loads it: observer.js is Observer's script.
+func ReadFile(name string) ([]byte, error) {
+	if name == observerFile {
+		return []byte(observer), nil
+	}
+	b, err := static.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("extension: %w", err)
+	}
+	return b, nil
 }
 
 // Manifest is the part of manifest.json Go reads.
@@ -93,7 +146,7 @@ type Manifest struct {
 // ReadManifest parses the embedded manifest.json.
 func ReadManifest() (Manifest, error) {
 	var m Manifest
-	b, err := files.ReadFile("manifest.json")
+	b, err := static.ReadFile("manifest.json")
 	if err != nil {
 		return m, err
 	}
@@ -163,14 +216,11 @@ func Unpack(dir string) error {
 		return fmt.Errorf("extension: %w", err)
 	}
 	for _, name := range FileNames() {
-		b, err := files.ReadFile(name)
+		b, err := ReadFile(name)
 		if err != nil {
 			return err
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return fmt.Errorf("extension: %w", err)
-		}
+		dst := filepath.Join(dir, name)
 		tmp := dst + ".tmp"
 		if err := os.WriteFile(tmp, b, 0o644); err != nil {
 			return fmt.Errorf("extension: %w", err)

@@ -2,7 +2,6 @@ package extension
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +29,7 @@ func TestID(t *testing.T) {
 // TestManifest pins the permissions: each is justified in README.md, and
 // adding one must be a decision.
 func TestManifest(t *testing.T) {
-	b, err := fs.ReadFile(Files(), "manifest.json")
+	b, err := ReadFile("manifest.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +71,7 @@ func TestManifest(t *testing.T) {
 		t.Errorf("CSP %q", m.CSP.ExtensionPages)
 	}
 	for _, f := range []string{m.Background.ServiceWorker, m.Action.DefaultPopup, "observer.js", "executor.js", "listeners.js", "popup.js", "popup.css"} {
-		if _, err := fs.Stat(Files(), f); err != nil {
+		if _, err := ReadFile(f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
@@ -91,7 +90,10 @@ func TestManifest(t *testing.T) {
 // extension, and no page script uses innerHTML with page data.
 func TestNoExternalAssets(t *testing.T) {
 	for _, name := range FileNames() {
-		b, _ := fs.ReadFile(Files(), name)
+		b, err := ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		s := string(b)
 		if strings.Contains(s, "http://") && name != "background.js" && name != "observer.js" && name != "popup.js" && name != "executor.js" {
 			t.Errorf("%s refers to an http URL", name)
@@ -109,7 +111,7 @@ func TestUnpack(t *testing.T) {
 	}
 	for _, name := range FileNames() {
 		got, err := os.ReadFile(filepath.Join(dir, name))
-		want, _ := fs.ReadFile(Files(), name)
+		want, _ := ReadFile(name)
 		if err != nil || string(got) != string(want) {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -124,18 +126,23 @@ func TestUnpack(t *testing.T) {
 	}
 }
 
-// TestJavaScriptParses runs node --check on every script, when node is
-// installed (it is wherever the Playwright driver is).
+// TestJavaScriptParses runs node --check on every script as Chrome loads
+// it (observer.js assembled), when node is installed (it is wherever the
+// Playwright driver is).
 func TestJavaScriptParses(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("no node")
 	}
+	dir := t.TempDir()
+	if err := Unpack(dir); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range FileNames() {
 		if !strings.HasSuffix(name, ".js") {
 			continue
 		}
-		if out, err := exec.Command(node, "--check", name).CombinedOutput(); err != nil {
+		if out, err := exec.Command(node, "--check", filepath.Join(dir, name)).CombinedOutput(); err != nil {
 			t.Errorf("%s: %v\n%s", name, err, out)
 		}
 	}

@@ -1,0 +1,97 @@
+  function rect(sel) {
+    return result(() => {
+      const el = resolve(sel);
+      if (!visible(el)) throw new Fail('not_interactable', 'the element is hidden or has no size');
+      bringIntoView(el);
+      const r = el.getBoundingClientRect();
+      const off = frameOffset(el);
+      const x = Math.max(0, r.left + off.x), y = Math.max(0, r.top + off.y);
+      const x2 = Math.min(root.innerWidth, r.right + off.x), y2 = Math.min(root.innerHeight, r.bottom + off.y);
+      if (x2 <= x || y2 <= y) throw new Fail('not_interactable', 'the element is outside the viewport');
+      return { x, y, width: x2 - x, height: y2 - y };
+    });
+  }
+
+  function splitJSON(sel) { return result(() => ({ segments: split(sel) })); }
+
+  function observeJSON(o) {
+    try {
+      return observe(o);
+    } catch (e) {
+      if (e instanceof Fail) return JSON.stringify({ ok: false, code: e.code, msg: cut(e.message, 1024) });
+      return JSON.stringify({ ok: false, code: 'internal', msg: cut(String(e && e.message || e), 1024) });
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // Packing. The Playwright driver fetches observations with observePacked:
+  // observe's JSON compressed with deflate-raw and base64-encoded, about a
+  // tenth of its size, which the DevTools protocol, Playwright's driver and
+  // its pipe to Go carry much faster than the JSON itself. The observation
+  // is taken synchronously, as observe takes it; only the compression
+  // waits. What it needs is captured here, before page scripts run. Where
+  // something is missing or fails, the answer is observe's plain JSON.
+
+  const PACK_PREFIX = 'deflate-raw;base64,';
+  const packing = (() => {
+    try {
+      const P = {
+        CompressionStream: root.CompressionStream,
+        Blob: root.Blob,
+        Response: root.Response,
+        TextEncoder: root.TextEncoder,
+        Uint8Array: root.Uint8Array,
+        encode: root.TextEncoder.prototype.encode,
+        stream: root.Blob.prototype.stream,
+        pipeThrough: root.ReadableStream.prototype.pipeThrough,
+        arrayBuffer: root.Response.prototype.arrayBuffer,
+        subarray: root.Uint8Array.prototype.subarray,
+        fromCharCode: String.fromCharCode,
+        join: Array.prototype.join,
+        btoa: root.btoa,
+      };
+      for (const k of Object.keys(P)) if (typeof P[k] !== 'function') return null;
+      return Object.freeze(P);
+    } catch (e) { return null; }
+  })();
+
+  async function pack(s) {
+    const P = packing;
+    const bytes = apply(P.encode, new P.TextEncoder(), [s]);
+    const body = apply(P.pipeThrough, apply(P.stream, new P.Blob([bytes]), []), [new P.CompressionStream('deflate-raw')]);
+    const u = new P.Uint8Array(await apply(P.arrayBuffer, new P.Response(body), []));
+    const parts = [];
+    for (let i = 0; i < u.length; i += 0x8000) parts[parts.length] = apply(P.fromCharCode, null, apply(P.subarray, u, [i, i + 0x8000]));
+    return apply(P.btoa, root, [apply(P.join, parts, [''])]);
+  }
+
+  async function observePacked(o) {
+    const s = observeJSON(o);
+    if (!packing) return s;
+    try {
+      return PACK_PREFIX + await pack(s);
+    } catch (e) {
+      return s;
+    }
+  }
+
+  const api = Object.freeze({
+    version: VERSION,
+    observe: observeJSON,
+    observePacked,
+    describe,
+    prepareClick,
+    finishClick,
+    prepareType,
+    setValue,
+    select,
+    scroll,
+    extract,
+    rect,
+    split: splitJSON,
+    hasClickListener,
+    deepHit,
+    deepActive,
+  });
+  Object.defineProperty(root, name, { value: api, writable: false, configurable: false, enumerable: false });
+})(globalThis, "__aegis");

@@ -1,0 +1,75 @@
+// observer.js: the one aegis page observer.
+//
+// Both aegis drivers see pages through this file: the Chrome extension loads
+// it as an MV3 content script, and the Playwright driver injects it into
+// every frame (as an init script, before any page script runs) and calls it
+// with page.evaluate. Plain JavaScript, no build step, no dependencies.
+//
+// It installs one frozen, non-writable, non-configurable global object (named
+// "__aegis" by default; the Playwright driver renames it per session so that
+// a page can neither predict nor pre-empt it). Every function of that object
+// returns a JSON string (observePacked a promise of one, maybe compressed),
+// which the Go side parses strictly:
+//
+//   observe(opts)                  the page part of a BrowserObservation
+//   observePacked(opts)            the same, compressed (a promise; see below)
+//   describe(selector)             the one element a selector resolves to
+//   prepareClick(selector)         check, scroll into view, hit-test, arm
+//   finishClick()                  did the trusted click reach the element?
+//   prepareType(selector)          check, focus and select the contents
+//   setValue(selector, text)       set the value of date/time/color/range inputs
+//   select(selector, value)        choose an option by value, else by label
+//   scroll(dy)                     scroll the page by dy CSS pixels
+//   extract(kind, selector, opts)  text, table rows, or links
+//   rect(selector)                 the element's box in top-level viewport px
+//   split(selector)                the selector's segments (for tests)
+//
+// Selector syntax: a selector is one or more CSS selectors joined by ">>>".
+// The first segment is matched in the top document; each ">>>" enters the
+// element the previous segment matched: its open shadow root, or, for an
+// <iframe> or <frame>, its same-origin document. Every segment must match
+// exactly one element in its scope: zero is element_not_found, several is
+// ambiguous_selector, never a guess. ">>>" inside quotes, brackets,
+// parentheses or after a backslash does not split.
+//
+// Masking: values of sensitive fields (password inputs, autocomplete
+// cc-*, one-time-code, current-password and new-password, names that look
+// like secrets, and whatever matches the policy's sensitive selectors) are
+// replaced by "[masked]" in the snapshot and never reach the text, the
+// affordances or an extraction. This happens here, in the page, before
+// anything leaves it.
+(function (root, name) {
+  'use strict';
+  if (Object.prototype.hasOwnProperty.call(root, name)) return;
+
+  const VERSION = '1';
+  const MASK = '[masked]';
+  const TEXT_MARKER = '\n[aegis: text truncated]';
+  const SNAP_MARKER = '#truncated';
+  const SPLIT = '>>>';
+  const MAX_SELECTOR_INPUT = 4096;
+  const MAX_SEGMENTS = 32;
+
+  // Defaults and hard ceilings (the schema's maxima). The Go side sends its
+  // own values; these keep the observer safe when called directly.
+  const LIMITS = {
+    maxElements: [50000, 200000],
+    maxDepth: [256, 1024],
+    maxTextChars: [262144, 1048576],
+    maxSnapshotChars: [1048576, 4194304],
+    maxAffordances: [2000, 5000],
+    maxAffordanceText: [200, 2000],
+    maxSelector: [512, 2048],
+    maxAttr: [512, 4096],
+    maxTextNode: [4096, 65536],
+  };
+  // Structural selectors are unique by construction (anchored at :root or
+  // at an id counted once, then child steps that each pick one child). The
+  // ones anchored at the top of a shadow root rely on :not(* > *) and are
+  // also checked with querySelectorAll when their root has at most this many
+  // elements.
+  const VERIFY_BELOW = 10000;
+
+  const apply = Reflect.apply;
+  let origAdd = null, origRemove = null;
+  const now = () => (root.performance && root.performance.now ? root.performance.now() : Date.now());

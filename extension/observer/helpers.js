@@ -1,0 +1,74 @@
+  // ---------------------------------------------------------------------
+  // Options.
+
+  function num(v, lim) {
+    const [def, max] = lim;
+    if (typeof v !== 'number' || !isFinite(v) || v <= 0) return def;
+    return Math.min(Math.floor(v), max);
+  }
+
+  function normOpts(o) {
+    o = o && typeof o === 'object' ? o : {};
+    const out = {};
+    for (const k of Object.keys(LIMITS)) out[k] = num(o[k], LIMITS[k]);
+    out.sensitive = Array.isArray(o.sensitive) ? o.sensitive.filter((s) => typeof s === 'string' && s.length > 0 && s.length <= 2048).slice(0, 256) : [];
+    return out;
+  }
+
+  // ---------------------------------------------------------------------
+  // Small helpers.
+
+  class Fail extends Error {
+    // final marks a failure that waiting cannot cure (wrong kind of
+    // element, invalid selector, missing option).
+    constructor(code, msg, count, final) {
+      super(msg);
+      this.code = code;
+      this.count = count || 0;
+      this.final = !!final;
+    }
+  }
+
+  function result(fn) {
+    try {
+      const v = fn();
+      return JSON.stringify(Object.assign({ ok: true }, v));
+    } catch (e) {
+      if (e instanceof Fail) return JSON.stringify({ ok: false, code: e.code, msg: cut(e.message, 1024), count: e.count, final: e.final });
+      return JSON.stringify({ ok: false, code: 'internal', msg: cut(String(e && e.message || e), 1024) });
+    }
+  }
+
+  function cut(s, n) {
+    s = String(s);
+    if (s.length <= n) return s;
+    // Never split a surrogate pair.
+    let end = n;
+    const c = s.charCodeAt(end - 1);
+    if (c >= 0xd800 && c <= 0xdbff) end--;
+    return s.slice(0, end);
+  }
+
+  const WS = /[\s\u00a0\u200b\ufeff]+/g;
+  function norm(s) { return String(s).replace(WS, ' ').trim(); }
+
+  function isElement(n) { return n && n.nodeType === 1; }
+  function winOf(el) { return (el.ownerDocument && el.ownerDocument.defaultView) || root; }
+  function styleOf(el) {
+    try { return winOf(el).getComputedStyle(el); } catch (e) { return null; }
+  }
+  function lname(el) { return String(el.localName || '').toLowerCase(); }
+  function attr(el, a) {
+    try { const v = el.getAttribute(a); return v == null ? null : String(v); } catch (e) { return null; }
+  }
+  function isFrame(el) { const t = lname(el); return t === 'iframe' || t === 'frame'; }
+  function frameDoc(el) {
+    try { return el.contentDocument || null; } catch (e) { return null; }
+  }
+  function short(el) {
+    if (!isElement(el)) return 'node';
+    let s = '<' + lname(el);
+    const id = attr(el, 'id');
+    if (id) s += ' id="' + cut(id, 40) + '"';
+    return s + '>';
+  }

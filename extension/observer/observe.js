@@ -1,0 +1,397 @@
+  // ---------------------------------------------------------------------
+  // observe.
+
+  const SKIP_CONTENT = new Set(['script', 'style', 'template', 'noscript']);
+  const SAFE_SENSITIVE_ATTRS = new Set(['type', 'name', 'id', 'autocomplete', 'aria-label', 'placeholder',
+    'class', 'role', 'required', 'disabled', 'readonly', 'maxlength', 'minlength', 'data-testid', 'for', 'title']);
+  const CHECKABLE = new Set(['checkbox', 'radio']);
+
+  function isCandidate(el, st, tag, parentCursor) {
+    switch (tag) {
+      case 'a': case 'area': if (attr(el, 'href') != null) return true; break;
+      case 'button': case 'select': case 'textarea': case 'summary': return true;
+      case 'input': return inputType(el) !== 'hidden';
+    }
+    const role = attr(el, 'role');
+    if (role && INTERACTIVE_ROLES.has(norm(role).split(' ')[0].toLowerCase())) return true;
+    if (isEditable(el)) return true;
+    const ti = attr(el, 'tabindex');
+    if (ti != null && ti.trim() !== '' && Number(ti) >= 0) return true;
+    if (attr(el, 'onclick') != null) return true;
+    try { if (typeof el.onclick === 'function') return true; } catch (e) { /* ignore */ }
+    if (hasClickListener(el)) return true;
+    if (st && st.cursor === 'pointer' && parentCursor !== 'pointer') return true;
+    return false;
+  }
+
+  // Bag makes the snapshot's attribute objects: without Object.prototype
+  // in their chain (so no setter or toJSON a page added there applies to
+  // them) but, unlike Object.create(null) objects, in V8's fast mode, which
+  // makes them quicker to fill and to stringify.
+  function Bag() {}
+  Bag.prototype = Object.freeze(Object.create(null));
+
+  // sortedMembers returns o, or a copy of it, with its members in the order
+  // of their names' UTF-16 code units, RFC 8785's order, so that the
+  // snapshot leaves the page in canonical form and the Go side only has to
+  // check it. (Integer-like names, which JavaScript always lists first,
+  // can defeat this; Go then canonicalizes the snapshot itself.)
+  function sortedMembers(o) {
+    const keys = Object.keys(o);
+    let sorted = true;
+    for (let i = 1; i < keys.length; i++) {
+      if (keys[i - 1] > keys[i]) { sorted = false; break; }
+    }
+    if (sorted) return o;
+    keys.sort();
+    const out = new Bag();
+    for (const k of keys) out[k] = o[k];
+    return out;
+  }
+
+  function observe(o) {
+    const t0 = now();
+    const opts = normOpts(o);
+    const isSensitive = makeSensitive(opts.sensitive);
+    const doc = root.document;
+    const vw = root.innerWidth || 0, vh = root.innerHeight || 0;
+    const cache = new Map();
+    const st = {
+      walked: 0, walkTruncated: false, tooDeep: 0,
+      text: [], textLen: 0, textTruncated: false,
+      snapUsed: 0, snapTruncated: false, snapDropped: 0,
+      cands: [], masked: 0, frames: 0, crossOriginFrames: 0, shadowRoots: 0,
+    };
+    const truncatedParents = new Set();
+
+    function pushText(s) {
+      if (st.textTruncated) return;
+      st.text.push(s);
+      st.textLen += s.length;
+      if (st.textLen > opts.maxTextChars) st.textTruncated = true;
+    }
+
+    function snapAdd(out, item, size) {
+      if (!out) return false;
+      if (st.snapTruncated || st.snapUsed + size > opts.maxSnapshotChars) {
+        st.snapTruncated = true;
+        st.snapDropped++;
+        if (!truncatedParents.has(out)) {
+          truncatedParents.add(out);
+          out.push([SNAP_MARKER]);
+          st.snapUsed += 16;
+        }
+        return false;
+      }
+      st.snapUsed += size;
+      out.push(item);
+      return true;
+    }
+
+    const rootArr = ['#document', { url: cut(doc.URL || '', 2048) }];
+    st.snapUsed += 32;
+    // The stack holds work items in reverse document order. An item is a
+    // node to visit, or a closing marker for an element (end: true).
+    const stack = [];
+    const topCtx = { root: doc, win: doc.defaultView || root, prefix: '', ox: 0, oy: 0, ok: true };
+    const pushChildren = (parent, out, hid, mask, ctx, depth, pcursor, tvis) => {
+      const kids = parent.childNodes;
+      for (let i = kids.length - 1; i >= 0; i--) stack.push({ n: kids[i], out, hid, mask, ctx, depth, pcursor, tvis });
+    };
+    pushChildren(doc, rootArr, false, false, topCtx, 0, '', true);
+
+    while (stack.length) {
+      const it = stack.pop();
+      if (it.end) {
+        if (it.block) pushText('\n');
+        continue;
+      }
+      const n = it.n;
+      if (n.nodeType === 3) {
+        const raw = n.data;
+        if (!raw) continue;
+        const t = raw.replace(WS, ' ');
+        if (t === ' ') continue;
+        if (it.mask) { snapAdd(it.out, MASK, 12); continue; }
+        if (it.tvis) pushText(t);
+        const s = cut(t, opts.maxTextNode);
+        snapAdd(it.out, s, s.length + 3);
+        continue;
+      }
+      if (!isElement(n)) continue;
+      if (st.walked >= opts.maxElements) { st.walkTruncated = true; break; }
+      st.walked++;
+      if (it.depth >= opts.maxDepth) { st.tooDeep++; continue; }
+      const el = n;
+      const tag = lname(el);
+      const ctx = it.ctx;
+
+      // Style and visibility.
+      let style = null, hid = it.hid, ownVis = false, display = '', cursor = '';
+      if (!hid) {
+        // ctx.win is the window of every element of ctx.root (styleOf(el)).
+        try { style = ctx.win.getComputedStyle(el); } catch (e) { style = null; }
+        if (style) {
+          display = style.display;
+          cursor = style.cursor;
+          if (display === 'none' || style.opacity === '0' || style.contentVisibility === 'hidden') hid = true;
+          ownVis = !hid && style.visibility === 'visible';
+        }
+        const p = el.parentElement;
+        if (!hid && p && lname(p) === 'details' && !p.open && !(tag === 'summary' && p.querySelector(':scope > summary') === el)) hid = true;
+        if (!hid && p && p.shadowRoot && el.assignedSlot === null && el.getRootNode() !== p.shadowRoot) hid = true;
+        if (hid) ownVis = false;
+      }
+      const sens = it.mask || isSensitive(el);
+      if (sens) st.masked++;
+
+      // Snapshot entry.
+      let arr = null;
+      if (it.out) {
+        const attrs = new Bag();
+        // Names set so far, in order: while each is above the one before,
+        // the members are in canonical order already.
+        let last = '', sorted = true;
+        let size = tag.length + 8;
+        const list = el.attributes;
+        for (let i = 0; i < list.length && i < 64; i++) {
+          const a = list[i];
+          const an = a.name;
+          if (an.length > 128 || an[0] === '$' || (an[0] === 'o' && an[1] === 'n')) continue;
+          if (sens && !SAFE_SENSITIVE_ATTRS.has(an)) {
+            if (an === 'value') {
+              attrs.value = MASK; size += 16;
+              if (!(last < an)) sorted = false;
+              last = an;
+            }
+            continue;
+          }
+          const v = cut(a.value, opts.maxAttr);
+          attrs[an] = v;
+          size += an.length + v.length + 6;
+          if (!(last < an)) sorted = false;
+          last = an;
+        }
+        // $checked, $value and $hidden are set last: sortedMembers puts
+        // them in their place.
+        let extra = false;
+        if (tag === 'input' || tag === 'textarea' || tag === 'select') {
+          const ty = inputType(el);
+          if (tag === 'input' && CHECKABLE.has(ty)) {
+            attrs.$checked = el.checked ? 'true' : 'false';
+            extra = true;
+          } else if (!(tag === 'input' && (BUTTON_INPUTS.has(ty) || ty === 'file'))) {
+            let v = '';
+            try { v = String(el.value == null ? '' : el.value); } catch (e) { v = ''; }
+            attrs.$value = sens ? (v ? MASK : '') : cut(v, opts.maxAttr);
+            extra = true;
+          }
+          size += 24;
+        }
+        if (hid) { attrs.$hidden = 'true'; size += 16; extra = true; }
+        arr = [tag, sorted && !extra ? attrs : sortedMembers(attrs)];
+        if (!snapAdd(it.out, arr, size)) arr = null;
+      }
+
+      // Text.
+      const block = ownVis && display && !display.startsWith('inline') && display !== 'contents';
+      if (block) pushText('\n');
+      if (ownVis && !sens) {
+        if (tag === 'select') {
+          try {
+            const o2 = el.selectedOptions && el.selectedOptions[0];
+            if (o2) pushText(' ' + norm(o2.label || o2.text || '') + ' ');
+          } catch (e) { /* ignore */ }
+        } else if (tag === 'input' && BUTTON_INPUTS.has(inputType(el))) {
+          pushText(' ' + norm(attr(el, 'value') || '') + ' ');
+        } else if (tag === 'img') {
+          const alt = attr(el, 'alt');
+          if (alt) pushText(' ' + norm(alt) + ' ');
+        }
+      }
+
+      // Affordance candidate.
+      if (!hid && ownVis && ctx.ok && isCandidate(el, style, tag, it.pcursor)) {
+        st.cands.push({ el, ctx, order: st.cands.length, sens });
+      }
+
+      // Children.
+      if (block) stack.push({ end: true, block: true });
+      if (SKIP_CONTENT.has(tag) || tag === 'select' || tag === 'option') continue;
+      const childTvis = !hid && !sens && tag !== 'textarea';
+      // childTvis is refined per child element by its own style; text nodes
+      // use the parent's own visibility.
+      const textVis = childTvis && ownVis;
+      const childMask = sens;
+      if (isFrame(el)) {
+        const fd = frameDoc(el);
+        if (fd && fd.documentElement) {
+          st.frames++;
+          const farr = ['#document', { url: cut(fd.URL || '', 2048) }];
+          if (arr) { arr.push(farr); st.snapUsed += 32; }
+          let prefix = '', ok = ctx.ok;
+          if (ok) {
+            const s = localSelector(el, ctx.root, cache, opts.maxSelector);
+            if (s) prefix = ctx.prefix + s + ' ' + SPLIT + ' '; else ok = false;
+          }
+          const off = frameOffset(fd.documentElement);
+          pushChildren(fd, arr ? farr : null, hid, childMask, { root: fd, win: fd.defaultView || root, prefix, ox: off.x, oy: off.y, ok }, it.depth + 1, '', !hid && !sens);
+        } else if (arr) {
+          st.crossOriginFrames++;
+          arr[1].$frame = 'not reachable';
+          arr[1] = sortedMembers(arr[1]);
+        }
+        continue;
+      }
+      if (el.shadowRoot) {
+        st.shadowRoots++;
+        const sr = el.shadowRoot;
+        const sarr = ['#shadow-root', { mode: 'open' }];
+        if (arr) { arr.push(sarr); st.snapUsed += 32; }
+        let prefix = '', ok = ctx.ok;
+        if (ok) {
+          const s = localSelector(el, ctx.root, cache, opts.maxSelector);
+          if (s) prefix = ctx.prefix + s + ' ' + SPLIT + ' '; else ok = false;
+        }
+        // Light children come after the shadow tree (pushed first = visited last).
+        const kids = el.childNodes;
+        for (let i = kids.length - 1; i >= 0; i--) stack.push({ n: kids[i], out: arr, hid, mask: childMask, ctx, depth: it.depth + 1, pcursor: cursor, tvis: textVis });
+        const skids = sr.childNodes;
+        const sctx = { root: sr, win: ctx.win, prefix, ox: ctx.ox, oy: ctx.oy, ok };
+        for (let i = skids.length - 1; i >= 0; i--) stack.push({ n: skids[i], out: arr ? sarr : null, hid, mask: childMask, ctx: sctx, depth: it.depth + 1, pcursor: cursor, tvis: textVis });
+        continue;
+      }
+      pushChildren(el, arr, hid, childMask, ctx, it.depth + 1, cursor, textVis);
+    }
+
+    const tWalk = now();
+    // Affordances: boxes, viewport priority, selectors.
+    const boxes = [];
+    for (const c of st.cands) {
+      let r;
+      try { r = c.el.getBoundingClientRect(); } catch (e) { continue; }
+      if (!(r.width > 0 && r.height > 0)) continue;
+      const x = r.left + c.ctx.ox, y = r.top + c.ctx.oy;
+      c.inView = x < vw && y < vh && x + r.width > 0 && y + r.height > 0;
+      boxes.push(c);
+    }
+    const tBox = now();
+    const prio = boxes.filter((c) => c.inView).concat(boxes.filter((c) => !c.inView));
+    const kept = [];
+    let selectorFailed = 0;
+    for (const c of prio) {
+      if (kept.length >= opts.maxAffordances) break;
+      const local = localSelector(c.el, c.ctx.root, cache, opts.maxSelector);
+      const sel = local ? c.ctx.prefix + local : '';
+      if (!sel || sel.length > opts.maxSelector) { selectorFailed++; continue; }
+      kept.push({ c, sel });
+    }
+    kept.sort((a, b) => a.c.order - b.c.order);
+    const tSel = now();
+    const affordances = kept.map(({ c, sel }) => {
+      const a = { selector: sel };
+      const role = roleOf(c.el);
+      if (role) a.role = cut(role, 128);
+      const name = c.sens ? norm(attr(c.el, 'aria-label') || attr(c.el, 'placeholder') || labelsOnly(c.el, opts.maxAffordanceText)) : accessibleName(c.el, opts.maxAffordanceText, isSensitive);
+      if (name) a.text = cut(name, opts.maxAffordanceText);
+      a.hint = hintOf(c.el);
+      return a;
+    });
+
+    // Text: join, normalize, bound.
+    let text = st.text.join('')
+      .replace(/[ \t\f\r\u00a0]+/g, ' ')
+      .replace(/ *\n */g, '\n')
+      .replace(/\n{2,}/g, '\n')
+      .trim();
+    if (st.textTruncated || text.length > opts.maxTextChars) {
+      st.textTruncated = true;
+      text = cut(text, Math.max(0, opts.maxTextChars - TEXT_MARKER.length)) + TEXT_MARKER;
+    }
+
+    // Members in canonical order (see sortedMembers).
+    const snapshot = {
+      root: rootArr,
+      truncated: {
+        depth: st.tooDeep,
+        snapshot: st.snapDropped,
+        walk: st.walkTruncated,
+      },
+      v: 1,
+    };
+    const stats = {
+      elements: st.walked,
+      candidates: st.cands.length,
+      affordances: affordances.length,
+      affordancesDropped: Math.max(0, boxes.length - affordances.length),
+      selectorFailed,
+      walkTruncated: st.walkTruncated,
+      tooDeep: st.tooDeep,
+      snapshotDropped: st.snapDropped,
+      textTruncated: st.textTruncated,
+      masked: st.masked,
+      frames: st.frames,
+      crossOriginFrames: st.crossOriginFrames,
+      shadowRoots: st.shadowRoots,
+      walkMs: Math.round(tWalk - t0),
+      boxMs: Math.round(tBox - tWalk),
+      selectorMs: Math.round(tSel - tBox),
+    };
+    // The snapshot is stringified once; its size estimate ignores JSON
+    // escapes, so if escapes pushed it past its budget it is replaced by a
+    // stub rather than exceed the bound.
+    let snap = JSON.stringify(snapshot);
+    if (snap.length > opts.maxSnapshotChars) {
+      stats.snapshotDropped = -1;
+      snap = JSON.stringify({ root: ['#document', { url: cut(doc.URL || '', 2048) }, [SNAP_MARKER]], truncated: { depth: st.tooDeep, snapshot: -1, walk: st.walkTruncated }, v: 1 });
+    }
+    stats.ms = Math.round(now() - t0);
+    const head = JSON.stringify({
+      ok: true,
+      url: cut(doc.URL || '', 4096),
+      title: cut(norm(doc.title || ''), 4096),
+      viewport: { width: vw, height: vh, dpr: root.devicePixelRatio || 1 },
+      text,
+      affordances,
+      stats,
+    });
+    const out = head.slice(0, -1) + ',"snapshot":' + snap + '}';
+    return out;
+  }
+
+  function labelsOnly(el, max) {
+    try {
+      if (el.labels && el.labels.length) return norm(Array.from(el.labels).slice(0, 4).map((l) => boundedText(l, max, () => false)).join(' '));
+    } catch (e) { /* ignore */ }
+    return '';
+  }
+
+  // ---------------------------------------------------------------------
+  // describe.
+
+  function describeEl(el, isSensitive) {
+    const t = lname(el);
+    const out = { tag: t };
+    const ty = attr(el, 'type');
+    if (ty && (t === 'input' || t === 'button')) out.type = ty;
+    const nm = attr(el, 'name'); if (nm) out.name = nm;
+    const id = attr(el, 'id'); if (id) out.id = id;
+    const ac = attr(el, 'autocomplete'); if (ac) out.autocomplete = ac;
+    const role = roleOf(el); if (role) out.role = role;
+    const label = isSensitive(el) ? norm(attr(el, 'aria-label') || labelsOnly(el, 1024) || attr(el, 'placeholder') || attr(el, 'title') || '') : accessibleName(el, 1024, isSensitive);
+    if (label) out.label = label;
+    const hasText = !(t === 'input' || t === 'textarea' || t === 'select') && !isSensitive(el);
+    if (hasText) {
+      const tx = boundedText(el, 1024, isSensitive);
+      if (tx) out.text = tx;
+    }
+    return out;
+  }
+
+  function describe(sel, o) {
+    return result(() => {
+      const opts = normOpts(o);
+      const el = resolve(sel);
+      return { element: describeEl(el, makeSensitive(opts.sensitive)) };
+    });
+  }
