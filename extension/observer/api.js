@@ -1,3 +1,10 @@
+  // observer/api.js: a part of the observer, whole statements of the
+  // function head.js opens (extension/embed.go joins the parts in order).
+
+  // ---------------------------------------------------------------------
+  // The entry points that wrap others: rect, split, observe as JSON; then
+  // the packing of observations and the API object.
+
   function rect(sel) {
     return result(() => {
       const el = resolve(sel);

@@ -1,3 +1,5 @@
+  // observer/clicklisteners.js: a part of the observer, whole statements of the
+  // function head.js opens (extension/embed.go joins the parts in order).
   // ---------------------------------------------------------------------
   // Click listeners added by page scripts. In the page's main world (the
   // Playwright driver) this sees every addEventListener; in an isolated

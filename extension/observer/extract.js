@@ -1,3 +1,5 @@
+  // observer/extract.js: a part of the observer, whole statements of the
+  // function head.js opens (extension/embed.go joins the parts in order).
   // ---------------------------------------------------------------------
   // extract.
 

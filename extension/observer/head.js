@@ -1,9 +1,15 @@
 // observer.js: the one aegis page observer.
 //
-// Both aegis drivers see pages through this file: the Chrome extension loads
+// Both aegis drivers see pages through this script: the Chrome extension loads
 // it as an MV3 content script, and the Playwright driver injects it into
 // every frame (as an init script, before any page script runs) and calls it
 // with page.evaluate. Plain JavaScript, no build step, no dependencies.
+//
+// It is one function written in the files of extension/observer/, one
+// responsibility each; this one (head.js) holds this comment, opens the
+// function and declares its constants. The extension package
+// (extension/embed.go) joins the parts in a fixed order into the one
+// script both drivers run, which the extension ships as observer.js.
 //
 // It installs one frozen, non-writable, non-configurable global object (named
 // "__aegis" by default; the Playwright driver renames it per session so that

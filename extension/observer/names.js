@@ -1,3 +1,5 @@
+  // observer/names.js: a part of the observer, whole statements of the
+  // function head.js opens (extension/embed.go joins the parts in order).
   // ---------------------------------------------------------------------
   // Roles, names, sensitivity.
 

@@ -1,3 +1,5 @@
+  // observer/selectors.js: a part of the observer, whole statements of the
+  // function head.js opens (extension/embed.go joins the parts in order).
   // ---------------------------------------------------------------------
   // Unique selectors.
 
