@@ -29,9 +29,8 @@ import (
 // observerParts are the files of observer/, in the order Observer joins
 // them. head.js opens the observer's function and api.js closes and calls
 // it; every other part is a run of whole statements of its body, so what a
-// part declares is local to the observer and seen by the parts after it
-// (and, being hoisted, by the ones before). A new part goes into this list
-// where its statements belong.
+// part declares is local to the observer and visible to all its parts. A
+// new part goes into this list where its statements belong.
 var observerParts = []string{
 	"head.js",           // the header comment, the function's opening, constants and limits
 	"clicklisteners.js", // the click listeners page scripts add
@@ -89,13 +88,13 @@ var identRe = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]{0,127}$`)
 // observer.js.
 func Observer() string { return observer }
 
-// ObserverScript returns the observer's script rewritten to install its API under the
-// global name global instead of DefaultGlobal. A driver that runs the
-// observer in the page's main world uses a fresh random name per session,
-// so that a page can neither predict nor pre-define it; the API object is
-// frozen and its global property is non-writable and non-configurable, so
-// a page cannot replace it once installed either. global must be a plain
-// JavaScript identifier.
+// ObserverScript returns the observer's script rewritten to install its
+// API under the global name global instead of DefaultGlobal. A driver that
+// runs the observer in the page's main world uses a fresh random name per
+// session, so that a page can neither predict nor pre-define it; the API
+// object is frozen and its global property is non-writable and
+// non-configurable, so a page cannot replace it once installed either.
+// global must be a plain JavaScript identifier.
 func ObserverScript(global string) (string, error) {
 	if !identRe.MatchString(global) {
 		return "", fmt.Errorf("extension: observer global %q is not a plain identifier", global)
