@@ -10,25 +10,30 @@
 // into steps, one per proposed action: the decisions about it, the executed
 // action and its result, the observations that followed, the events and
 // artifacts. One package rather than three because the reader, the step
-// model and the reconstruction of the gate's inputs (Reconstruct) are what
-// all three are made of.
+// model and the rebuilding of the gate's inputs (Reconstruct) are what all
+// three are made of.
 //
 // # Re-evaluating a decision
 //
-// A decision record keeps the action's id and hash, the step index, the
-// evaluation time, the decision log id, the permission level applied and
-// the governed exceptions, but not every input of gate.Request. The rest is
-// reconstructed from the bundle:
+// A decision record keeps what the gate judged beside its answer: the
+// action's id and hash, the target element the driver resolved for it (as
+// the gate saw it), the step index, the evaluation time, the decision log
+// id, the permission level applied and the governed exceptions. The gate
+// request is rebuilt from it (Reconstruct), and from the rest of the
+// bundle for what the decision does not hold:
 //
 //   - the action: from actions.jsonl. An action that was denied (or paused
 //     and then refused) was never executed, and the bundle does not keep its
 //     content, only its hash: such a decision cannot be re-evaluated, and
 //     PolicyDiff lists it as such.
+//   - the target element: the decision's target. A bundle written before
+//     targets were recorded has none: its decisions about an action on an
+//     element (click, type, select, an extract of an element) cannot be
+//     re-evaluated (ErrNoTarget), and PolicyDiff lists them, saying the
+//     bundle predates target recording. Its other decisions are judged
+//     again as usual, and such a bundle still verifies and replays.
 //   - the active URL: the URL of the last observation or action result
 //     before the decision, as the session tracks it (about:blank first).
-//   - the target element: resolved from the DOM snapshot of the observation
-//     before the action (a subset of CSS, and the observer's rules for
-//     roles, names and text, in Go). Not recorded as such.
 //   - the allowlist: the task's urls in the manifest; the step budget: the
 //     policyContext of the observations (else task.maxActions, else 50).
 //   - the session's permission: the level the decision record says was
@@ -42,4 +47,7 @@
 // action with redact true is keyed by the gate that judged it (its text is
 // masked in the bundle) and cannot be recomputed: such a reconstruction is
 // never exact, and a replay types the recorded placeholder.
+//
+// A replay judges each action again on the live page: the target is the
+// element the driver resolves there now, compared with the recorded one.
 package audit

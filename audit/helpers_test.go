@@ -142,6 +142,9 @@ type recording struct {
 	goal     string
 	signer   evidence.Signer
 	root     string // where the bundle is created; "" a test temporary directory
+	// noTargets records the decisions as a gate that did not record the
+	// target element wrote them (a bundle that predates target recording).
+	noTargets bool
 }
 
 const testDecisionLog = "dlog-audit-test"
@@ -208,7 +211,7 @@ func record(t testing.TB, rc recording) string {
 			Now:     time.Now(),
 		}
 		d := g.Decide(ctx, req)
-		must(w.Decision(d.DecisionRecord))
+		must(w.Decision(decisionOf(rc, d)))
 		if d.Result == contract.ResultPaused {
 			u := cur
 			must(w.Event(contract.StreamEvent{Type: contract.EventApprovalRequired, ActionID: a.ID, ActionType: a.Type, URL: &u, Summary: "approve " + a.ID, Timestamp: now()}))
@@ -218,7 +221,7 @@ func record(t testing.TB, rc recording) string {
 				must(err)
 				req.ApprovalID, req.Now = grant.ID, time.Now()
 				d = g.Decide(ctx, req)
-				must(w.Decision(d.DecisionRecord))
+				must(w.Decision(decisionOf(rc, d)))
 				answer = contract.ApprovalApprove
 			} else {
 				at := time.Now().UTC()
@@ -226,7 +229,7 @@ func record(t testing.TB, rc recording) string {
 				d.Reasons = []contract.Reason{{Rule: "approval_denied", Message: "nobody approved"}}
 				d.EvaluatedAt = at.Format(time.RFC3339Nano)
 				d.DecisionID = gate.DecisionID(d.PolicyVersion, d.ActionHash, d.StepIndex, at)
-				must(w.Decision(d.DecisionRecord))
+				must(w.Decision(decisionOf(rc, d)))
 			}
 			must(w.Event(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: a.ID, Decision: answer, Timestamp: now()}))
 		}
@@ -275,6 +278,14 @@ func record(t testing.TB, rc recording) string {
 	_, err = w.Seal(ctx, contract.SessionCompleted, time.Now(), rc.signer)
 	must(err)
 	return w.Dir()
+}
+
+// decisionOf is the record of d as the recording writes it.
+func decisionOf(rc recording, d gate.Decision) contract.DecisionRecord {
+	if rc.noTargets {
+		d.Target = nil
+	}
+	return d.DecisionRecord
 }
 
 // demoActions is the fixed session the tests record: sign in, order with

@@ -121,14 +121,16 @@ func PolicyDiff(ctx context.Context, bundlePath, policyPath string) ([]Change, e
 }
 
 // DiffPolicy judges every step of the bundle again under another policy,
-// as the gate would have judged it then: the step's inputs are
-// reconstructed from the bundle (Bundle.Reconstruct), the evaluation time
-// is the recorded one, and no approval is presented. The verdicts compared
-// are the gate's first answer about each proposal: allow, approval (the
-// gate paused it; the recording then asked a person) or deny; two denials
-// for different rules are a change too. A step whose action never ran
-// cannot be judged again (the bundle keeps only its hash): it is listed in
-// Unevaluated. A bundle that does not verify is refused.
+// as the gate judged it then: the gate request is rebuilt from the record
+// (Bundle.Reconstruct: the action, the target element the gate judged, the
+// session facts), the evaluation time is the recorded one, and no approval
+// is presented. The verdicts compared are the gate's first answer about
+// each proposal: allow, approval (the gate paused it; the recording then
+// asked a person) or deny; two denials for different rules are a change
+// too. A step whose action never ran cannot be judged again (the bundle
+// keeps only its hash), nor one on an element in a bundle that predates
+// target recording: they are listed in Unevaluated, saying why. A bundle
+// that does not verify is refused.
 func DiffPolicy(ctx context.Context, bundlePath string, opts DiffOptions) (*DiffReport, error) {
 	b, err := Open(ctx, bundlePath, OpenOptions{AllowUnsealed: opts.AllowUnsealed, PubKey: opts.PubKey})
 	if err != nil {
@@ -154,12 +156,18 @@ func DiffPolicy(ctx context.Context, bundlePath string, opts DiffOptions) (*Diff
 		recorded := recordedVerdict(s)
 		rec, err := b.Reconstruct(s, 0)
 		if err != nil {
-			if !errors.Is(err, ErrNotRecorded) {
+			var why string
+			switch {
+			case errors.Is(err, ErrNotRecorded):
+				why = ErrNotRecorded.Error() + " (action hash " + first.ActionHash + ")"
+			case errors.Is(err, ErrNoTarget):
+				why = ErrNoTarget.Error()
+			default:
 				return nil, err
 			}
 			r.Unevaluated = append(r.Unevaluated, Unevaluated{
 				Step: s.Index, DecisionID: first.DecisionID, ActionID: first.ActionID, ActionName: first.ActionName,
-				Recorded: recorded, Why: ErrNotRecorded.Error() + " (action hash " + first.ActionHash + ")",
+				Recorded: recorded, Why: why,
 			})
 			continue
 		}

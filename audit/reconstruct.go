@@ -20,6 +20,13 @@ const DefaultStepBudget = 50
 // re-evaluated.
 var ErrNotRecorded = errors.New("the action did not run, and the bundle does not keep the content of an action that did not run")
 
+// ErrNoTarget is wrapped by Reconstruct's error for a decision about an
+// action on an element (click, type, select, an extract of an element)
+// whose record holds no target: the bundle predates target recording, so
+// the element the gate judged is not known and the decision cannot be
+// judged again.
+var ErrNoTarget = errors.New("the bundle predates target recording: the decision does not hold the element the gate judged, so it cannot be judged again")
+
 // Reconstruction is the gate request of one recorded decision, rebuilt
 // from the bundle.
 type Reconstruction struct {
@@ -34,11 +41,13 @@ type Reconstruction struct {
 	Gaps []string
 }
 
-// Reconstruct rebuilds the gate request of decision i of step s.
-// Everything not recorded in the decision is taken from the rest of the
-// bundle (see the package documentation); what is missing is said in Gaps.
-// A decision whose action never ran returns an error wrapping
-// ErrNotRecorded.
+// Reconstruct rebuilds the gate request of decision i of step s from what
+// the record holds: the decision's target, session id, step index,
+// evaluation time, permission level, decision log and exceptions, the
+// executed action, and the rest from the bundle (see the package
+// documentation); what is missing is said in Gaps. A decision whose action
+// never ran returns an error wrapping ErrNotRecorded; one that needs a
+// target its record does not hold (an older bundle), ErrNoTarget.
 func (b *Bundle) Reconstruct(s *Step, i int) (Reconstruction, error) {
 	if i < 0 || i >= len(s.Decisions) {
 		return Reconstruction{}, fmt.Errorf("audit: step %d has no decision %d", s.Index, i)
@@ -46,6 +55,9 @@ func (b *Bundle) Reconstruct(s *Step, i int) (Reconstruction, error) {
 	d := s.Decisions[i]
 	if s.Action == nil {
 		return Reconstruction{}, fmt.Errorf("audit: step %d (action %s): %w", s.Index, d.ActionID, ErrNotRecorded)
+	}
+	if needsTarget(*s.Action) && d.Target == nil {
+		return Reconstruction{}, fmt.Errorf("audit: step %d (action %s): %w", s.Index, d.ActionID, ErrNoTarget)
 	}
 	now, err := time.Parse(time.RFC3339Nano, d.EvaluatedAt)
 	if err != nil {
@@ -66,12 +78,12 @@ func (b *Bundle) Reconstruct(s *Step, i int) (Reconstruction, error) {
 			MaxStepBudget:  b.stepBudget(s),
 			DecisionLogID:  d.DecisionLogID,
 		},
-		Now: now,
+		Policy: gate.SessionPolicy{GovernedExceptions: exceptions(d)},
+		Now:    now,
 	}
-	for _, e := range d.Exceptions {
-		req.Policy.GovernedExceptions = append(req.Policy.GovernedExceptions, gate.Exception{
-			ID: e.ID, Rule: e.Rule, Reason: e.Reason, ExpiresAt: e.ExpiresAt, DecisionLogID: e.DecisionLogID,
-		})
+	if d.Target != nil {
+		t := *d.Target
+		req.Target = &t
 	}
 	rec := Reconstruction{Request: req}
 	if d.Permission == "" {
@@ -80,42 +92,23 @@ func (b *Bundle) Reconstruct(s *Step, i int) (Reconstruction, error) {
 	if s.Action.Type == contract.ActType && s.Action.Redact {
 		rec.Gaps = append(rec.Gaps, "the typed text is redacted in the bundle; the action hash cannot be checked")
 	}
-	if !needsTarget(*s.Action) {
-		rec.Exact = actionHash(rec.Request) == d.ActionHash
-		if !rec.Exact && len(rec.Gaps) == 0 {
-			rec.Gaps = append(rec.Gaps, "the action hash does not recompute: the active URL differs from the one the gate saw")
-		}
-		return rec, nil
-	}
-	target, why := b.target(s)
-	if target == nil {
-		rec.Gaps = append(rec.Gaps, "target element not reconstructed: "+why)
-		return rec, nil
-	}
-	rec.Request.Target = target
 	rec.Exact = actionHash(rec.Request) == d.ActionHash
 	if !rec.Exact && len(rec.Gaps) == 0 {
-		rec.Gaps = append(rec.Gaps, "the action hash does not recompute: the target element reconstructed from the DOM snapshot differs from the one the driver resolved")
+		rec.Gaps = append(rec.Gaps, "the action hash does not recompute: the active URL differs from the one the gate saw, or a secret value was masked in the recorded action or target")
 	}
 	return rec, nil
 }
 
-// target resolves the step's selector on the snapshot of the observation
-// before it.
-func (b *Bundle) target(s *Step) (*contract.Element, string) {
-	if s.Before == nil {
-		return nil, "no observation was recorded before the action"
+// exceptions are the governed exceptions a decision considered, as the
+// session gave them to the gate.
+func exceptions(d contract.DecisionRecord) []gate.Exception {
+	var out []gate.Exception
+	for _, e := range d.Exceptions {
+		out = append(out, gate.Exception{
+			ID: e.ID, Rule: e.Rule, Reason: e.Reason, ExpiresAt: e.ExpiresAt, DecisionLogID: e.DecisionLogID,
+		})
 	}
-	root, err := parseSnapshot(s.Before.Observation.DOMSnapshot)
-	if err != nil {
-		return nil, err.Error()
-	}
-	el, err := resolveSelector(root, s.Action.Selector)
-	if err != nil {
-		return nil, fmt.Sprintf("selector %q on dom/%d: %v", s.Action.Selector, s.Before.Seq, err)
-	}
-	e := describeSnapshot(el)
-	return &e, ""
+	return out
 }
 
 // stepBudget is the session's step budget: the policyContext of the

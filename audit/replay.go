@@ -520,6 +520,9 @@ func (rp *replayer) step(ctx context.Context, s *Step) (StepResult, error) {
 		if d, ok := rp.compareTarget(s, target); !ok {
 			res.Differences = append(res.Differences, d)
 		}
+		if recordedTarget(s) == nil {
+			res.Notes = append(res.Notes, "the bundle predates target recording: the target was compared by the recorded action hash, or else by the affordance")
+		}
 	}
 
 	// The gate, again.
@@ -533,12 +536,8 @@ func (rp *replayer) step(ctx context.Context, s *Step) (StepResult, error) {
 			AllowedOrigins: rp.mappedURLs(), Permission: perm, Preset: rp.opts.Preset,
 			MaxStepBudget: rp.budget, DecisionLogID: final.DecisionLogID,
 		},
-		Now: rp.clock(),
-	}
-	for _, e := range final.Exceptions {
-		req.Policy.GovernedExceptions = append(req.Policy.GovernedExceptions, gate.Exception{
-			ID: e.ID, Rule: e.Rule, Reason: e.Reason, ExpiresAt: e.ExpiresAt, DecisionLogID: e.DecisionLogID,
-		})
+		Policy: gate.SessionPolicy{GovernedExceptions: exceptions(final)},
+		Now:    rp.clock(),
 	}
 	d := rp.g.Decide(ctx, req)
 	if err := rp.w.Decision(d.DecisionRecord); err != nil {
@@ -613,12 +612,22 @@ func (rp *replayer) mappedURLs() []string {
 }
 
 // compareTarget checks the element the action targets on the replayed page
-// against the record. When the action's text is recorded, the recorded
-// action hash is recomputed with the live element in place of the
-// recorded one (same action, session id and active URL): equal hashes mean
-// the very same element description. Otherwise the recorded and live
-// affordances of the selector are compared.
+// against the element the recorded decision judged. A bundle that predates
+// target recording holds no such element: then, when the action's text is
+// recorded, the recorded action hash is recomputed with the live element
+// in place of the recorded one (same action, session id and active URL),
+// equal hashes meaning the very same element; otherwise the recorded and
+// live affordances of the selector are compared.
 func (rp *replayer) compareTarget(s *Step, live *contract.Element) (Difference, bool) {
+	if rt := recordedTarget(s); rt != nil {
+		if *rt == *live {
+			return Difference{}, true
+		}
+		return Difference{
+			Field: FieldTarget, Observation: -1, Want: describeElement(rt), Got: describeElement(live),
+			TextDiff: TextDiff(elementLines(rt), elementLines(live)),
+		}, false
+	}
 	final := s.Final()
 	if !redacted(*s.Action) && final.ActionHash != "" {
 		req := gate.Request{SessionID: final.SessionID, ActiveURL: s.ActiveURL, Action: *s.Action, Target: live}
@@ -628,11 +637,7 @@ func (rp *replayer) compareTarget(s *Step, live *contract.Element) (Difference, 
 		if actionHash(req) == final.ActionHash {
 			return Difference{}, true
 		}
-		d := Difference{Field: FieldTarget, Observation: -1, Want: describeRecordedTarget(s), Got: describeElement(live)}
-		if rt := recordedTarget(s); rt != nil {
-			d.TextDiff = TextDiff(elementLines(rt), elementLines(live))
-		}
-		return d, false
+		return Difference{Field: FieldTarget, Observation: -1, Want: describeRecordedTarget(s), Got: describeElement(live)}, false
 	}
 	var want *contract.Affordance
 	if s.Before != nil {
@@ -645,22 +650,15 @@ func (rp *replayer) compareTarget(s *Step, live *contract.Element) (Difference, 
 	return Difference{Field: FieldTarget, Observation: -1, Want: affordanceText(want), Got: affordanceText(got)}, false
 }
 
-// recordedTarget is the recording's target reconstructed from the
-// snapshot before the step; nil when it cannot be.
+// recordedTarget is the element the step's decisions judged, as recorded;
+// nil when the bundle predates target recording (or the action has none).
 func recordedTarget(s *Step) *contract.Element {
-	if s.Before == nil || s.Action == nil {
-		return nil
+	for i := len(s.Decisions) - 1; i >= 0; i-- {
+		if t := s.Decisions[i].Target; t != nil {
+			return t
+		}
 	}
-	root, err := parseSnapshot(s.Before.Observation.DOMSnapshot)
-	if err != nil {
-		return nil
-	}
-	el, err := resolveSelector(root, s.Action.Selector)
-	if err != nil {
-		return nil
-	}
-	e := describeSnapshot(el)
-	return &e
+	return nil
 }
 
 // elementLines writes an element one field a line, for a text diff.
@@ -672,8 +670,7 @@ func elementLines(e *contract.Element) string {
 }
 
 // describeRecordedTarget says what the recording's target was, as far as
-// the bundle tells: the element reconstructed from the snapshot, or the
-// affordance.
+// the bundle tells: the element the decision recorded, or the affordance.
 func describeRecordedTarget(s *Step) string {
 	if e := recordedTarget(s); e != nil {
 		return describeElement(e)

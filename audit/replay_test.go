@@ -281,3 +281,40 @@ func TestReplayStricterPolicy(t *testing.T) {
 		t.Fatalf("step 1 under a policy blocking 127.0.0.1: %+v", rep.Steps[0])
 	}
 }
+
+// TestReplayPredatesTargets: a bundle recorded before decisions held their
+// target element verifies and replays without divergence (the live target
+// is compared by the recorded action hash, or the affordance, and the
+// steps say so); policy diff cannot judge its decisions on an element
+// again, and says the bundle predates target recording.
+func TestReplayPredatesTargets(t *testing.T) {
+	s := newSite(t)
+	bundle := record(t, recording{site: s, actions: demoActions(s.URL), approver: "alice@example.com", noTargets: true})
+	s.Reset(nil)
+	rep := replay(t, bundle, audit.ReplayOptions{Approver: &approveAll{name: "bob"}})
+	logReport(t, rep)
+	if !rep.Reproduced() || rep.Diverged != 0 {
+		t.Fatalf("replay of the bundle without targets: diverged steps %v", diverged(rep))
+	}
+	for _, i := range []int{2, 3, 4, 6, 7, 8, 12} {
+		if notes := rep.Steps[i-1].Notes; !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "predates target recording") }) {
+			t.Errorf("step %d notes %v, want one saying the bundle predates target recording", i, notes)
+		}
+	}
+	r, err := audit.DiffPolicy(context.Background(), bundle, audit.DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var predates []int
+	for _, u := range r.Unevaluated {
+		if strings.Contains(u.Why, "predates target recording") {
+			predates = append(predates, u.Step)
+		}
+	}
+	if want := []int{2, 3, 4, 6, 7, 8, 12}; !slices.Equal(predates, want) {
+		t.Errorf("steps not judged again for want of a target %v, want %v (unevaluated %+v)", predates, want, r.Unevaluated)
+	}
+	if len(r.Changes) != 0 || r.Evaluated != 4 {
+		t.Errorf("%d changes, %d evaluated; want the 3 navigations that ran and the screenshot judged again, unchanged", len(r.Changes), r.Evaluated)
+	}
+}

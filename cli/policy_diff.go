@@ -18,14 +18,16 @@ Re-evaluates every recorded decision of an evidence bundle under another
 policy (default: the embedded one) and lists the decisions that would
 change: the verdict (allow, approval, deny), or the rules of a denial, with
 the recorded and the new reasons. Each decision is judged as the gate
-would have judged it then: the gate's inputs are rebuilt from the bundle
-(the action, the page, the target element from the DOM snapshot, the
-allowlist, the budget, the permission level), at the recorded evaluation
-time, with no approval presented. A decision is marked exact when the
-rebuilt inputs reproduce its recorded action hash.
+judged it then: the gate's inputs are rebuilt from the record (the action,
+the target element the gate judged, the page, the allowlist, the budget,
+the permission level), at the recorded evaluation time, with no approval
+presented. A decision is marked exact when the rebuilt inputs reproduce its
+recorded action hash.
 
 An action that was denied never ran, and the bundle keeps only its hash:
-such decisions cannot be re-evaluated and are listed apart.
+such decisions cannot be re-evaluated and are listed apart. So are the
+decisions about an action on an element in a bundle that predates target
+recording (its decisions do not hold the element judged).
 
 Exit status: 0 no decision changes, 1 some decision changes (or the bundle
 was refused: tampered, or unsealed without --allow-unsealed), 2 usage, an

@@ -39,9 +39,10 @@ const (
 )
 
 // DecisionRecord is the record of one gate decision (schema kind
-// "decision", seed 001 section 5): the action id and hash, the policy
-// version, the result and its reasons, the risk, the exceptions considered,
-// the approval consumed, and whether the gate failed closed.
+// "decision", seed 001 section 5): the action id and hash, the element the
+// action targets, the policy version, the result and its reasons, the risk,
+// the exceptions considered, the approval consumed, and whether the gate
+// failed closed.
 //
 // Allow is true exactly when the action may run now (result allowed or
 // approved). Times stay strings (RFC 3339) so that a decoded record
@@ -70,6 +71,14 @@ type DecisionRecord struct {
 	// ActionName is the stable policy action name, such as "browser.click"
 	// ("browser.unknown" for an unknown type).
 	ActionName string `json:"actionName"`
+	// Target is the element the gate judged the action on, as the driver
+	// resolved it (gate.Request.Target): nil when the action has no
+	// element (navigate, scroll, wait, a whole-page extract) or the element
+	// broke its bounds (the gate denies it). With the action, the active
+	// URL and the session facts recorded here, it is what re-judging the
+	// decision needs (aegis policy diff). Bundles written before it was
+	// recorded lack it.
+	Target *Element `json:"target,omitempty"`
 	// PolicyVersion is the SHA-256 of the policy files and data the
 	// decision was evaluated against (64 lowercase hex digits).
 	PolicyVersion string `json:"policyVersion"`

@@ -174,3 +174,82 @@ func TestDecisionSchemaHouseRules(t *testing.T) {
 	}
 	walk("#", root)
 }
+
+// TestDecisionTargetBounds: the schema's element definition bounds each
+// member as contract.Element's Validate does (the driver truncates to the
+// same constants), so a target the gate accepts is one the record holds.
+func TestDecisionTargetBounds(t *testing.T) {
+	b, err := fs.ReadFile(schemas.FS(), "decision-record.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root struct {
+		Defs struct {
+			Element struct {
+				Properties map[string]struct {
+					MaxLength int `json:"maxLength"`
+				} `json:"properties"`
+			} `json:"element"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &root); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"tag": contract.MaxElementTag, "type": contract.MaxElementType, "name": contract.MaxElementName,
+		"id": contract.MaxElementID, "autocomplete": contract.MaxElementAutocomplete, "role": contract.MaxElementRole,
+		"label": contract.MaxElementLabel, "text": contract.MaxElementText,
+	}
+	got := map[string]int{}
+	for name, p := range root.Defs.Element.Properties {
+		got[name] = p.MaxLength
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("$defs/element maxLength %v, want the contract's bounds %v", got, want)
+	}
+	// Members are named as contract.Element's JSON tags name them.
+	el := reflect.TypeOf(contract.Element{})
+	for i := range el.NumField() {
+		name, _, _ := strings.Cut(el.Field(i).Tag.Get("json"), ",")
+		if _, ok := want[name]; !ok {
+			t.Errorf("contract.Element field %s (json %q) is not in $defs/element", el.Field(i).Name, name)
+		}
+	}
+}
+
+// TestDecisionRecordTarget: a record with the element the gate judged
+// encodes schema-valid and decodes to the same element; one without a
+// target has no target member; an element the gate denies as out of
+// bounds is not a valid record.
+func TestDecisionRecordTarget(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	r := contract.DecisionRecord{
+		DecisionID: "dec-" + strings.Repeat("0", 32), StepIndex: 1, ActionHash: hash,
+		ActionName: "browser.type", PolicyVersion: hash, PolicySource: "embedded",
+		Result: contract.ResultPaused, RequiresApproval: true, Risk: contract.RiskHigh,
+		EvaluatedAt: "2026-01-23T10:00:00Z",
+	}
+	b, err := contract.Encode(schemas.KindDecision, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"target"`) {
+		t.Errorf("a record without a target encodes one: %s", b)
+	}
+	want := contract.Element{Tag: "input", Type: "password", ID: "pw", Role: "textbox", Label: strings.Repeat("é", contract.MaxElementLabel)}
+	r.Target = &want
+	if b, err = contract.Encode(schemas.KindDecision, r); err != nil {
+		t.Fatal(err)
+	}
+	var got contract.DecisionRecord
+	if err := contract.Decode(schemas.KindDecision, b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Target == nil || *got.Target != want {
+		t.Errorf("decoded target %+v, want %+v", got.Target, want)
+	}
+	r.Target = &contract.Element{Tag: "p", Text: strings.Repeat("x", contract.MaxElementText+1)}
+	if _, err := contract.Encode(schemas.KindDecision, r); err == nil {
+		t.Error("a target past its bounds encoded")
+	}
+}

@@ -266,7 +266,7 @@ func prepareDecision(d *contract.DecisionRecord, m *masker, sc *obsScratch) (can
 // when it has room.
 func canonicalDecision(d *contract.DecisionRecord, m *masker, buf []byte) ([]byte, bool, error) {
 	hint, ok := decisionSize(d)
-	if !ok {
+	if !ok || d.Target != nil { // the target is written by the general path only
 		return canonicalize(string(schemas.KindDecision), *d, m)
 	}
 	e := newRecEncoder(freeDecision, m, buf, hint)

@@ -136,7 +136,7 @@ var freeText = map[string][]string{
 	string(schemas.KindManifest): {"goal", "task/goal", "task/urls/*", "task/hints/**"},
 	string(schemas.KindPlan):     {"goal", "steps/*/description", "steps/*/successCriteria"},
 	string(schemas.KindDecision): {"error", "approval/approver", "reasons/*/message", "riskReasons/*/message",
-		"approvalReasons/*/message", "waived/*/message", "exceptions/*/reason", "exceptions/*/why"},
+		"approvalReasons/*/message", "waived/*/message", "exceptions/*/reason", "exceptions/*/why", "target/**"},
 	shapeActionLine: {"action/reason", "action/selector", "action/text", "action/value", "action/url",
 		"result/error/message", "result/url"},
 	string(schemas.KindEvent):     {"message", "summary", "url"},

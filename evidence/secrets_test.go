@@ -86,6 +86,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 	leak := contract.Action{ID: "a1", Type: contract.ActType, Reason: "type the " + all, PolicyTags: []string{}, Selector: "#pw", Text: pw}
 	d := decision("leak", leak, contract.ResultAllowed)
 	d.Waived = []contract.Reason{{Rule: "secret_in_text", Message: "text holds " + tok, ExceptionID: "ge-1"}}
+	d.Target = &contract.Element{Tag: "input", Name: "pw-" + tok, ID: pw, Label: "password " + all, Text: all}
 	must(w.Decision(d))
 	r := result(leak, false)
 	r.Error = &contract.ToolError{Code: contract.CodeInternal, Message: "failed to type " + all}
@@ -341,6 +342,8 @@ func TestMaskRecord(t *testing.T) {
 		{"a member name", string(schemas.KindManifest), `{"task":{"hints":{"act-77":1}}}`, "", "a member name of /task/hints"},
 		{"hints values are free text", string(schemas.KindManifest), `{"task":{"hints":{"login":["hunter2-pw"]}}}`,
 			`{"task":{"hints":{"login":["{{secret:PW}}"]}}}`, ""},
+		{"a decision's target is page text", string(schemas.KindDecision), `{"actionHash":"00","target":{"id":"act-77","label":"type hunter2-pw","tag":"input"}}`,
+			`{"actionHash":"00","target":{"id":"{{secret:ID}}","label":"type {{secret:PW}}","tag":"input"}}`, ""},
 		{"a screenshot's value is its image", shapeArtifact, `{"type":"screenshot","value":"artifacts/act-77.png"}`, "", "/value"},
 		{"a text artifact's value is free", shapeArtifact, `{"type":"text","value":"act-77"}`, `{"type":"text","value":"{{secret:ID}}"}`, ""},
 		{"a value across two strings", string(schemas.KindEvent), `{"message":"act-","summary":"77"}`, `{"message":"act-","summary":"77"}`, ""},

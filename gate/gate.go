@@ -488,6 +488,9 @@ func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 		r.ActionID = req.Action.ID
 	}
 	r.ActionHash = hash
+	if req.Target != nil && req.Target.Validate() == nil { // an invalid one is denied (target_invalid), not recorded
+		r.Target = req.Target // the element judged, recorded so that the decision can be judged again
+	}
 	r.ActionName = "browser.unknown"
 	if req.Action.Type.Valid() {
 		r.ActionName = req.Action.PolicyName()

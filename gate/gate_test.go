@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -533,7 +534,7 @@ func TestDecisionDeterministic(t *testing.T) {
 	a := g.Decide(context.Background(), baseRequest())
 	b := g.Decide(context.Background(), baseRequest())
 	a.DurationUs, b.DurationUs = 0, 0
-	if fmt.Sprint(a.DecisionRecord) != fmt.Sprint(b.DecisionRecord) {
+	if !reflect.DeepEqual(a.DecisionRecord, b.DecisionRecord) {
 		t.Errorf("records differ:\n%+v\n%+v", a.DecisionRecord, b.DecisionRecord)
 	}
 	at, err := time.Parse(time.RFC3339Nano, a.EvaluatedAt)
@@ -643,5 +644,38 @@ func TestReasonsSortedAndBounded(t *testing.T) {
 		return strings.Compare(a.Message, b.Message)
 	}) {
 		t.Errorf("reasons not sorted: %v", ruleNames(d.Reasons))
+	}
+}
+
+// TestDecisionRecordsTarget: the record holds the element the gate judged
+// (so that the decision can be judged again), in every outcome, fail-closed
+// included; none for an action without one; and an element past its
+// bounds, which is denied, is not recorded (the record stays valid).
+func TestDecisionRecordsTarget(t *testing.T) {
+	g := sharedGate(t)
+	ctx := context.Background()
+	req := baseRequest()
+	d := g.Decide(ctx, req)
+	if d.Target == nil || *d.Target != *req.Target {
+		t.Errorf("allowed click: target %+v, want %+v", d.Target, req.Target)
+	}
+	var none *Gate
+	if d := none.Decide(ctx, req); !d.FailClosed || d.Target == nil || *d.Target != *req.Target {
+		t.Errorf("fail-closed decision: target %+v, fail closed %v; want %+v", d.Target, d.FailClosed, req.Target)
+	}
+	nav := baseRequest()
+	navigateTo("https://shop.example/a")(&nav)
+	nav.Target = nil
+	if d := g.Decide(ctx, nav); d.Target != nil {
+		t.Errorf("navigation: target %+v, want none", d.Target)
+	}
+	bad := baseRequest()
+	bad.Target.Label = strings.Repeat("x", contract.MaxElementLabel+1)
+	d = g.Decide(ctx, bad)
+	if d.Target != nil || !hasRule(d.Reasons, RuleTargetInvalid) {
+		t.Errorf("element past its bounds: target %+v, reasons %v; want none, denied for %s", d.Target, ruleNames(d.Reasons), RuleTargetInvalid)
+	}
+	if _, err := contract.Encode(schemas.KindDecision, d.DecisionRecord); err != nil {
+		t.Errorf("record is not schema-valid: %v", err)
 	}
 }
