@@ -142,12 +142,13 @@ func cfgFor(t testing.TB, task contract.Input, pl planner.Planner, nav navigator
 	b := browser(t)
 	return session.Config{
 		Task:         task,
-		Driver:       driver.Config{Mode: contract.ModeSandbox, Browser: b, ActionTimeout: 2 * time.Second},
-		Gate:         shared.g,
-		Approvals:    shared.approvals,
-		Planner:      pl,
-		Navigator:    nav,
-		EvidenceRoot: evRoot(t),
+		Driver:     driver.Config{Mode: contract.ModeSandbox, Browser: b, ActionTimeout: 2 * time.Second},
+		OpenDriver: driver.Open,
+		Gate:       shared.g,
+		Approvals:  shared.approvals,
+		Planner:    pl,
+		Navigator:  nav,
+		Evidence:   session.EvidenceDir(evRoot(t)),
 	}
 }
 
