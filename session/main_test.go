@@ -141,7 +141,7 @@ func cfgFor(t testing.TB, task contract.Input, pl planner.Planner, nav navigator
 	t.Helper()
 	b := browser(t)
 	return session.Config{
-		Task:         task,
+		Task:       task,
 		Driver:     driver.Config{Mode: contract.ModeSandbox, Browser: b, ActionTimeout: 2 * time.Second},
 		OpenDriver: driver.Open,
 		Gate:       shared.g,
