@@ -91,7 +91,10 @@ type Grants interface {
 }
 
 // Recorder writes the evidence bundle; *evidence.Writer is one. The session
-// calls it from one goroutine at a time, in order.
+// never calls it concurrently, and calls it in the order of the records.
+// Each method writes one record (see evidence.Writer); an error stops the
+// session, except one wrapping evidence.ErrQuarantined (a refused artifact
+// or image, recorded as an error event instead).
 type Recorder interface {
 	Event(ev contract.StreamEvent) error
 	ModelCall(rec contract.ModelCall) error
@@ -224,6 +227,14 @@ type Config struct {
 func validate(cfg *Config) error {
 	bad := func(format string, args ...any) error {
 		return &Error{Code: "config", Msg: fmt.Sprintf(format, args...)}
+	}
+	// A nil *gate.Gate or *gate.Approvals in the interface is no gate and
+	// no approval store.
+	if g, ok := cfg.Gate.(*gate.Gate); ok && g == nil {
+		cfg.Gate = nil
+	}
+	if a, ok := cfg.Approvals.(*gate.Approvals); ok && a == nil {
+		cfg.Approvals = nil
 	}
 	if _, err := contract.Encode(schemas.KindInput, cfg.Task); err != nil {
 		return &Error{Code: "config", Msg: "invalid task", Err: err}
