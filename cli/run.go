@@ -391,10 +391,10 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	environ := os.Environ()
 	if hooks != nil {
 		for k, v := range hooks.secrets {
-			environ = append(environ, session.EnvSecretPrefix+k+"="+v)
+			environ = append(environ, secrets.EnvPrefix+k+"="+v)
 		}
 	}
-	set, err := session.LoadSecrets(environ, o.secretsFile)
+	set, err := secrets.Load(environ, o.secretsFile)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -410,6 +410,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	cfg := session.Config{
 		Task:            in,
 		Driver:          driver.Config{Mode: mode, BrowserEndpoint: o.endpoint, Headed: o.headed},
+		OpenDriver:      driver.Open,
 		Gate:            g,
 		Approvals:       approvals,
 		Preset:          o.preset,
@@ -418,7 +419,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		Approver:        approver,
 		ApprovalTimeout: o.approvalWait,
 		Secrets:         set,
-		EvidenceRoot:    o.evidence,
+		Evidence:        session.EvidenceDir(o.evidence),
 		Model:           model,
 		Version:         Version,
 		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },

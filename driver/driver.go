@@ -2,11 +2,10 @@
 // observes the page and carries out the actions the gate allowed. The
 // Navigator never touches the page.
 //
-// Open is the router: it picks the driver by mode (seed 001 section 8, "a
-// single contract"). The modes "playwright" and "sandbox" are served by the
-// Playwright driver in this package; "extension" is served by whatever
-// registered itself for it with Register, so that the extension driver fits
-// without changing this interface.
+// The caller opens the driver it wants (seed 001 section 8, "a single
+// contract"): Open serves the modes "playwright" and "sandbox" with the
+// Playwright driver; OpenExtension serves "extension" over a connection to
+// the aegis extension that the caller hands it.
 //
 // Both drivers see pages through the same JavaScript observer
 // (extension/observer.js). See README.md for the selector syntax, the
@@ -21,7 +20,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
@@ -235,31 +233,10 @@ func (o ObserveOptions) merged(base ObserveOptions, sensitive []string) ObserveO
 	return out
 }
 
-// Opener opens a driver for a mode served outside this package.
-type Opener func(ctx context.Context, cfg Config) (Driver, error)
-
-var (
-	registryMu sync.RWMutex
-	registry   = map[contract.DriverMode]Opener{}
-)
-
-// Register makes Open serve mode with open. The extension driver registers
-// itself for contract.ModeExtension from its own package; registering
-// "playwright" or "sandbox", or a mode twice, panics.
-func Register(mode contract.DriverMode, open Opener) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if mode == contract.ModePlaywright || mode == contract.ModeSandbox {
-		panic("driver: mode " + string(mode) + " is built in")
-	}
-	if _, dup := registry[mode]; dup {
-		panic("driver: mode " + string(mode) + " registered twice")
-	}
-	registry[mode] = open
-}
-
-// Open is the driver router: it validates cfg, fills in its defaults and
-// opens a driver for cfg.Mode, ready on a blank page.
+// Open opens a Playwright driver (mode playwright or sandbox) for cfg,
+// ready on a blank page, after validating cfg and filling in its defaults.
+// The extension driver needs a connection to the extension: open it with
+// OpenExtension.
 func Open(ctx context.Context, cfg Config) (Driver, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -268,17 +245,10 @@ func Open(ctx context.Context, cfg Config) (Driver, error) {
 	switch cfg.Mode {
 	case contract.ModePlaywright, contract.ModeSandbox:
 		return openPlaywright(ctx, cfg)
+	case contract.ModeExtension:
+		return nil, newErr(contract.CodeUnsupported, "", "the extension driver needs a connection to the aegis extension: open it with OpenExtension", nil)
 	}
-	registryMu.RLock()
-	open, ok := registry[cfg.Mode]
-	registryMu.RUnlock()
-	if !ok {
-		if cfg.Mode == contract.ModeExtension {
-			return nil, newErr(contract.CodeUnsupported, "", "no extension driver is registered in this build", nil)
-		}
-		return nil, fmt.Errorf("driver: unknown mode %q (want playwright, sandbox or extension)", cfg.Mode)
-	}
-	return open(ctx, cfg)
+	return nil, fmt.Errorf("driver: unknown mode %q (want playwright, sandbox or extension)", cfg.Mode)
 }
 
 var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)

@@ -62,18 +62,6 @@ type ExtensionTarget struct {
 	TabID int
 }
 
-type extensionKey struct{}
-
-// WithExtension returns a context that carries target: Open with mode
-// "extension" under that context (or one derived from it) opens the
-// extension driver on it. The session passes its context to driver.Open,
-// so the host hands the target to the session this way.
-func WithExtension(ctx context.Context, target ExtensionTarget) context.Context {
-	return context.WithValue(ctx, extensionKey{}, target)
-}
-
-func init() { Register(contract.ModeExtension, openExtension) }
-
 // Extension protocol methods (nativehost/PROTOCOL.md).
 const (
 	extTabOpen     = "tab.open"
@@ -167,9 +155,25 @@ type extDriver struct {
 	arts artifactLog
 }
 
-func openExtension(ctx context.Context, cfg Config) (Driver, error) {
-	t, ok := ctx.Value(extensionKey{}).(ExtensionTarget)
-	if !ok || t.Port == nil {
+// OpenExtension opens the extension driver on target (the port to the
+// extension and the tab), after validating cfg and filling in its defaults;
+// cfg.Mode must be extension or empty.
+func OpenExtension(ctx context.Context, cfg Config, target ExtensionTarget) (Driver, error) {
+	if cfg.Mode == "" {
+		cfg.Mode = contract.ModeExtension
+	}
+	if cfg.Mode != contract.ModeExtension {
+		return nil, fmt.Errorf("driver: OpenExtension with mode %q", cfg.Mode)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return openExtension(ctx, cfg, target)
+}
+
+func openExtension(ctx context.Context, cfg Config, t ExtensionTarget) (Driver, error) {
+	if t.Port == nil {
 		return nil, newErr(contract.CodeUnsupported, "", "the extension driver needs a connection to the aegis extension (run aegis from the extension's popup)", nil)
 	}
 	d := &extDriver{cfg: cfg, port: t.Port, tabID: t.TabID, origins: nonNil(cfg.AllowedOrigins)}

@@ -30,9 +30,9 @@ func BenchmarkExtensionVsPlaywright(b *testing.B) {
 	}
 	ext := func(b *testing.B, path string) driver.Driver {
 		b.Helper()
-		d, err := driver.Open(driver.WithExtension(ctx, driver.ExtensionTarget{Port: conn}), driver.Config{
+		d, err := driver.OpenExtension(ctx, driver.Config{
 			Mode: contract.ModeExtension, AllowedOrigins: []string{site}, ActionTimeout: 3 * time.Second,
-		})
+		}, driver.ExtensionTarget{Port: conn})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -30,9 +30,9 @@ func TestConformanceExtension(t *testing.T) {
 	drivertest.Run(t, func(t *testing.T, site string) driver.Driver {
 		octx, ocancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer ocancel()
-		d, err := driver.Open(driver.WithExtension(octx, driver.ExtensionTarget{Port: conn}), driver.Config{
+		d, err := driver.OpenExtension(octx, driver.Config{
 			Mode: contract.ModeExtension, AllowedOrigins: []string{site}, ActionTimeout: 3 * time.Second,
-		})
+		}, driver.ExtensionTarget{Port: conn})
 		if err != nil {
 			t.Fatalf("open the extension driver: %v", err)
 		}

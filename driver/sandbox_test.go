@@ -186,6 +186,6 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 	}
 	_, err := driver.Open(ctx, driver.Config{Mode: contract.ModeExtension})
 	if !errors.Is(err, driver.ErrUnsupported) {
-		t.Errorf("extension mode without a registered driver: %v, want unsupported", err)
+		t.Errorf("extension mode through Open (it needs OpenExtension and a port): %v, want unsupported", err)
 	}
 }

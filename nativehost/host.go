@@ -412,10 +412,17 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	dc.Mode = contract.ModeExtension
 	bus := session.NewBus(0)
 	conn := h.conn
+	var s *session.Session
+	tabID := p.TabID
 	cfg := session.Config{
-		Task:            in,
-		SessionID:       id,
-		Driver:          dc,
+		Task:      in,
+		SessionID: id,
+		Driver:    dc,
+		// The extension driver calls the extension over the conversation's
+		// connection, on the person's tab.
+		OpenDriver: func(ctx context.Context, dc driver.Config) (driver.Driver, error) {
+			return driver.OpenExtension(ctx, dc, driver.ExtensionTarget{Port: sessionPort{conn, s}, TabID: tabID})
+		},
 		Gate:            h.gate,
 		Approvals:       h.approvals,
 		Preset:          p.Preset,
@@ -424,7 +431,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		Approver:        sessApprover,
 		ApprovalTimeout: timeout,
 		Secrets:         set,
-		EvidenceRoot:    root,
+		Evidence:        session.EvidenceDir(root),
 		Bus:             bus,
 		Model:           model,
 		Version:         h.o.Version,
@@ -432,7 +439,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 			_ = conn.Notify(EventStep, stepEvent(r))
 		},
 	}
-	s, err := session.New(cfg)
+	s, err = session.New(cfg)
 	if err != nil {
 		return res, errorf(CodeBadParams, "%v", err)
 	}
@@ -462,10 +469,9 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	}()
 	go func() {
 		defer close(r.done)
-		// The session's context carries the extension target; it is not
-		// tied to the conversation's so that an abort still seals.
-		ctx := driver.WithExtension(context.WithoutCancel(h.ctx), driver.ExtensionTarget{Port: sessionPort{conn, s}, TabID: p.TabID})
-		result, err := s.Run(ctx)
+		// The session's context is not tied to the conversation's, so that
+		// an abort still seals.
+		result, err := s.Run(context.WithoutCancel(h.ctx))
 		bus.Close()
 		select {
 		case <-forwarded:

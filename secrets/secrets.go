@@ -11,6 +11,9 @@
 //   - (*Set).Guard returns a function the llm client runs over every request
 //     body before it is sent: it refuses a body in which any known value
 //     appears, raw or in any JSON escaping.
+//
+// Load builds a session's Set from a mode-0600 secrets file and the
+// AEGIS_SECRET_* environment variables; the session receives the loaded Set.
 package secrets
 
 import (

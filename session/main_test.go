@@ -21,7 +21,6 @@ import (
 	"github.com/aegis-run/aegis/demosite"
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
-	"github.com/aegis-run/aegis/gate"
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/llm/llmtest"
 	"github.com/aegis-run/aegis/navigator"
@@ -31,14 +30,12 @@ import (
 	"github.com/aegis-run/aegis/session"
 )
 
-// One Chromium and one gate for the whole test binary; each session opens
-// its own browser context.
+// One Chromium for the whole test binary; each session opens its own
+// browser context. The gate is realGate's (fake_test.go).
 var shared struct {
-	once      sync.Once
-	b         *driver.Browser
-	g         *gate.Gate
-	approvals *gate.Approvals
-	err       error
+	once sync.Once
+	b    *driver.Browser
+	err  error
 }
 
 func TestMain(m *testing.M) {
@@ -61,15 +58,10 @@ func browser(t testing.TB) *driver.Browser {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		shared.approvals = gate.NewApprovals()
-		shared.g, shared.err = gate.New(ctx, gate.Options{Approvals: shared.approvals})
-		if shared.err != nil {
-			return
-		}
 		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{})
 	})
 	if shared.err != nil {
-		t.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\") or load the policy: %v", shared.err)
+		t.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", shared.err)
 	}
 	return shared.b
 }
@@ -135,19 +127,21 @@ func (s *site) all() string {
 	return strings.Join(s.log, "\n")
 }
 
-// cfgFor returns a session config for task with the shared browser and
-// gate, evidence in a temporary directory, and the given agents.
+// cfgFor returns a session config for task with the shared browser, the
+// real gate, evidence in a temporary directory, and the given agents.
 func cfgFor(t testing.TB, task contract.Input, pl planner.Planner, nav navigator.Navigator) session.Config {
 	t.Helper()
 	b := browser(t)
+	g, approvals := realGate(t)
 	return session.Config{
-		Task:         task,
-		Driver:       driver.Config{Mode: contract.ModeSandbox, Browser: b, ActionTimeout: 2 * time.Second},
-		Gate:         shared.g,
-		Approvals:    shared.approvals,
-		Planner:      pl,
-		Navigator:    nav,
-		EvidenceRoot: evRoot(t),
+		Task:       task,
+		Driver:     driver.Config{Mode: contract.ModeSandbox, Browser: b, ActionTimeout: 2 * time.Second},
+		OpenDriver: driver.Open,
+		Gate:       g,
+		Approvals:  approvals,
+		Planner:    pl,
+		Navigator:  nav,
+		Evidence:   session.EvidenceDir(evRoot(t)),
 	}
 }
 

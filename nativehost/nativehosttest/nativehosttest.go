@@ -12,7 +12,7 @@
 //     ConnectDriver. The host (built with the aegis_relay tag) checks the
 //     caller's origin and relays the conversation, byte for byte, to a
 //     socket of the test process, which gets the host's end of it: a
-//     *nativehost.Conn to hand to driver.WithExtension.
+//     *nativehost.Conn to hand to driver.OpenExtension.
 package nativehosttest
 
 import (
@@ -305,7 +305,7 @@ func (hello) HandleEvent(context.Context, string, json.RawMessage) {}
 
 // ConnectDriver makes the extension open a native port (through the relay
 // build of aegis) and returns the host's end of it, served until ctx
-// ends: the port the extension driver calls (driver.WithExtension).
+// ends: the port the extension driver calls (driver.OpenExtension).
 func (b *Browser) ConnectDriver(ctx context.Context) (*nativehost.Conn, error) {
 	if b.ln == nil {
 		return nil, errors.New("nativehosttest: ConnectDriver needs Options.Relay")

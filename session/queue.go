@@ -8,14 +8,14 @@ import (
 	"github.com/aegis-run/aegis/evidence"
 )
 
-// recorder writes evidence records in a goroutine of its own, in the order
+// writeQueue writes evidence records in a goroutine of its own, in the order
 // they were queued, so that writing the bundle overlaps with the model
 // call, the element lookup and the gate instead of adding to each step.
 // The session stays fail-closed: it calls flush before every action it
 // hands the driver (so the decision that allowed the action, and
 // everything before it, is in the bundle first) and before sealing, and a
 // failed write stops the session at the next record or flush.
-type recorder struct {
+type writeQueue struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	queue   []func() error
@@ -27,14 +27,14 @@ type recorder struct {
 
 const maxQueued = 256
 
-func newRecorder() *recorder {
-	rc := &recorder{}
+func newWriteQueue() *writeQueue {
+	rc := &writeQueue{}
 	rc.cond = sync.NewCond(&rc.mu)
 	go rc.loop()
 	return rc
 }
 
-func (rc *recorder) loop() {
+func (rc *writeQueue) loop() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for {
@@ -69,7 +69,7 @@ func (rc *recorder) loop() {
 
 // add queues f and returns the error that already stopped the recorder,
 // if any. It blocks while maxQueued records wait.
-func (rc *recorder) add(f func() error) error {
+func (rc *writeQueue) add(f func() error) error {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for len(rc.queue) >= maxQueued && rc.err == nil {
@@ -85,7 +85,7 @@ func (rc *recorder) add(f func() error) error {
 
 // flush waits until every queued record is written and returns the first
 // failure.
-func (rc *recorder) flush() error {
+func (rc *writeQueue) flush() error {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for len(rc.queue) > 0 || rc.busy {
@@ -96,7 +96,7 @@ func (rc *recorder) flush() error {
 
 // stop flushes and ends the goroutine; it returns the time spent writing
 // and the first failure.
-func (rc *recorder) stop() (time.Duration, error) {
+func (rc *writeQueue) stop() (time.Duration, error) {
 	err := rc.flush()
 	rc.mu.Lock()
 	rc.stopped = true

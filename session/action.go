@@ -1,0 +1,498 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/navigator"
+	"github.com/aegis-run/aegis/secrets"
+)
+
+// needsTarget reports whether the gate must judge the action on its
+// resolved element.
+func needsTarget(a contract.Action) bool {
+	switch a.Type {
+	case contract.ActClick, contract.ActType, contract.ActSelect:
+		return true
+	case contract.ActExtract:
+		return a.Selector != ""
+	}
+	return false
+}
+
+// handle takes one action through describe, gate, approval, act and
+// record. planned is the DOM hash the batch was planned on ("" for the
+// first navigation).
+func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *ending) {
+	cfg := r.cfg
+	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a}
+	before := r.curURL
+
+	// Resolve the target on the page, so the gate judges what the action
+	// would really touch.
+	var target *contract.Element
+	if needsTarget(a) {
+		t0 := time.Now()
+		el, err := r.drv.Describe(r.ctx, a.Selector)
+		r.t.Driver += time.Since(t0)
+		if err != nil {
+			if e, ok := r.ctxEnding(); ok {
+				return outcome{}, &e
+			}
+			code := driver.CodeOf(err)
+			msg := driverMessage(err)
+			report.Error = string(code) + ": " + msg
+			r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
+			r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackError, Code: string(code), Message: "the target could not be resolved on the page: " + msg})
+			if e := r.emitError("action.target_unresolved", fmt.Sprintf("action %s (%s): %s", bound(a.ID, 128), a.Type, report.Error)); e != nil {
+				end := r.fail("evidence", "cannot record", e)
+				return outcome{}, &end
+			}
+			r.noteLoop(a, before, planned, false)
+			r.report(report)
+			return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
+		}
+		target = &el
+		report.Target = target
+	}
+
+	req := gate.Request{
+		SessionID: r.id, StepIndex: r.executed + 1, Action: a, Target: target, ActiveURL: r.curURL,
+		Session: gate.Session{
+			AllowedOrigins: cfg.Task.URLs, Permission: cfg.Permission, Preset: cfg.Preset,
+			MaxStepBudget: r.maxActions, DecisionLogID: r.decLog,
+		},
+		Policy: cfg.Policy,
+		Now:    r.now(),
+	}
+	d, end := r.decide(req)
+	if end != nil {
+		return outcome{}, end
+	}
+	if d.Result == contract.ResultPaused {
+		d, end = r.approve(req, d, target)
+		if end != nil {
+			return outcome{}, end
+		}
+	}
+	if d.Allow {
+		if rule, msg := r.secretVeto(a, d.DecisionRecord); rule != "" {
+			if d, end = r.sessionDenial(d, rule, msg); end != nil {
+				return outcome{}, end
+			}
+		}
+	}
+	report.Decision, report.Risk = d.Result, d.Risk
+
+	overBudget := r.executed >= r.maxActions
+	if d.Allow && overBudget {
+		// The policy should have denied it (step_budget_exceeded); a
+		// custom one did not. The session holds the budget all the same.
+		if d, end = r.sessionDenial(d, RuleActionBudget, fmt.Sprintf("the action budget of %d is used up", r.maxActions)); end != nil {
+			return outcome{}, end
+		}
+	}
+	if !d.Allow || overBudget {
+		if !d.Allow {
+			r.denied++
+		}
+		report.Decision = contract.ResultDenied
+		report.Reasons = d.Reasons
+		reasons := make([]string, 0, len(d.Reasons))
+		rules := make([]string, 0, len(d.Reasons))
+		for _, rs := range d.Reasons {
+			reasons = append(reasons, rs.Rule+": "+rs.Message)
+			rules = append(rules, rs.Rule)
+		}
+		detail := "denied by the policy: " + strings.Join(rules, ", ")
+		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeDenied, Detail: detail})
+		code := ""
+		if len(rules) > 0 {
+			code = rules[0]
+		}
+		r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackDenied, Code: code, Message: "the policy denied this action; do not repeat it, take another way", Reasons: reasons})
+		if e := r.emitError("policy.denied", fmt.Sprintf("action %s (%s) denied: %s", bound(a.ID, 128), a.Type, strings.Join(reasons, "; "))); e != nil {
+			end := r.fail("evidence", "cannot record", e)
+			return outcome{}, &end
+		}
+		r.report(report)
+		if overBudget {
+			return outcome{}, &ending{status: contract.SessionActionLimitExceeded, summary: fmt.Sprintf("stopped: the action budget of %d was used up and the navigator proposed more", r.maxActions)}
+		}
+		r.noteLoop(a, before, planned, false)
+		return outcome{outcome: navigator.OutcomeDenied, detail: detail}, nil
+	}
+
+	// Allowed: run it, once everything before it is in the bundle.
+	// Placeholders are resolved in the copy handed to the driver only.
+	if e := r.flush(); e != nil {
+		end := r.fail("evidence", "cannot record the decision", e)
+		return outcome{}, &end
+	}
+	t0 := time.Now()
+	res, actErr, secretErr := r.act(a)
+	dur := time.Since(t0)
+	r.t.Driver += dur
+	if secretErr != nil {
+		msg := secretErr.Error()
+		report.Error = "secret: " + msg
+		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
+		r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackError, Code: "secret_refused", Message: msg})
+		if e := r.emitError("action.secret_refused", fmt.Sprintf("action %s: %s", bound(a.ID, 128), msg)); e != nil {
+			end := r.fail("evidence", "cannot record", e)
+			return outcome{}, &end
+		}
+		r.noteLoop(a, before, planned, false)
+		r.report(report)
+		return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
+	}
+	res.RiskTag = d.Risk
+	r.executed++
+	r.fresh = false
+	report.Executed, report.OK, report.Duration = true, res.OK, dur
+	rec := a
+	if rec.Type == contract.ActType && rec.Redact {
+		// Redacted here, not by the writer: the writer would mask every
+		// later occurrence of the text, a text the model chose. A model
+		// typing "allowed" or a word of the goal with redact true would
+		// then corrupt later records or make the manifest at the seal
+		// differ from the one at the start: a bundle that does not verify.
+		// Secret values are masked by name all the same (Options.Secrets).
+		rec.Text = evidence.RedactedText
+	}
+	if e := r.record(func() error { return r.w.Action(rec, res) }); e != nil {
+		end := r.fail("evidence", "cannot record the action", e)
+		return outcome{}, &end
+	}
+	if res.URL != "" {
+		r.curURL = res.URL
+	}
+	evURL := r.curURL
+	if e := r.emit(contract.StreamEvent{
+		Type: contract.EventAction, ActionID: bound(a.ID, 128), ActionType: a.Type, RiskLevel: d.Risk,
+		URL: &evURL, Summary: actionSummary(a, target, res),
+	}); e != nil {
+		end := r.fail("evidence", "cannot record", e)
+		return outcome{}, &end
+	}
+	if a.Type == contract.ActExtract {
+		if e := r.takeArtifacts(); e != nil {
+			end := r.fail("evidence", "cannot record an artifact", e)
+			return outcome{}, &end
+		}
+	}
+	if !res.OK {
+		if e, ok := r.ctxEnding(); ok {
+			r.report(report)
+			return outcome{}, &e
+		}
+		code, msg := contract.CodeInternal, "the driver failed"
+		if res.Error != nil {
+			code, msg = res.Error.Code, res.Error.Message
+		} else if actErr != nil {
+			msg = driverMessage(actErr)
+		}
+		report.Error = string(code) + ": " + msg
+		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
+		r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackError, Code: string(code), Message: msg})
+		if e := r.emitError("action."+string(code), fmt.Sprintf("action %s (%s) failed: %s", bound(a.ID, 128), a.Type, msg)); e != nil {
+			end := r.fail("evidence", "cannot record", e)
+			return outcome{}, &end
+		}
+		r.noteLoop(a, before, planned, false)
+		r.report(report)
+		return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
+	}
+	r.report(report)
+
+	out := outcome{outcome: navigator.OutcomeOK, detail: okDetail(a, res, r.curURL)}
+	switch {
+	case a.Type == contract.ActNavigate:
+		out.stop, out.stopWhy = true, "a navigation loaded a new page"
+	case r.curURL != before:
+		out.stop, out.stopWhy = true, "the URL changed"
+	case a.Type == contract.ActClick && !last:
+		if err := r.observe(); err != nil {
+			return outcome{}, ptr(r.errorEnding("observe", "cannot observe the page", err))
+		}
+		if r.obs.State.DOMHash != planned || r.obs.State.ActiveURL != before {
+			out.stop, out.stopWhy = true, "the page changed"
+		}
+	}
+	r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeOK, Detail: out.detail})
+	r.noteLoop(a, before, planned, true)
+	return out, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func hasRule(rs []contract.Reason, rule string) bool {
+	for _, r := range rs {
+		if r.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// act runs an allowed action. The text of a type action has its secret
+// placeholders resolved in the copy handed to the driver, which lives only
+// in this call (secretVeto has checked them before the decision was
+// final). A placeholder that does not resolve is secretErr, and nothing
+// runs.
+func (r *run) act(a contract.Action) (res contract.ToolResult, actErr, secretErr error) {
+	run := a
+	if a.Type == contract.ActType && strings.Contains(a.Text, secrets.Prefix) {
+		text, err := r.cfg.Secrets.Resolve(a.Text)
+		if err != nil {
+			return contract.ToolResult{}, nil, err
+		}
+		run.Text = text
+	}
+	res, actErr = r.drv.Act(r.ctx, run)
+	return res, actErr, nil
+}
+
+// decide asks the gate and records the decision.
+func (r *run) decide(req gate.Request) (gate.Decision, *ending) {
+	t0 := time.Now()
+	d := r.cfg.Gate.Decide(r.ctx, req)
+	r.t.Gate += time.Since(t0)
+	if e := r.record(func() error { return r.w.Decision(d.DecisionRecord) }); e != nil {
+		end := r.fail("evidence", "cannot record the decision", e)
+		return d, &end
+	}
+	if d.FailClosed {
+		if ce, ok := r.ctxEnding(); ok {
+			return d, &ce
+		}
+		if e := r.emitError("gate.fail_closed", "the policy could not answer, so the action was denied: "+d.Error); e != nil {
+			end := r.fail("evidence", "cannot record", e)
+			return d, &end
+		}
+	}
+	return d, nil
+}
+
+// approve asks the approver about a paused action. On a yes it grants an
+// approval bound to the action's hash and asks the gate again; on a no, a
+// timeout or a failure it records the pause as a denial.
+func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.Element) (gate.Decision, *ending) {
+	a := req.Action
+	evURL := req.ActiveURL
+	reasons := append(append([]contract.Reason(nil), paused.ApprovalReasons...), paused.RiskReasons...)
+	var why []string
+	for _, rs := range reasons {
+		why = append(why, rs.Rule)
+	}
+	if e := r.emit(contract.StreamEvent{
+		Type: contract.EventApprovalRequired, ActionID: bound(a.ID, 128), ActionType: a.Type, URL: &evURL,
+		Summary: bound(fmt.Sprintf("%s (risk %s: %s)", DescribeAction(a, target), paused.Risk, strings.Join(why, ", ")), 2000),
+	}); e != nil {
+		end := r.fail("evidence", "cannot record", e)
+		return paused, &end
+	}
+	rule, msg := RuleApprovalUnavailable, "no approval store: nothing can be approved"
+	var ans ApprovalAnswer
+	if r.cfg.Approvals != nil {
+		actx, cancel := context.WithTimeout(r.ctx, r.cfg.ApprovalTimeout)
+		t0 := time.Now()
+		var err error
+		ans, err = r.cfg.Approver.Approve(actx, ApprovalRequest{
+			SessionID: r.id, Action: a, Target: target, URL: req.ActiveURL, Risk: paused.Risk,
+			Reasons: reasons, ActionHash: paused.ActionHash,
+		})
+		r.t.Approval += time.Since(t0)
+		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
+		cancel()
+		if e, ok := r.ctxEnding(); ok {
+			return paused, &e
+		}
+		switch {
+		case timedOut && !ans.Approved:
+			rule, msg = RuleApprovalTimeout, fmt.Sprintf("no approval within %v: denied", r.cfg.ApprovalTimeout)
+		case err != nil:
+			rule, msg = RuleApprovalUnavailable, "the approver failed: "+err.Error()
+			ans.Approved = false
+		case !ans.Approved:
+			rule, msg = RuleApprovalDenied, "the approver "+Sanitize(ans.Approver, 256)+" refused the action"
+		}
+	}
+	if ans.Approved {
+		approver := ans.Approver
+		if approver == "" {
+			approver = "unnamed approver"
+		}
+		grant, err := r.cfg.Approvals.Grant(paused.ActionHash, Sanitize(approver, 256), r.now(), ApprovalTTL)
+		if err != nil {
+			rule, msg = RuleApprovalUnavailable, "the approval could not be granted: "+err.Error()
+		} else {
+			req.ApprovalID = grant.ID
+			req.Now = r.now()
+			d, end := r.decide(req)
+			if end != nil {
+				return d, end
+			}
+			decision := contract.ApprovalDeny
+			if d.Allow {
+				decision = contract.ApprovalApprove
+				r.approved++
+			}
+			if e := r.emit(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: bound(a.ID, 128), Decision: decision}); e != nil {
+				end := r.fail("evidence", "cannot record", e)
+				return d, &end
+			}
+			return d, nil
+		}
+	}
+	// The pause becomes a denial, recorded as a decision of its own so that
+	// decisions.jsonl ends every proposed action with its final result.
+	d, end := r.sessionDenial(paused, rule, msg)
+	if end != nil {
+		return d, end
+	}
+	if e := r.emit(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: bound(a.ID, 128), Decision: contract.ApprovalDeny}); e != nil {
+		end := r.fail("evidence", "cannot record", e)
+		return d, &end
+	}
+	return d, nil
+}
+
+// sessionDenial records a denial the session adds to a gate decision (an
+// approval refused, a secret refused): a copy of the decision with result
+// denied, the session's rule as its reason, its own time and its own
+// decision id (gate.DecisionID over the same fields).
+func (r *run) sessionDenial(g gate.Decision, rule, msg string) (gate.Decision, *ending) {
+	now := r.now().UTC()
+	d := g
+	d.Allow = false
+	d.Result = contract.ResultDenied
+	d.Reasons = []contract.Reason{{Rule: rule, Message: bound(msg, 1000)}}
+	d.EvaluatedAt = now.Format(time.RFC3339Nano)
+	d.DecisionID = gate.DecisionID(d.PolicyVersion, d.ActionHash, d.StepIndex, now)
+	d.DurationUs = 0
+	d.Approval = nil
+	d.FailClosed, d.Error, d.Err = false, "", nil
+	if e := r.record(func() error { return r.w.Decision(d.DecisionRecord) }); e != nil {
+		end := r.fail("evidence", "cannot record the decision", e)
+		return d, &end
+	}
+	return d, nil
+}
+
+// secretVeto returns why the session refuses an action the gate allowed:
+// a type action whose text holds a secret placeholder may only type into a
+// field the gate judged sensitive (risk reason sensitive_field), and only
+// secrets the session holds.
+func (r *run) secretVeto(a contract.Action, d contract.DecisionRecord) (rule, msg string) {
+	if a.Type != contract.ActType || !strings.Contains(a.Text, secrets.Prefix) {
+		return "", ""
+	}
+	if !hasRule(d.RiskReasons, "sensitive_field") {
+		return RuleSecretTarget, "a secret may only be typed into a field the policy judges sensitive (a password, one-time code or card field, or one matching a sensitive selector); this field is not"
+	}
+	if err := secrets.Check(a.Text); err != nil {
+		return RuleSecretUnknown, err.Error()
+	}
+	for _, n := range secrets.Find(a.Text) {
+		if !r.cfg.Secrets.Has(n) {
+			return RuleSecretUnknown, fmt.Sprintf("no secret named %s in this session", n)
+		}
+	}
+	return "", ""
+}
+
+// observe observes the page (retrying once, for a page in the middle of a
+// navigation) and records the observation.
+func (r *run) observe() error {
+	t0 := time.Now()
+	obs, err := r.drv.Observe(r.ctx, driver.ObserveOptions{})
+	if err != nil && r.ctx.Err() == nil {
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-r.ctx.Done():
+		}
+		obs, err = r.drv.Observe(r.ctx, driver.ObserveOptions{})
+	}
+	r.t.Driver += time.Since(t0)
+	if err != nil {
+		return err
+	}
+	for i, a := range obs.ExtractedArtifacts {
+		if u, ok := r.shotURIs[a.Value]; ok && a.Type == contract.ArtifactScreenshot {
+			obs.ExtractedArtifacts[i].Value = u
+		}
+	}
+	seq := r.obsSeq
+	if err := r.record(func() error { return r.w.Observation(seq, obs) }); err != nil {
+		return err
+	}
+	r.obsSeq++
+	r.obs, r.fresh = obs, true
+	if obs.State.ActiveURL != "" {
+		r.curURL = obs.State.ActiveURL
+	}
+	return nil
+}
+
+// takeArtifacts records what an extract action produced: images first
+// (under their own id), then the artifact records.
+func (r *run) takeArtifacts() error {
+	t0 := time.Now()
+	exs := r.drv.TakeArtifacts()
+	r.t.Driver += time.Since(t0)
+	for _, ex := range exs {
+		art := ex.Artifact
+		if ex.Image != nil {
+			// The image's record is needed now: write it in line.
+			if err := r.flush(); err != nil {
+				return err
+			}
+			id := art.ID + "-image"
+			t0 := time.Now()
+			rec, err := r.w.Image(id, ex.Data, evidence.ImageMeta{SourceURL: ex.Image.SourceURL, ActionID: ex.Image.ActionID})
+			r.t.EvidenceWait += time.Since(t0)
+			if err != nil && !errors.Is(err, evidence.ErrQuarantined) {
+				return err
+			}
+			if rec.URI == "" {
+				continue // quarantined: the writer recorded why
+			}
+			r.shotURIs[art.Value] = rec.URI
+			art.Value, art.Hash = rec.URI, ""
+			ev := contract.StreamEvent{Type: contract.EventScreenshot, URL: &rec.URI}
+			if rec.Width > 0 && rec.Height > 0 {
+				w, h := rec.Width, rec.Height
+				ev.Width, ev.Height = &w, &h
+			}
+			if err := r.emit(ev); err != nil {
+				return err
+			}
+		}
+		if err := r.record(func() error { return r.w.Artifact(art) }); err != nil {
+			return err
+		}
+		r.artifacts = append(r.artifacts, art)
+	}
+	return nil
+}
+
+func (r *run) report(rep StepReport) {
+	if r.cfg.OnStep != nil {
+		r.cfg.OnStep(rep)
+	}
+}
+
+// noteLoop feeds loop detection with one outcome.
+func (r *run) noteLoop(a contract.Action, url, planned string, ok bool) {
+	if why := r.loops.note(a, url, planned, ok); why != "" && r.loopHit == "" {
+		r.loopHit = why
+	}
+}

@@ -1,0 +1,309 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/navigator"
+	"github.com/aegis-run/aegis/planner"
+	"github.com/aegis-run/aegis/schemas"
+	"github.com/aegis-run/aegis/secrets"
+)
+
+// Defaults of a Config's zero fields and of a task without budgets.
+const (
+	// DefaultMaxActions bounds the executed actions of a task without
+	// maxActions. The first navigation counts.
+	DefaultMaxActions = 50
+	// DefaultMaxDuration bounds a task without maxDurationMs.
+	DefaultMaxDuration = 10 * time.Minute
+	// DefaultApprovalTimeout is how long an approver may take.
+	DefaultApprovalTimeout = 5 * time.Minute
+	// ApprovalTTL is how long a granted approval stays valid: the gate
+	// consumes it right away.
+	ApprovalTTL = 2 * time.Minute
+	// DefaultLoopThreshold is K of loop detection.
+	DefaultLoopThreshold = 3
+	// DefaultMaxReplans is how many loops are answered by revising the
+	// plan before the next one fails the session.
+	DefaultMaxReplans = 1
+	// DefaultMaxDenials is how many denied actions a session tolerates.
+	DefaultMaxDenials = 20
+)
+
+// Rules the session adds to decision records it writes itself: when an
+// approval request is refused (the gate paused the action, and the
+// approver, or its absence, turned the pause into a denial), and when it
+// refuses to type a secret the gate allowed.
+const (
+	// RuleApprovalDenied: the approver refused.
+	RuleApprovalDenied = "approval_denied"
+	// RuleApprovalTimeout: the approver gave no answer in time.
+	RuleApprovalTimeout = "approval_timeout"
+	// RuleApprovalUnavailable: no approver could be asked (no approval
+	// store, or the approver failed).
+	RuleApprovalUnavailable = "approval_unavailable"
+	// RuleSecretTarget: a secret placeholder typed into a field the gate
+	// did not judge sensitive.
+	RuleSecretTarget = "secret_target_not_sensitive"
+	// RuleSecretUnknown: a placeholder of a secret the session does not
+	// hold, or a malformed one.
+	RuleSecretUnknown = "secret_unknown"
+	// RuleActionBudget: an action past Task.MaxActions that the policy
+	// allowed (the embedded policy denies it itself, step_budget_exceeded).
+	RuleActionBudget = "session_action_budget"
+)
+
+// The loop's seams: it drives a driver.Driver (opened by OpenDriver),
+// asks a Decider, asks an Approver (approve.go) and grants into Grants,
+// and writes through a Recorder (created by an EvidenceOpener).
+
+// DriverOpener opens the browser of a session. The session calls it once,
+// after its evidence bundle is created (so a browser that does not open is
+// recorded), with Config.Driver completed by the session's settings.
+type DriverOpener func(ctx context.Context, cfg driver.Config) (driver.Driver, error)
+
+// Decider judges actions; *gate.Gate is the one aegis uses.
+type Decider interface {
+	// Decide judges one action. A decision the policy could not make is a
+	// denial with FailClosed set.
+	Decide(ctx context.Context, req gate.Request) gate.Decision
+	// PolicyVersion identifies the policy, for the manifest.
+	PolicyVersion() string
+	// Err says why the policy did not load (every action is then denied);
+	// nil when it did.
+	Err() error
+}
+
+// Grants is the approval store the Decider consults: when the approver
+// says yes, the session grants an approval bound to the action's hash, and
+// the Decider consumes it. *gate.Approvals is one.
+type Grants interface {
+	Grant(actionHash, approver string, approvedAt time.Time, ttl time.Duration) (gate.Approval, error)
+}
+
+// Recorder writes the evidence bundle; *evidence.Writer is one. The session
+// never calls it concurrently, and calls it in the order of the records.
+// Each method writes one record (see evidence.Writer); an error stops the
+// session, except one wrapping evidence.ErrQuarantined (a refused artifact
+// or image, recorded as an error event instead).
+type Recorder interface {
+	Event(ev contract.StreamEvent) error
+	ModelCall(rec contract.ModelCall) error
+	Plan(p contract.Plan) error
+	Observation(seq int, obs contract.Observation) error
+	Decision(rec contract.DecisionRecord) error
+	Action(a contract.Action, res contract.ToolResult) error
+	Artifact(a contract.Artifact) error
+	Image(id string, data []byte, meta evidence.ImageMeta) (contract.ImageArtifact, error)
+	Seal(ctx context.Context, status contract.SessionStatus, endTime time.Time, signer evidence.Signer) (*contract.Manifest, error)
+	// Dir is where the bundle is, for the result.
+	Dir() string
+}
+
+// EvidenceOpener creates the Recorder of a session from its manifest; opts
+// carry the secret values to mask, the clock, and OnEvent, through which
+// the session publishes every event once it is recorded.
+type EvidenceOpener func(m contract.Manifest, opts evidence.Options) (Recorder, error)
+
+// EvidenceDir returns the EvidenceOpener that creates the bundle as
+// root/SESSIONID with evidence.Create, creating root if missing.
+func EvidenceDir(root string) EvidenceOpener {
+	return func(m contract.Manifest, opts evidence.Options) (Recorder, error) {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, &rootError{root: root, err: err}
+		}
+		w, err := evidence.Create(root, m, opts)
+		if err != nil {
+			return nil, err
+		}
+		return w, nil
+	}
+}
+
+// rootError is EvidenceDir's failure to create its root.
+type rootError struct {
+	root string
+	err  error
+}
+
+func (e *rootError) Error() string {
+	return "cannot create the evidence root " + e.root + ": " + e.err.Error()
+}
+
+func (e *rootError) Unwrap() error { return e.err }
+
+// Config configures one session.
+type Config struct {
+	// Task is the task (seed 003 ComputerUseInput): the goal, the allowed
+	// URLs (the first is opened first; the list is the allowlist, by
+	// origin), the budgets and the hints. Required; it must be valid under
+	// the input schema.
+	Task contract.Input
+	// SessionID identifies the session everywhere (driver, gate, evidence,
+	// events); "" means driver.NewSessionID().
+	SessionID string
+	// Driver is the caller's part of the browser's configuration: Mode
+	// (required; named in the manifest), Browser, BrowserEndpoint, Headed,
+	// timeouts, observation limits. The session adds SessionID,
+	// AllowedOrigins (the origins of Task.URLs), SensitiveSelectors
+	// (Policy's) and PolicyContext before it hands the configuration to
+	// OpenDriver.
+	Driver driver.Config
+	// OpenDriver opens the browser. Required: driver.Open for the
+	// Playwright modes; host mode wraps driver.OpenExtension with its port
+	// to the extension; tests hand in fakes.
+	OpenDriver DriverOpener
+	// Gate judges every action. Required: a *gate.Gate, created once with
+	// gate.New(ctx, gate.Options{Approvals: Approvals, ...}) and shared
+	// between sessions (the policy is compiled once). A gate whose policy
+	// failed to load denies everything, and so fails the session.
+	Gate Decider
+	// Approvals is the approval store Gate consults (a *gate.Approvals):
+	// approvals are granted into it. nil means no approval can be granted:
+	// every paused action is denied.
+	Approvals Grants
+	// Preset is the policy's security preset (safe, balanced, power,
+	// developer); "" is the policy's default (power).
+	Preset string
+	// Permission overrides the preset's permission level (disabled,
+	// observe, control, full); "" means the preset's.
+	Permission string
+	// Policy is the session's additions to the policy data: blocked
+	// domains, sensitive selectors (also masked by the driver), governed
+	// exceptions.
+	Policy gate.SessionPolicy
+	// Planner makes the plan and revises it. Required.
+	Planner planner.Planner
+	// Navigator proposes the actions. Required.
+	Navigator navigator.Navigator
+	// Approver answers approval requests; nil refuses them all
+	// (PolicyApprover{Mode: ApproveDeny}).
+	Approver Approver
+	// ApprovalTimeout bounds one approval request; 0 means
+	// DefaultApprovalTimeout. No answer in time is a refusal.
+	ApprovalTimeout time.Duration
+	// Secrets resolves {{secret:NAME}} placeholders in the text of type
+	// actions when the driver runs them; the evidence writer masks their
+	// values. nil means none. The caller loads them (secrets.Load).
+	Secrets *secrets.Set
+	// Evidence creates the session's evidence bundle. Required:
+	// EvidenceDir(root) creates it as root/SESSIONID.
+	Evidence EvidenceOpener
+	// Signer, when set, signs the seal of the bundle.
+	Signer evidence.Signer
+	// Bus receives the stream events; nil means a new one (Session.Bus).
+	Bus *Bus
+	// Model names the model, for the manifest; "" when none.
+	Model string
+	// Version is the aegis version, for the manifest; "" means "(devel)".
+	Version string
+	// LoopThreshold is K of loop detection; 0 means DefaultLoopThreshold.
+	LoopThreshold int
+	// MaxReplans bounds the plan revisions forced by loops; 0 means
+	// DefaultMaxReplans, negative none.
+	MaxReplans int
+	// MaxDenials fails the session when more actions than this were
+	// denied; 0 means DefaultMaxDenials.
+	MaxDenials int
+	// MaxSteps bounds the Navigator calls; 0 means twice the action budget
+	// plus 10.
+	MaxSteps int
+	// OnStep, when set, is called after every action the session handled
+	// (executed, denied, failed, or stopped by the budget), synchronously.
+	OnStep func(StepReport)
+	// Clock gives the time; nil means time.Now.
+	Clock func() time.Time
+}
+
+func validate(cfg *Config) error {
+	bad := func(format string, args ...any) error {
+		return &Error{Code: "config", Msg: fmt.Sprintf(format, args...)}
+	}
+	// A nil *gate.Gate or *gate.Approvals in the interface is no gate and
+	// no approval store.
+	if g, ok := cfg.Gate.(*gate.Gate); ok && g == nil {
+		cfg.Gate = nil
+	}
+	if a, ok := cfg.Approvals.(*gate.Approvals); ok && a == nil {
+		cfg.Approvals = nil
+	}
+	if _, err := contract.Encode(schemas.KindInput, cfg.Task); err != nil {
+		return &Error{Code: "config", Msg: "invalid task", Err: err}
+	}
+	switch {
+	case cfg.Driver.Mode == "":
+		return bad("Driver.Mode is required")
+	case cfg.OpenDriver == nil:
+		return bad("OpenDriver is required")
+	case cfg.Gate == nil:
+		return bad("a gate is required")
+	case cfg.Planner == nil:
+		return bad("a planner is required")
+	case cfg.Navigator == nil:
+		return bad("a navigator is required")
+	case cfg.Evidence == nil:
+		return bad("an evidence bundle (Evidence) is required")
+	}
+	if cfg.SessionID != "" && !idRe.MatchString(cfg.SessionID) {
+		return bad("session id %q: want letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit", Sanitize(cfg.SessionID, 140))
+	}
+	if _, err := origins(cfg.Task.URLs); err != nil {
+		return &Error{Code: "config", Msg: "task URLs", Err: err}
+	}
+	if cfg.Approver == nil {
+		cfg.Approver = PolicyApprover{Mode: ApproveDeny}
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if cfg.LoopThreshold <= 0 {
+		cfg.LoopThreshold = DefaultLoopThreshold
+	}
+	if cfg.MaxReplans == 0 {
+		cfg.MaxReplans = DefaultMaxReplans
+	} else if cfg.MaxReplans < 0 {
+		cfg.MaxReplans = 0
+	}
+	if cfg.MaxDenials <= 0 {
+		cfg.MaxDenials = DefaultMaxDenials
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Version == "" {
+		cfg.Version = "(devel)"
+	}
+	return nil
+}
+
+var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// origins returns the http(s) origins of the task's URLs, for the driver.
+func origins(urls []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return nil, fmt.Errorf("%q is not an absolute http(s) URL without user info", raw)
+		}
+		o, err := driver.NormalizeOrigin(u.Scheme + "://" + u.Host)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,446 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/llm"
+	"github.com/aegis-run/aegis/navigator"
+	"github.com/aegis-run/aegis/planner"
+)
+
+// ending is how the session ends.
+type ending struct {
+	status  contract.SessionStatus
+	summary string
+	err     *Error
+}
+
+// run is the state of one running session.
+type run struct {
+	busTime atomic.Int64    // nanoseconds spent publishing events
+	ids     map[string]bool // action ids used so far (uniqueIDs)
+	s       *Session
+	cfg     *Config
+	id      string
+	ctx     context.Context
+	start   time.Time // by Config.Clock, for the records
+	wall    time.Time // by the monotonic clock, for Timings
+	maxDur  time.Duration
+
+	w   Recorder
+	rec *writeQueue
+	drv driver.Driver
+
+	maxActions int
+	maxSteps   int
+	decLog     string
+
+	executed, denied, approved int
+	step                       int
+	obsSeq                     int
+	obs                        contract.Observation // the current observation
+	fresh                      bool                 // obs was taken after the last executed action
+	curURL                     string
+	plan                       *contract.Plan
+	progress                   []navigator.Progress
+	feedback                   []navigator.Feedback
+	loops                      *loopDetector
+	replans                    int
+	loopHit                    string // why the last batch tripped loop detection
+	artifacts                  []contract.Artifact
+	shotURIs                   map[string]string // driver's image uri → bundle uri
+	lastSummary                string
+	t                          Timings
+}
+
+func newRun(s *Session) *run {
+	cfg := &s.cfg
+	r := &run{s: s, cfg: cfg, id: s.id, start: cfg.Clock(), wall: time.Now(), curURL: "about:blank", shotURIs: map[string]string{}}
+	r.maxActions = DefaultMaxActions
+	if cfg.Task.MaxActions != nil {
+		r.maxActions = *cfg.Task.MaxActions
+	}
+	r.maxSteps = cfg.MaxSteps
+	if r.maxSteps <= 0 {
+		r.maxSteps = 2*r.maxActions + 10
+	}
+	r.decLog = "dec-" + s.id
+	if len(r.decLog) > 128 {
+		r.decLog = r.decLog[:128]
+	}
+	r.loops = newLoopDetector(cfg.LoopThreshold)
+	return r
+}
+
+func (r *run) now() time.Time { return r.cfg.Clock() }
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (r *run) fail(code, msg string, err error) ending {
+	return ending{status: contract.SessionFailed, summary: msg, err: &Error{Code: code, Msg: msg, Err: err}}
+}
+
+// ctxEnding reports how the session ends when its context is done.
+func (r *run) ctxEnding() (ending, bool) {
+	if r.ctx.Err() == nil {
+		return ending{}, false
+	}
+	cause := context.Cause(r.ctx)
+	var ab *abortError
+	switch {
+	case errors.Is(cause, errDuration):
+		return ending{status: contract.SessionDurationExceeded, summary: fmt.Sprintf("stopped: the duration budget of %v ran out after %d actions", r.maxDur, r.executed)}, true
+	case errors.As(cause, &ab):
+		return ending{status: contract.SessionAborted, summary: fmt.Sprintf("aborted after %d actions: %s", r.executed, ab.reason)}, true
+	}
+	return ending{status: contract.SessionAborted, summary: fmt.Sprintf("aborted after %d actions: %v", r.executed, cause)}, true
+}
+
+// errorEnding turns an error into the session's end, letting the context
+// speak first: an error caused by the end of the context is that end.
+func (r *run) errorEnding(code, msg string, err error) ending {
+	if e, ok := r.ctxEnding(); ok {
+		return e
+	}
+	return r.fail(code, msg, err)
+}
+
+// --- evidence and events ------------------------------------------------
+
+// record queues one evidence write (see recorder), or runs it at once
+// once the recorder is stopped; an error, now or of an earlier write,
+// stops the session.
+func (r *run) record(f func() error) error {
+	var err error
+	if r.rec != nil {
+		err = r.rec.add(f)
+	} else {
+		t0 := time.Now()
+		err = f()
+		r.t.Evidence += time.Since(t0)
+	}
+	if err != nil && !errors.Is(err, evidence.ErrQuarantined) {
+		return &Error{Code: "evidence", Msg: "the evidence bundle cannot be written", Err: err}
+	}
+	return nil
+}
+
+// flush waits until every queued record is written: before an action
+// runs, the decision that allowed it is in the bundle.
+func (r *run) flush() error {
+	if r.rec == nil {
+		return nil
+	}
+	t0 := time.Now()
+	err := r.rec.flush()
+	r.t.EvidenceWait += time.Since(t0)
+	if err != nil {
+		return &Error{Code: "evidence", Msg: "the evidence bundle cannot be written", Err: err}
+	}
+	return nil
+}
+
+// emit writes an event to the evidence, then publishes it.
+func (r *run) emit(ev contract.StreamEvent) error {
+	if ev.Timestamp == "" {
+		ev.Timestamp = stamp(r.now())
+	}
+	// The writer publishes the event on the bus once it is in
+	// events.jsonl (publish), so the bus carries exactly that file.
+	return r.record(func() error { return r.w.Event(ev) })
+}
+
+// publish puts an event the writer recorded on the bus. It runs on the
+// recorder's goroutine.
+func (r *run) publish(ev contract.StreamEvent) {
+	t0 := time.Now()
+	_ = r.s.bus.Publish(ev)
+	r.busTime.Add(int64(time.Since(t0)))
+}
+
+func (r *run) emitError(code, msg string) error {
+	return r.emit(contract.StreamEvent{Type: contract.EventError, Code: code, Message: bound(msg, 2000)})
+}
+
+// modelCalls records the model calls of a Planner or Navigator answer in
+// model-calls.jsonl, for the current step (0 for the first plan).
+func (r *run) modelCalls(calls []llm.CallRecord) error {
+	step, now := r.step, r.now()
+	for _, c := range calls {
+		mc := c.ModelCall(r.id, step, now)
+		if err := r.record(func() error { return r.w.ModelCall(mc) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- the loop -----------------------------------------------------------
+
+func (r *run) execute() ending {
+	cfg := r.cfg
+	model := cfg.Model
+	m := contract.Manifest{
+		SessionID: r.id,
+		Task:      cfg.Task,
+		Driver:    cfg.Driver.Mode,
+		StartedAt: stamp(r.start),
+		Versions:  contract.Versions{Aegis: cfg.Version, Policy: cfg.Gate.PolicyVersion(), Model: model},
+	}
+	t0 := time.Now()
+	w, err := cfg.Evidence(m, evidence.Options{Secrets: cfg.Secrets.Values(), Clock: cfg.Clock, OnEvent: r.publish})
+	r.t.Evidence += time.Since(t0)
+	var re *rootError
+	switch {
+	case errors.As(err, &re):
+		return r.fail("evidence", "cannot create the evidence root "+re.root, re.err)
+	case err != nil:
+		return r.fail("evidence", "cannot create the evidence bundle", err)
+	case w == nil:
+		return r.fail("evidence", "cannot create the evidence bundle", errors.New("no recorder"))
+	}
+	r.w = w
+	r.rec = newWriteQueue()
+	if err := r.emit(contract.StreamEvent{Type: contract.EventSessionStarted, ComputerUseSessionID: r.id, Timestamp: stamp(r.start)}); err != nil {
+		return r.fail("evidence", "cannot record the start", err)
+	}
+	if err := cfg.Gate.Err(); err != nil {
+		// The gate denies everything; say why before it does.
+		if e := r.emitError("gate.unavailable", "the policy is not loaded, every action will be denied: "+err.Error()); e != nil {
+			return r.fail("evidence", "cannot record", e)
+		}
+	}
+	if e, ok := r.ctxEnding(); ok {
+		return e
+	}
+
+	dc := cfg.Driver
+	dc.SessionID = r.id
+	dc.AllowedOrigins, _ = origins(cfg.Task.URLs)
+	dc.SensitiveSelectors = append(append([]string(nil), dc.SensitiveSelectors...), cfg.Policy.SensitiveSelectors...)
+	dc.PolicyContext = contract.PolicyContext{
+		Classification: dc.PolicyContext.Classification, AllowVisionEscalation: dc.PolicyContext.AllowVisionEscalation,
+		MaxStepBudget: r.maxActions, DecisionLogID: r.decLog,
+	}
+	t0 = time.Now()
+	drv, err := cfg.OpenDriver(r.ctx, dc)
+	r.t.Driver += time.Since(t0)
+	if err == nil && drv == nil {
+		err = errors.New("no driver")
+	}
+	if err != nil {
+		return r.errorEnding("driver", "cannot open the browser", err)
+	}
+	r.drv = drv
+
+	// The first URL, gated like any other action.
+	first := r.uniqueIDs([]contract.Action{{ID: "start", Type: contract.ActNavigate, Reason: "open the task's first URL", PolicyTags: []string{}, URL: cfg.Task.URLs[0]}})[0]
+	out, end := r.handle(first, true, "")
+	if end != nil {
+		return *end
+	}
+	switch out.outcome {
+	case navigator.OutcomeOK:
+	case navigator.OutcomeDenied:
+		return r.errorEnding("policy", "the policy denied the task's first URL: "+out.detail, nil)
+	default:
+		return r.errorEnding("driver", "the task's first URL could not be opened: "+out.detail, nil)
+	}
+	if err := r.observe(); err != nil {
+		return r.errorEnding("observe", "cannot observe the page", err)
+	}
+
+	// The plan.
+	t0 = time.Now()
+	obs := r.obs
+	plan, calls, err := cfg.Planner.Plan(r.ctx, planner.Request{Goal: cfg.Task.Goal, StartURLs: cfg.Task.URLs, Observation: &obs})
+	r.t.Agents += time.Since(t0)
+	if e := r.modelCalls(calls); e != nil {
+		return r.fail("evidence", "cannot record", e)
+	}
+	if err != nil {
+		return r.errorEnding("planner", "the planner failed", err)
+	}
+	if e := r.record(func() error { return r.w.Plan(plan) }); e != nil {
+		return r.fail("evidence", "cannot record the plan", e)
+	}
+	r.plan = &plan
+
+	for {
+		if e, ok := r.ctxEnding(); ok {
+			return e
+		}
+		if r.step >= r.maxSteps {
+			return r.fail("step_limit", fmt.Sprintf("the navigator was asked %d times without finishing", r.step), nil)
+		}
+		if !r.fresh {
+			if err := r.observe(); err != nil {
+				return r.errorEnding("observe", "cannot observe the page", err)
+			}
+		}
+		r.step++
+		r.t.Steps++
+		feedback := r.feedback
+		r.feedback = nil
+		t0 := time.Now()
+		resp, err := cfg.Navigator.Next(r.ctx, navigator.Request{
+			Goal: cfg.Task.Goal, Plan: r.plan, Step: r.step,
+			Progress: r.progress, Feedback: feedback, Observation: r.obs,
+		})
+		r.t.Agents += time.Since(t0)
+		if e := r.modelCalls(resp.Calls); e != nil {
+			return r.fail("evidence", "cannot record", e)
+		}
+		if err != nil {
+			return r.errorEnding("navigator", "the navigator failed", err)
+		}
+		// Whatever the navigator promises, its answer is checked again.
+		nr, err := navigator.Validate(resp.NavigatorResponse, cfg.Secrets)
+		if err != nil {
+			return r.fail("navigator", "the navigator gave an invalid answer", err)
+		}
+		if nr.Summary != "" {
+			r.lastSummary = nr.Summary
+		}
+		complete, end := r.batch(r.uniqueIDs(nr.Actions))
+		if end != nil {
+			return *end
+		}
+		if r.denied > cfg.MaxDenials {
+			return r.fail("denials", fmt.Sprintf("%d actions were denied (at most %d): the navigator does not find an allowed way", r.denied, cfg.MaxDenials), nil)
+		}
+		switch {
+		case nr.Status == contract.StatusFailed:
+			return r.fail("navigator_gave_up", "the navigator gave up: "+bound(nr.Summary, 1000), nil)
+		case nr.Status == contract.StatusDone && complete:
+			return ending{status: contract.SessionCompleted, summary: nr.Summary}
+		case r.loopHit != "":
+			if end := r.replan(); end != nil {
+				return *end
+			}
+		}
+	}
+}
+
+// replan answers a loop: a revised plan, or the end of the session.
+func (r *run) replan() *ending {
+	why := r.loopHit
+	r.loopHit = ""
+	if r.replans >= r.cfg.MaxReplans {
+		e := r.fail("loop", "loop detected: "+why, nil)
+		return &e
+	}
+	r.replans++
+	if err := r.emitError("session.loop_detected", "loop detected, revising the plan: "+why); err != nil {
+		e := r.fail("evidence", "cannot record", err)
+		return &e
+	}
+	if !r.fresh {
+		if err := r.observe(); err != nil {
+			e := r.errorEnding("observe", "cannot observe the page", err)
+			return &e
+		}
+	}
+	t0 := time.Now()
+	obs := r.obs
+	plan, calls, err := r.cfg.Planner.Plan(r.ctx, planner.Request{
+		Goal: r.cfg.Task.Goal, StartURLs: r.cfg.Task.URLs, Observation: &obs, Previous: r.plan,
+		Reason: "Loop detected: " + why + ". Change the approach: the same action keeps failing, being denied, or not changing the page.",
+	})
+	r.t.Agents += time.Since(t0)
+	if e := r.modelCalls(calls); e != nil {
+		end := r.fail("evidence", "cannot record", e)
+		return &end
+	}
+	if err != nil {
+		e := r.errorEnding("planner", "the planner failed to revise the plan", err)
+		return &e
+	}
+	if e := r.record(func() error { return r.w.Plan(plan) }); e != nil {
+		end := r.fail("evidence", "cannot record the plan", e)
+		return &end
+	}
+	r.plan = &plan
+	r.loops.reset()
+	r.feedback = append(r.feedback, navigator.Feedback{
+		ActionID: "session", Kind: navigator.FeedbackError, Code: "loop_detected",
+		Message: "loop detected (" + why + "); the plan was revised: take another way, do not repeat that action",
+	})
+	return nil
+}
+
+// uniqueIDs gives every action an id no earlier action of the session
+// had: a model may number each batch from a1 again, and an id must name
+// one action in the evidence (artifacts are stored under it) and in the
+// live channel, where a decision on an approval names the action by id.
+// A repeated id gets the first free suffix .2, .3...; ids stay valid
+// (ASCII letters, digits, '.', '_', '-', at most 128 characters).
+func (r *run) uniqueIDs(actions []contract.Action) []contract.Action {
+	if r.ids == nil {
+		r.ids = map[string]bool{}
+	}
+	for i := range actions {
+		id := actions[i].ID
+		for k := 2; r.ids[id]; k++ {
+			suffix := "." + strconv.Itoa(k)
+			base := actions[i].ID
+			if len(base)+len(suffix) > maxIDLen {
+				base = base[:maxIDLen-len(suffix)]
+			}
+			id = base + suffix
+		}
+		r.ids[id] = true
+		actions[i].ID = id
+	}
+	return actions
+}
+
+// maxIDLen is the longest id the schemas allow.
+const maxIDLen = 128
+
+// batch runs the actions of one Navigator answer. complete says every
+// action ran and succeeded.
+func (r *run) batch(actions []contract.Action) (complete bool, end *ending) {
+	planned := r.obs.State.DOMHash
+	for i, a := range actions {
+		out, end := r.handle(a, i == len(actions)-1, planned)
+		if end != nil {
+			return false, end
+		}
+		if out.outcome != navigator.OutcomeOK || out.stop || r.loopHit != "" {
+			for _, rest := range actions[i+1:] {
+				r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: rest, Outcome: navigator.OutcomeSkipped, Detail: "not run: " + out.why()})
+			}
+			return out.outcome == navigator.OutcomeOK && i == len(actions)-1, nil
+		}
+	}
+	return true, nil
+}
+
+// outcome is how one action ended.
+type outcome struct {
+	outcome navigator.Outcome
+	detail  string
+	stop    bool   // the page changed: stop the batch
+	stopWhy string // why
+}
+
+func (o outcome) why() string {
+	switch {
+	case o.outcome == navigator.OutcomeDenied:
+		return "an earlier action of the batch was denied"
+	case o.outcome != navigator.OutcomeOK:
+		return "an earlier action of the batch failed"
+	case o.stopWhy != "":
+		return o.stopWhy
+	}
+	return "the batch was stopped"
+}
