@@ -124,9 +124,10 @@ func withoutCutFields(o contract.Observation) contract.Observation {
 	return o
 }
 
-// marshalObservation is json.Marshal of o, its error wrapped.
+// marshalObservation encodes o (with encoding/json, through its
+// MarshalJSON), its error wrapped.
 func marshalObservation(o contract.Observation) ([]byte, error) {
-	b, err := json.Marshal(o)
+	b, err := o.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("navigator: encode observation: %w", err)
 	}
