@@ -325,19 +325,12 @@ func (a *Action) field(name string) (ptr any, zero bool) {
 var allTypedFields = []string{"url", "selector", "timeoutMs", "text", "redact", "value", "direction", "amountPx", "durationMs", "extract"}
 
 // MarshalJSON writes the common fields and exactly the fields of the
-// action's type: required ones always (so a type action always carries
+// action's type, in the order of actionFields, each encoded by
+// encoding/json: required ones always (so a type action always carries
 // redact), optional ones when non-zero. It refuses an unknown type and an
 // action that sets a field of another type, so that no field is dropped
-// silently. The bytes are those encoding/json would write for the same
-// members in this order (strings escaped as it escapes them), written
-// without reflection: an action is encoded several times a step (prompts,
-// loop detection, evidence).
+// silently.
 func (a Action) MarshalJSON() ([]byte, error) {
-	return a.AppendJSON(make([]byte, 0, a.sizeHint()))
-}
-
-// AppendJSON appends the action's JSON, as MarshalJSON returns it, to b.
-func (a *Action) AppendJSON(b []byte) ([]byte, error) {
 	fields, ok := actionFields[a.Type]
 	if !ok {
 		return nil, fmt.Errorf("contract: action %q: unknown type %q", a.ID, a.Type)
@@ -347,62 +340,45 @@ func (a *Action) AppendJSON(b []byte) ([]byte, error) {
 			return nil, fmt.Errorf("contract: action %q: field %q does not belong to a %s action", a.ID, name, a.Type)
 		}
 	}
-	b = append(b, `{"id":`...)
-	b = AppendJSONString(b, a.ID)
-	b = append(b, `,"type":`...)
-	b = AppendJSONString(b, string(a.Type))
-	b = append(b, `,"reason":`...)
-	b = AppendJSONString(b, a.Reason)
-	b = append(b, `,"policyTags":[`...)
-	for i, t := range a.PolicyTags {
-		if i > 0 {
-			b = append(b, ',')
+	var b bytes.Buffer
+	write := func(name string, v any) error {
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("contract: action %q: field %q: %w", a.ID, name, err)
 		}
-		b = AppendJSONString(b, t)
+		if b.Len() == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(name))
+		b.WriteByte(':')
+		b.Write(enc)
+		return nil
 	}
-	b = append(b, ']')
+	tags := a.PolicyTags
+	if tags == nil {
+		tags = []string{}
+	}
+	for _, m := range []struct {
+		name string
+		v    any
+	}{{"id", a.ID}, {"type", a.Type}, {"reason", a.Reason}, {"policyTags", tags}} {
+		if err := write(m.name, m.v); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range fields {
-		if !f.required && a.isZero(f.name) {
+		ptr, zero := a.field(f.name)
+		if zero && !f.required {
 			continue
 		}
-		b = append(b, ',', '"')
-		b = append(b, f.name...)
-		b = append(b, '"', ':')
-		switch f.name {
-		case "url":
-			b = AppendJSONString(b, a.URL)
-		case "selector":
-			b = AppendJSONString(b, a.Selector)
-		case "timeoutMs":
-			b = strconv.AppendInt(b, int64(a.TimeoutMs), 10)
-		case "text":
-			b = AppendJSONString(b, a.Text)
-		case "redact":
-			b = strconv.AppendBool(b, a.Redact)
-		case "value":
-			b = AppendJSONString(b, a.Value)
-		case "direction":
-			b = AppendJSONString(b, string(a.Direction))
-		case "amountPx":
-			b = strconv.AppendInt(b, int64(a.AmountPx), 10)
-		case "durationMs":
-			b = strconv.AppendInt(b, int64(a.DurationMs), 10)
-		case "extract":
-			b = AppendJSONString(b, string(a.Extract))
-		default:
-			return nil, fmt.Errorf("contract: action %q: no encoding for field %q", a.ID, f.name)
+		if err := write(f.name, ptr); err != nil {
+			return nil, err
 		}
 	}
-	return append(b, '}'), nil
-}
-
-// sizeHint is about the length of the action's JSON.
-func (a *Action) sizeHint() int {
-	n := 96 + len(a.ID) + len(a.Type) + len(a.Reason) + len(a.URL) + len(a.Selector) + len(a.Text) + len(a.Value)
-	for _, t := range a.PolicyTags {
-		n += len(t) + 3
-	}
-	return n + n/8
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // isZero reports whether the field with this JSON name holds its zero

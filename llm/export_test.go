@@ -24,7 +24,3 @@ func (c *Client) Backoff(n int, retryAfter time.Duration) time.Duration {
 
 // ParseRetryAfter exposes parseRetryAfter.
 var ParseRetryAfter = parseRetryAfter
-
-// PromptHashGeneral exposes promptHashGeneral, the reference PromptHash is
-// held to.
-var PromptHashGeneral = promptHashGeneral

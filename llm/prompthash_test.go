@@ -2,57 +2,33 @@ package llm_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/aegis-run/aegis/llm"
 )
 
-// TestPromptHashAsCanonjson holds PromptHash, which writes the canonical
-// form itself, to the hash of canonjson.Marshal's form, on prompts of
-// every class of character: escapes, HTML, U+2028, characters beyond the
-// BMP and invalid UTF-8.
-func TestPromptHashAsCanonjson(t *testing.T) {
-	alphabet := []string{"a", " ", `"`, `\`, "\n", "\t", "\x00", "\x1f", "\x7f", "<", ">", "&", "é", "日", "😀", "\u2028", "\u2029", "\ufeff", "\xff", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80"}
-	r := rand.New(rand.NewPCG(41, 42))
-	str := func() string {
-		var b strings.Builder
-		for range r.IntN(60) {
-			b.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		return b.String()
+// TestPromptHashVectors pins PromptHash on prompts of every class of
+// character: escapes, HTML, U+2028, characters beyond the BMP and invalid
+// UTF-8. The hashes are those of the evidence bundles written so far: a
+// change breaks the comparison of model calls across versions.
+func TestPromptHashVectors(t *testing.T) {
+	tests := []struct {
+		msgs []llm.Message
+		want string
+	}{
+		{[]llm.Message{{Role: llm.RoleSystem, Content: "Rules.\n"}, {Role: llm.RoleUser, Content: `Task: {"goal":"<b>&amp;</b>"}`}},
+			"d0d08d90cfba907d9d200eeae6408aa3403415ee1dd66d0130816ff9ad5ea3e5"},
+		{[]llm.Message{{Role: llm.RoleUser, Content: "tab\tnl\nnul\x00 del\x7f é 日 😀 \u2028\u2029 \ufeff"}},
+			"32d5b19445cdab49a6bb881c3c4c6715ea23be4a79b5977f4da8707bf43d17f7"},
+		{[]llm.Message{{Role: "odd \xff role", Content: "bad \xc3 utf8 \xed\xa0\x80 \"q\" \\"}},
+			"91c04902fbcd54d94f03739a50d866409c08f89eb0462ec99a9a3d5aa322aea8"},
 	}
-	tests := [][]llm.Message{
-		nil,
-		{},
-		{{Role: llm.RoleUser, Content: "hi"}},
-		{{Role: llm.RoleSystem, Content: ""}, {Role: "odd \xff role", Content: "<b>\u2028</b>"}},
-	}
-	for range 2000 {
-		msgs := make([]llm.Message, r.IntN(4))
-		for i := range msgs {
-			msgs[i] = llm.Message{Role: llm.Role(str()), Content: str()}
-		}
-		tests = append(tests, msgs)
-	}
-	for i, msgs := range tests {
-		if got, want := llm.PromptHash(msgs), llm.PromptHashGeneral(msgs); got != want {
-			t.Fatalf("case %d %q: PromptHash %s, by canonjson.Marshal %s", i, msgs, got, want)
+	for _, tt := range tests {
+		if got := llm.PromptHash(tt.msgs); got != tt.want {
+			t.Errorf("PromptHash(%q) = %s, want %s", tt.msgs, got, tt.want)
 		}
 	}
-}
-
-// FuzzPromptHash holds PromptHash to canonjson.Marshal's form on any text.
-func FuzzPromptHash(f *testing.F) {
-	f.Add("user", "hi", "assistant", "")
-	f.Add("user", "<&>\u2028\xff\x00\"\\", "\xc3", "😀")
-	f.Fuzz(func(t *testing.T, r1, c1, r2, c2 string) {
-		msgs := []llm.Message{{Role: llm.Role(r1), Content: c1}, {Role: llm.Role(r2), Content: c2}}
-		if got, want := llm.PromptHash(msgs), llm.PromptHashGeneral(msgs); got != want {
-			t.Fatalf("PromptHash(%q) = %s, by canonjson.Marshal %s", msgs, got, want)
-		}
-	})
 }
 
 // BenchmarkPromptHash hashes a Navigator prompt of the catalogue page's
@@ -63,15 +39,8 @@ func BenchmarkPromptHash(b *testing.B) {
 		fmt.Fprintf(&obs, `{"selector":"[data-testid=\"item-link-%d\"]","role":"link","text":"Item %d","actionHint":"click"},`, i, i)
 	}
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: strings.Repeat("Rules. ", 300)}, {Role: llm.RoleUser, Content: `Task: {"goal":"work"}`}, {Role: llm.RoleUser, Content: obs.String()}}
-	for _, bc := range []struct {
-		name string
-		hash func([]llm.Message) string
-	}{{"direct", llm.PromptHash}, {"canonjson", llm.PromptHashGeneral}} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for range b.N {
-				bc.hash(msgs)
-			}
-		})
+	b.ReportAllocs()
+	for range b.N {
+		llm.PromptHash(msgs)
 	}
 }

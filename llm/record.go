@@ -9,7 +9,6 @@ import (
 
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
-	"github.com/aegis-run/aegis/schemas"
 )
 
 // Purpose says what a model call was for.
@@ -154,48 +153,15 @@ func cutRunes(s string, n int) string {
 // PromptHash returns the SHA-256, in lowercase hex, of the RFC 8785
 // canonical JSON of msgs as an array of {"role", "content"} objects, as
 // canonjson.Marshal writes it (each byte of invalid UTF-8 as U+FFFD, as
-// encoding/json reads it). The canonical form of such an array is written
-// directly, without encoding, parsing and re-encoding the prompt (tests
-// hold it to canonjson.Marshal's bytes); only a prompt so large that
-// canonjson.Marshal might refuse it goes through promptHashGeneral.
+// encoding/json reads it). A prompt canonjson refuses (one over
+// schemas.MaxDocumentBytes once encoded) is hashed in a plain encoding
+// instead, which is still deterministic.
 func PromptHash(msgs []Message) string {
-	const members = len(`{"content":"","role":""},`)
-	size, plain := 2, 2
-	for _, m := range msgs {
-		// encoding/json writes at most 6 bytes a byte (\u00xx, \ufffd).
-		size += 6*(len(m.Content)+len(m.Role)) + members
-		plain += len(m.Content) + len(m.Role) + members
-	}
-	if size > schemas.MaxDocumentBytes {
-		return promptHashGeneral(msgs)
-	}
-	b := make([]byte, 0, plain+plain/4) // room for the escapes of a JSON prompt
-	b = append(b, '[')
-	for i, m := range msgs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		// Members in RFC 8785 order: "content" < "role".
-		b = append(b, `{"content":`...)
-		b = canonjson.AppendString(b, replaceInvalidUTF8(m.Content))
-		b = append(b, `,"role":`...)
-		b = canonjson.AppendString(b, replaceInvalidUTF8(string(m.Role)))
-		b = append(b, '}')
-	}
-	b = append(b, ']')
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// promptHashGeneral is PromptHash by canonjson.Marshal, with a fallback
-// for a prompt canonjson refuses (over schemas.MaxDocumentBytes).
-func promptHashGeneral(msgs []Message) string {
 	if msgs == nil {
 		msgs = []Message{}
 	}
 	b, err := canonjson.Marshal(msgs)
 	if err != nil {
-		// Hash the plain encoding instead, which is still deterministic.
 		b = nil
 		for _, m := range msgs {
 			b = append(b, m.Role...)
@@ -206,26 +172,6 @@ func promptHashGeneral(msgs []Message) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// replaceInvalidUTF8 returns s with each byte of invalid UTF-8 replaced by
-// U+FFFD, as encoding/json encodes it.
-func replaceInvalidUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b.WriteRune(utf8.RuneError)
-		} else {
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
 }
 
 // Response is the answer of one Complete.

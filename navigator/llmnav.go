@@ -167,9 +167,12 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 		doc.Trimmed = &observationTrims{Snapshot: tr.Snapshot, Text: tr.Text, Artifacts: tr.Artifacts}
 	}
 	const taskHeader = "Task (from the operator and the session; trusted):\n"
-	task := doc.appendJSON(append(make([]byte, 0, len(taskHeader)+doc.sizeHint()), taskHeader...))
+	task, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("navigator: encode task: %w", err)
+	}
 	return []llm.Message{
-		{Role: llm.RoleUser, Content: string(task)},
+		{Role: llm.RoleUser, Content: taskHeader + string(task)},
 		{Role: llm.RoleUser, Content: ObservationHeader + string(obs)},
 	}, nil
 }

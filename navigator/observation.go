@@ -3,10 +3,6 @@ package navigator
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
-	"sync"
-	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
@@ -47,330 +43,95 @@ type Trimmed struct {
 // the DOM snapshot (emptied if need be), then the visible text, then the
 // extracted artifacts' values, each cut at its end with a marker; it never
 // drops or shortens an affordance, which is what the model acts on. The
-// secret values of set are replaced by their placeholders first. An
-// observation that is not valid once scrubbed and trimmed is an error
+// secret values of set are replaced by their placeholders first. The
+// document is written by encoding/json and validated against the schema:
+// an observation that is not valid once scrubbed and trimmed is an error
 // (wrapping the schema's *schemas.ValidationError, or schemas.ErrTooLarge).
-//
-// The document is written by construction, once, in the bytes
-// encoding/json writes, and checked against the schema's rules on the way
-// (see obsEncoder): it is not parsed again.
 func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) ([]byte, Trimmed, error) {
-	var e obsEncoder
-	return e.encode(obs, budget, set)
-}
-
-// Limits of the observation schema that obsEncoder checks itself (a test
-// holds each to the schema files, and fails should those fields gain a
-// rule this code does not check). Lengths are in characters (code points),
-// as JSON Schema counts them: a byte of invalid UTF-8, written as U+FFFD,
-// is one.
-const (
-	maxTextChars          = 1 << 20 // domText
-	maxSnapshotChars      = 4 << 20 // domSnapshot
-	maxAffordances        = 5000
-	minSelectorChars      = 1 // an affordance's selector
-	maxSelectorChars      = 2048
-	maxRoleChars          = 128  // an affordance's role (at least 1: absent when empty)
-	maxAffordanceText     = 2000 // an affordance's text (likewise)
-	maxArtifacts          = 256  // extractedArtifacts (at least 1: absent when empty)
-	maxArtifactValueChars = 1 << 20
-)
-
-// actionHints are the values of an affordance's actionHint.
-var actionHints = []contract.ActionHint{contract.HintClick, contract.HintType, contract.HintSelect, contract.HintScroll}
-
-// The validators of the parts of an observation whose rules (identifiers,
-// URLs, times, hashes) obsEncoder leaves to the schema: the state, and
-// each artifact written with its value empty. Both are a few hundred
-// bytes.
-var (
-	stateValidator = sync.OnceValues(func() (*schemas.Validator, error) {
-		return schemas.ValidatorFor(schemas.KindState)
-	})
-	artifactValidator = sync.OnceValues(func() (*schemas.Validator, error) {
-		return schemas.ValidatorForRef("browser-observation.schema.json#/$defs/artifact")
-	})
-)
-
-// obsEncoder writes an observation document in two passes. The first
-// measures and checks what is never cut: the state (encoded, and checked
-// with the state's schema: it is small), the affordances (counted, see
-// contract.JSONStringLen, and checked with the schema's few rules for
-// them: lengths and an enum), and the artifacts (encoded with their values empty, and
-// checked with the artifact's schema). That length, with the encoded
-// lengths of the text, the snapshot and the artifacts' values, says how
-// much of each fits; the cut strings are checked for length and the
-// document is then written once into a buffer of its exact size, each
-// string escaped as encoding/json escapes it, HTML-safe, so that page text
-// can never end a string early. Should a check fail, the document is
-// validated with the schema for a full account of its problems.
-type obsEncoder struct {
-	arts    []byte // the artifacts, their values empty
-	values  []int  // the offset in arts of each artifact's empty value
-	problem *schemas.Problem
-}
-
-// Members of the document as encoding/json writes them.
-const (
-	memberState       = `{"state":`
-	memberText        = `,"domText":`
-	memberSnapshot    = `,"domSnapshot":`
-	memberAffordances = `,"affordances":`
-	memberArtifacts   = `,"extractedArtifacts":`
-	memberSelector    = `{"selector":`
-	memberRole        = `,"role":`
-	memberAffText     = `,"text":`
-	memberHint        = `,"actionHint":`
-)
-
-// encode is EncodeObservation.
-func (e *obsEncoder) encode(obs contract.Observation, budget int, set *secrets.Set) ([]byte, Trimmed, error) {
 	if budget <= 0 {
 		budget = DefaultObservationBudget
 	}
 	o := scrubObservation(obs, set)
 	var tr Trimmed
-	state, err := json.Marshal(o.State)
+	// The document is as long as the rest (the observation with the fields
+	// that may be cut emptied) plus the encoded length of each of those
+	// fields. A field longer than the budget is measured by its length
+	// only: it is cut whatever its encoded length, which is no shorter.
+	rest, err := marshalObservation(withoutCutFields(o))
 	if err != nil {
-		return nil, tr, fmt.Errorf("navigator: encode observation: %w", err)
-	}
-	if err := e.checkPart(stateValidator, state, "/state"); err != nil {
 		return nil, tr, err
 	}
-	affsLen := e.affordancesLen(o.Affordances)
-	if err := e.encodeArtifacts(o.ExtractedArtifacts); err != nil {
-		return nil, tr, err
+	fixed := len(rest)
+	measure := func(s string) int {
+		if len(s) > budget {
+			return len(s)
+		}
+		return encLen(s)
 	}
-	// The fields that may be cut are strings: the document is as long as
-	// the rest (those fields empty) plus each one's encoded length, so the
-	// cuts are computed, not tried.
-	fixed := len(memberState) + len(state) + len(memberText) + 2 + len(memberSnapshot) + 2 +
-		len(memberAffordances) + affsLen + len(e.arts) + 1
-	// A field longer than the room the rest leaves is cut whatever its
-	// exact length: its length is counted only up to that room (see
-	// encLenUpTo), and counted exactly once cut.
-	room := max(budget-fixed, 0)
-	snapLen, textLen, artsLen := encLenUpTo(o.DOMSnapshot, room), encLenUpTo(o.DOMText, room), 0
+	snap, text, vals := measure(o.DOMSnapshot), measure(o.DOMText), 0
 	for _, a := range o.ExtractedArtifacts {
-		artsLen += encLenUpTo(a.Value, room)
+		vals += measure(a.Value)
 	}
-	size := func() int { return fixed + snapLen + textLen + artsLen }
-	if size() > budget {
+	if fixed+snap+text+vals > budget {
 		tr.Snapshot = o.DOMSnapshot != ""
-		o.DOMSnapshot = shortenLen(o.DOMSnapshot, snapLen, budget-(size()-snapLen), SnapshotTrimmedMarker)
-		snapLen = contract.JSONStringLen(o.DOMSnapshot)
+		o.DOMSnapshot = shorten(o.DOMSnapshot, budget-fixed-text-vals, SnapshotTrimmedMarker)
+		snap = encLen(o.DOMSnapshot)
 	}
-	if size() > budget {
+	if fixed+snap+text+vals > budget {
 		tr.Text = o.DOMText != ""
-		o.DOMText = shortenLen(o.DOMText, textLen, budget-(size()-textLen), TextTrimmedMarker)
-		textLen = contract.JSONStringLen(o.DOMText)
+		o.DOMText = shorten(o.DOMText, budget-fixed-snap-vals, TextTrimmedMarker)
+		text = encLen(o.DOMText)
 	}
-	if size() > budget && len(o.ExtractedArtifacts) > 0 {
+	if arts := o.ExtractedArtifacts; fixed+snap+text+vals > budget && len(arts) > 0 {
+		// Each value gets an equal share of what is left, or all are
+		// emptied when a share is under minKeep.
 		tr.Artifacts = true
-		arts := append([]contract.Artifact(nil), o.ExtractedArtifacts...)
-		o.ExtractedArtifacts = arts
-		artsLen = 0
-		share := (budget - size()) / len(arts)
-		for i := range arts {
+		o.ExtractedArtifacts = make([]contract.Artifact, len(arts))
+		share := (budget - fixed - snap - text) / len(arts)
+		for i, a := range arts {
 			if share >= minKeep {
-				arts[i].Value = shorten(arts[i].Value, share, ArtifactTrimmedMarker)
+				a.Value = shorten(a.Value, share, ArtifactTrimmedMarker)
 			} else {
-				arts[i].Value = ""
+				a.Value = ""
 			}
-			artsLen += contract.JSONStringLen(arts[i].Value)
+			o.ExtractedArtifacts[i] = a
 		}
 	}
-	tr.Bytes = size()
-	tr.OverBudget = tr.Bytes > budget
-	if tr.Bytes > schemas.MaxDocumentBytes {
-		return nil, tr, fmt.Errorf("navigator: the observation is not valid: %w", schemas.ErrTooLarge)
+	b, err := marshalObservation(o)
+	if err != nil {
+		return nil, tr, err
 	}
-	e.checkLen(o.DOMText, maxTextChars, "/domText")
-	e.checkLen(o.DOMSnapshot, maxSnapshotChars, "/domSnapshot")
-	for i, a := range o.ExtractedArtifacts {
-		e.checkLen(a.Value, maxArtifactValueChars, "/extractedArtifacts/"+strconv.Itoa(i)+"/value")
-	}
-
-	b := make([]byte, 0, tr.Bytes)
-	b = append(b, memberState...)
-	b = append(b, state...)
-	b = append(b, memberText...)
-	b = contract.AppendJSONString(b, o.DOMText)
-	b = append(b, memberSnapshot...)
-	b = contract.AppendJSONString(b, o.DOMSnapshot)
-	b = append(b, memberAffordances...)
-	b = appendAffordances(b, o.Affordances)
-	prev := 0
-	for i, at := range e.values {
-		b = append(b, e.arts[prev:at]...)
-		b = contract.AppendJSONString(b, o.ExtractedArtifacts[i].Value)
-		prev = at + 2
-	}
-	b = append(b, e.arts[prev:]...)
-	b = append(b, '}')
-	if len(b) != tr.Bytes {
-		// Not reached: the computed length is the written one (tests hold
-		// both to encoding/json).
-		return nil, tr, fmt.Errorf("navigator: encode observation: wrote %d bytes, computed %d", len(b), tr.Bytes)
-	}
-	if e.problem != nil {
-		err := schemas.Validate(schemas.KindObservation, b)
-		if err == nil {
-			// The schema accepts what a check refused: the check stands.
-			err = &schemas.ValidationError{Kind: schemas.KindObservation, Problems: []schemas.Problem{*e.problem}}
-		}
+	tr.Bytes = len(b)
+	tr.OverBudget = len(b) > budget
+	if err := schemas.Validate(schemas.KindObservation, b); err != nil {
 		return nil, tr, fmt.Errorf("navigator: the observation is not valid: %w", err)
 	}
 	return b, tr, nil
 }
 
-// affordancesLen returns the length of affs encoded as a JSON array (nil
-// as []), and checks them.
-func (e *obsEncoder) affordancesLen(affs []contract.Affordance) int {
-	if len(affs) > maxAffordances {
-		e.fail("/affordances", fmt.Sprintf("at most %d affordances, found %d", maxAffordances, len(affs)), "maxItems")
+// withoutCutFields returns o with the fields EncodeObservation may cut
+// emptied: the snapshot, the text and the artifacts' values.
+func withoutCutFields(o contract.Observation) contract.Observation {
+	o.DOMSnapshot, o.DOMText = "", ""
+	if o.ExtractedArtifacts != nil {
+		arts := make([]contract.Artifact, len(o.ExtractedArtifacts))
+		for i, a := range o.ExtractedArtifacts {
+			a.Value = ""
+			arts[i] = a
+		}
+		o.ExtractedArtifacts = arts
 	}
-	n := len("[]") + max(len(affs)-1, 0)
-	for i, a := range affs {
-		n += len(memberSelector) + contract.JSONStringLen(a.Selector) + len(`""}`)
-		if a.Role != "" {
-			n += len(memberRole) + contract.JSONStringLen(a.Role) + 2
-		}
-		if a.Text != "" {
-			n += len(memberAffText) + contract.JSONStringLen(a.Text) + 2
-		}
-		if a.ActionHint != "" {
-			n += len(memberHint) + contract.JSONStringLen(string(a.ActionHint)) + 2
-		}
-		if e.problem == nil {
-			e.checkAffordance(i, a)
-		}
-	}
-	return n
+	return o
 }
 
-// appendAffordances appends affs encoded as a JSON array (nil as []), in
-// affordancesLen's length.
-func appendAffordances(b []byte, affs []contract.Affordance) []byte {
-	b = append(b, '[')
-	for i, a := range affs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, memberSelector...)
-		b = contract.AppendJSONString(b, a.Selector)
-		if a.Role != "" {
-			b = append(b, memberRole...)
-			b = contract.AppendJSONString(b, a.Role)
-		}
-		if a.Text != "" {
-			b = append(b, memberAffText...)
-			b = contract.AppendJSONString(b, a.Text)
-		}
-		if a.ActionHint != "" {
-			b = append(b, memberHint...)
-			b = contract.AppendJSONString(b, string(a.ActionHint))
-		}
-		b = append(b, '}')
-	}
-	return append(b, ']')
-}
-
-// encodeArtifacts writes into e.arts the "extractedArtifacts" member, or
-// nothing when there are none, with each artifact's value empty (its
-// offset in e.values), and checks each artifact. The error is a validator
-// that does not compile.
-func (e *obsEncoder) encodeArtifacts(arts []contract.Artifact) error {
-	if len(arts) == 0 {
-		return nil
-	}
-	if len(arts) > maxArtifacts {
-		e.fail("/extractedArtifacts", fmt.Sprintf("at most %d artifacts, found %d", maxArtifacts, len(arts)), "maxItems")
-	}
-	b := append(e.arts[:0], memberArtifacts...)
-	b = append(b, '[')
-	for i, a := range arts {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		start := len(b)
-		b = append(b, `{"id":`...)
-		b = contract.AppendJSONString(b, a.ID)
-		b = append(b, `,"type":`...)
-		b = contract.AppendJSONString(b, string(a.Type))
-		b = append(b, `,"value":`...)
-		e.values = append(e.values, len(b))
-		b = append(b, `""`...)
-		if a.SourceSelector != "" {
-			b = append(b, `,"sourceSelector":`...)
-			b = contract.AppendJSONString(b, a.SourceSelector)
-		}
-		b = append(b, `,"sourceUrl":`...)
-		b = contract.AppendJSONString(b, a.SourceURL)
-		b = append(b, `,"hash":`...)
-		b = contract.AppendJSONString(b, a.Hash)
-		b = append(b, '}')
-		if err := e.checkPart(artifactValidator, b[start:], "/extractedArtifacts/"+strconv.Itoa(i)); err != nil {
-			return err
-		}
-	}
-	e.arts = append(b, ']')
-	return nil
-}
-
-// checkAffordance checks the i-th affordance against the schema's rules.
-func (e *obsEncoder) checkAffordance(i int, a contract.Affordance) {
-	at := func(field string) string { return "/affordances/" + strconv.Itoa(i) + "/" + field }
-	switch {
-	case a.Selector == "":
-		e.fail(at("selector"), fmt.Sprintf("at least %d character", minSelectorChars), "minLength")
-	case overLen(a.Selector, maxSelectorChars):
-		e.failLen(a.Selector, maxSelectorChars, at("selector"))
-	case overLen(a.Role, maxRoleChars):
-		e.failLen(a.Role, maxRoleChars, at("role"))
-	case overLen(a.Text, maxAffordanceText):
-		e.failLen(a.Text, maxAffordanceText, at("text"))
-	case a.ActionHint != "" && !slices.Contains(actionHints, a.ActionHint):
-		e.fail(at("actionHint"), fmt.Sprintf("%q is not one of %v", a.ActionHint, actionHints), "enum")
-	}
-}
-
-// overLen reports whether s has more than limit characters.
-func overLen(s string, limit int) bool {
-	return len(s) > limit && utf8.RuneCountInString(s) > limit
-}
-
-// checkLen records a problem at ptr when s has more than limit characters.
-func (e *obsEncoder) checkLen(s string, limit int, ptr string) {
-	if overLen(s, limit) {
-		e.failLen(s, limit, ptr)
-	}
-}
-
-// failLen records that s, at ptr, has more than limit characters.
-func (e *obsEncoder) failLen(s string, limit int, ptr string) {
-	e.fail(ptr, fmt.Sprintf("at most %d characters, found %d", limit, utf8.RuneCountInString(s)), "maxLength")
-}
-
-// checkPart validates part, found at ptr in the document, with the
-// validator v returns; an invalid part is recorded as a problem. The
-// error is v's failure to compile.
-func (e *obsEncoder) checkPart(v func() (*schemas.Validator, error), part []byte, ptr string) error {
-	val, err := v()
+// marshalObservation encodes o (with encoding/json, through its
+// MarshalJSON), its error wrapped.
+func marshalObservation(o contract.Observation) ([]byte, error) {
+	b, err := o.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("navigator: the observation's schema: %w", err)
+		return nil, fmt.Errorf("navigator: encode observation: %w", err)
 	}
-	if err := val.Validate(part); err != nil {
-		e.fail(ptr, err.Error(), "$ref")
-	}
-	return nil
-}
-
-// fail records the first problem found.
-func (e *obsEncoder) fail(ptr, reason, keyword string) {
-	if e.problem == nil {
-		e.problem = &schemas.Problem{Pointer: ptr, Reason: reason, Keyword: keyword}
-	}
+	return b, nil
 }
 
 // shorten returns the longest prefix of s (cut on a rune boundary) that,
@@ -378,39 +139,44 @@ func (e *obsEncoder) fail(ptr, reason, keyword string) {
 // (quotes excluded); "" when fewer than minKeep bytes would be kept. s
 // itself when it fits whole.
 func shorten(s string, avail int, marker string) string {
-	return shortenLen(s, encLenUpTo(s, max(avail, 0)), avail, marker)
-}
-
-// shortenLen is shorten of s whose encoded length is sLen, or, when that
-// is over avail, any number over avail (see encLenUpTo).
-func shortenLen(s string, sLen, avail int, marker string) string {
-	if sLen <= avail {
+	// No byte encodes in fewer than one: a string longer than avail is
+	// cut without being encoded whole, and no prefix longer than room
+	// fits.
+	if len(s) <= avail && encLen(s) <= avail {
 		return s
 	}
-	room := avail - contract.JSONStringLen(marker)
+	room := avail - encLen(marker)
 	if room < minKeep {
 		return ""
 	}
-	n := min(room, len(s))
-	for n >= minKeep {
-		p := truncRunes(s, n)
-		over := contract.JSONStringLen(p) - room
-		if over <= 0 {
-			return p + marker
-		}
-		n = len(p) - over
+	p := truncRunes(s, min(room, len(s)))
+	over := encLen(p) - room
+	if over <= 0 {
+		return p + marker
 	}
-	return ""
+	// Binary search for the longest prefix that fits: truncRunes(s, lo)
+	// does, since cutting over bytes more takes at least over encoded
+	// bytes away, and truncRunes(s, hi) does not.
+	fits := func(n int) bool { return encLen(truncRunes(s, n)) <= room }
+	lo, hi := max(len(p)-over, 0), len(p)
+	for hi-lo > 1 {
+		if mid := lo + (hi-lo)/2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if p = truncRunes(s, lo); len(p) < minKeep {
+		return ""
+	}
+	return p + marker
 }
 
-// encLenUpTo is contract.JSONStringLen(s) when that is at most limit, and
-// otherwise a number over limit and at most that, found without reading
-// s: no character encodes in fewer bytes than it has.
-func encLenUpTo(s string, limit int) int {
-	if len(s) > limit {
-		return len(s)
-	}
-	return contract.JSONStringLen(s)
+// encLen is the length of s JSON-encoded by encoding/json, without the
+// quotes.
+func encLen(s string) int {
+	b, _ := json.Marshal(s) // a string always encodes
+	return len(b) - 2
 }
 
 // scrubObservation returns obs with every secret value of set replaced by

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/aegis-run/aegis/contract"
@@ -31,7 +32,7 @@ func (l *loopDetector) reset() {
 // signature identifies an action regardless of its id and stated reason.
 func signature(a contract.Action) string {
 	a.ID, a.Reason, a.PolicyTags = "x", "", nil
-	b, err := a.AppendJSON(make([]byte, 0, 128))
+	b, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Sprintf("%#v", a)
 	}
