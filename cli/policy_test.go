@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/aegis-run/aegis/contract"
-	policyfs "github.com/aegis-run/aegis/rego"
+	"github.com/aegis-run/aegis/policy"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -90,11 +90,11 @@ func TestPolicyEvalBundleTarball(t *testing.T) {
 	}
 	zw := gzip.NewWriter(f)
 	tw := tar.NewWriter(zw)
-	err = fs.WalkDir(policyfs.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(policy.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(policyfs.FS(), name)
+		b, err := fs.ReadFile(policy.FS(), name)
 		if err != nil {
 			return err
 		}

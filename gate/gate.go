@@ -1,5 +1,5 @@
 // Package gate decides, for every browser action a Navigator proposes,
-// whether it may run: it evaluates the aegis OPA policy (package rego, or a
+// whether it may run: it evaluates the aegis OPA policy (package policy, or a
 // policy given with --policy or served by a remote OPA) on the action, the
 // element the driver resolved for it, and the session's facts, and returns
 // a decision record (seed 001 section 5).

@@ -561,7 +561,7 @@ func newSessionFacts(req *Request) *sessionFacts {
 // buildInput computes the facts of the policy input: the seed's shape
 // (state, action, step_index, policy), the session, the target, the pinned
 // time, and the facts computed in Go (derived) that the policy matches on.
-// See rego/README.md for the document.
+// See policy/README.md for the document.
 func (g *Gate) buildInput(req *Request, now time.Time, action, target map[string]any) (*policyInput, error) {
 	a := &req.Action
 	in := &policyInput{req: req, now: now, action: action, target: target, sf: g.sessions.get(req)}

@@ -15,7 +15,7 @@ import (
 	"testing/fstest"
 
 	"github.com/aegis-run/aegis/canonjson"
-	policyfs "github.com/aegis-run/aegis/rego"
+	"github.com/aegis-run/aegis/policy"
 )
 
 // writeTarball writes entries (name -> body; a body of "->target" makes a
@@ -50,11 +50,11 @@ func writeTarball(t *testing.T, entries map[string]string) string {
 func embeddedFiles(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := fs.WalkDir(policyfs.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(policy.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(policyfs.FS(), p)
+		b, err := fs.ReadFile(policy.FS(), p)
 		out[p] = string(b)
 		return err
 	})
@@ -82,7 +82,7 @@ func TestPolicySources(t *testing.T) {
 	for name, opts := range map[string]Options{
 		"dir":     {PolicyPath: dir},
 		"tarball": {PolicyPath: writeTarball(t, files)},
-		"fs":      {PolicyFS: policyfs.FS()},
+		"fs":      {PolicyFS: policy.FS()},
 	} {
 		g, err := New(ctx, opts)
 		if err != nil {
