@@ -178,7 +178,7 @@ func TestPolicyTestEmbedded(t *testing.T) {
 		t.Errorf("no pass count:\n%s", out)
 	}
 	code, out, _ = run(t, "", "policy", "test", "-v")
-	if code != ExitOK || !strings.Contains(out, "PASS  data.aegis.browser_test.test_base_allows_on_the_fast_path") {
+	if code != ExitOK || !strings.Contains(out, "PASS  data.aegis.browser_test.test_base_allowed") {
 		t.Errorf("-v: exit %d\n%s", code, out)
 	}
 	code, _, errOut = run(t, "", "policy", "test", "--min-coverage", "101")
