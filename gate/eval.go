@@ -46,10 +46,10 @@ type localEval struct {
 	pq rego.PreparedEvalQuery
 }
 
-// newLocal reads the policy the options name and prepares query on it,
+// newLocal reads the policy the options name and prepares Query on it,
 // once: strict builtin errors, the capabilities without deniedBuiltins,
 // Rego v1.
-func newLocal(ctx context.Context, opts Options, query string) (evaluator, string, string, error) {
+func newLocal(ctx context.Context, opts Options) (evaluator, string, string, error) {
 	files, err := readPolicy(opts)
 	if err != nil {
 		return nil, "", "", err
@@ -60,7 +60,7 @@ func newLocal(ctx context.Context, opts Options, query string) (evaluator, strin
 		return nil, version, files.source, err
 	}
 	pq, err := rego.New(
-		rego.Query(query),
+		rego.Query(Query),
 		rego.ParsedBundle("aegis", b),
 		// Keep the data in the store as AST, so that an evaluation reads
 		// data.aegis.config without converting it.

@@ -151,7 +151,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		g.source = SourceRemote
 		g.ev, g.version, err = newRemote(ctx, opts.OPAURL, opts.HTTPClient, g.timeout)
 	} else {
-		g.ev, g.version, g.source, err = newLocal(ctx, opts, Query)
+		g.ev, g.version, g.source, err = newLocal(ctx, opts)
 	}
 	if err != nil {
 		g.ev, g.loadErr = nil, err

@@ -87,6 +87,8 @@ type sessionFacts struct {
 	session      map[string]any // input.session as given
 }
 
+// newSessionFacts normalizes the session's lists; an entry that cannot be
+// used goes to configErrors, which the policy denies on.
 func newSessionFacts(req *Request) *sessionFacts {
 	sf := &sessionFacts{
 		origins:      []any{},

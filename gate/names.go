@@ -1,5 +1,8 @@
 package gate
 
+// This file holds small checks and helpers on the strings of the contract:
+// identifiers, rule and action names, hashes, and truncation.
+
 // isID reports whether s is an identifier of the contract
 // (browser-state.schema.json#/$defs/id): 1 to 128 characters from letters,
 // digits, '.', '_' and '-', starting with a letter or digit.
