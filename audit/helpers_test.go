@@ -21,7 +21,7 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/gate"
-	"github.com/aegis-run/aegis/rego"
+	"github.com/aegis-run/aegis/policy"
 )
 
 // One Chromium for the whole test binary; each session opens its own
@@ -314,11 +314,11 @@ func demoActions(base string) []contract.Action {
 func policyDir(t testing.TB, edit func(config map[string]any)) string {
 	t.Helper()
 	dir := t.TempDir()
-	err := fs.WalkDir(rego.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(policy.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.rego") {
 			return err
 		}
-		b, err := fs.ReadFile(rego.FS(), p)
+		b, err := fs.ReadFile(policy.FS(), p)
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/aegis-run/aegis/contract"
-	policyfs "github.com/aegis-run/aegis/rego"
+	"github.com/aegis-run/aegis/policy"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -90,11 +90,11 @@ func TestPolicyEvalBundleTarball(t *testing.T) {
 	}
 	zw := gzip.NewWriter(f)
 	tw := tar.NewWriter(zw)
-	err = fs.WalkDir(policyfs.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(policy.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(policyfs.FS(), name)
+		b, err := fs.ReadFile(policy.FS(), name)
 		if err != nil {
 			return err
 		}
@@ -178,7 +178,7 @@ func TestPolicyTestEmbedded(t *testing.T) {
 		t.Errorf("no pass count:\n%s", out)
 	}
 	code, out, _ = run(t, "", "policy", "test", "-v")
-	if code != ExitOK || !strings.Contains(out, "PASS  data.aegis.browser_test.test_base_allows_on_the_fast_path") {
+	if code != ExitOK || !strings.Contains(out, "PASS  data.aegis.browser_test.test_base_allowed") {
 		t.Errorf("-v: exit %d\n%s", code, out)
 	}
 	code, _, errOut = run(t, "", "policy", "test", "--min-coverage", "101")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/aegis-run/aegis/audit"
 	"github.com/aegis-run/aegis/demosite"
-	"github.com/aegis-run/aegis/rego"
+	"github.com/aegis-run/aegis/policy"
 )
 
 // The bundle of one real "aegis demo" run, shared by the auditor command
@@ -218,7 +218,7 @@ func policyDirWith(t *testing.T, edit func(config map[string]any)) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"browser.rego", "data.json"} {
-		b, err := rego.FS().(interface{ ReadFile(string) ([]byte, error) }).ReadFile(name)
+		b, err := policy.FS().(interface{ ReadFile(string) ([]byte, error) }).ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,9 +100,6 @@ func TestFaultInjection(t *testing.T) {
 		{name: "evaluation error: builtin misuse", opts: func(*testing.T) Options {
 			return Options{PolicyFS: policyFS("package aegis.browser\n\ndecision := {\"allow\": true, " + okFields + "} if {\n\tto_number(input.action.type) > 0\n}\n")}
 		}},
-		{name: "evaluation error: in the session prelude", opts: func(*testing.T) Options {
-			return Options{PolicyFS: policyFS("package aegis.browser\n\ndecision := {\"allow\": true, " + okFields + "}\n\nsession_prelude := to_number(input.session.id)\n")}
-		}},
 		{name: "evaluation error: conflicting outputs", opts: func(*testing.T) Options {
 			return Options{PolicyFS: policyFS("package aegis.browser\n\ndecision := {\"allow\": true, " + okFields + "} if input.step_index\n\ndecision := {\"allow\": false} if input.now\n")}
 		}},
@@ -269,7 +266,7 @@ func TestPanicInEvaluationDenies(t *testing.T) {
 
 type panicEval struct{}
 
-func (panicEval) eval(context.Context, *policyInput, time.Time) (ast.Value, error) { panic("boom") }
+func (panicEval) eval(context.Context, map[string]any, time.Time) (ast.Value, error) { panic("boom") }
 
 func TestCanceledContextDenies(t *testing.T) {
 	g := sharedGate(t)

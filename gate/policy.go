@@ -19,7 +19,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 
-	policyfs "github.com/aegis-run/aegis/rego"
+	"github.com/aegis-run/aegis/policy"
 )
 
 // Bounds on a policy bundle, so that a hostile or broken --policy cannot
@@ -128,7 +128,7 @@ func readPolicy(opts Options) (*policyFiles, error) {
 		}
 		return readPolicyTarball(opts.PolicyPath)
 	default:
-		return readPolicyFS(policyfs.FS(), SourceEmbedded, SourceEmbedded)
+		return readPolicyFS(policy.FS(), SourceEmbedded, SourceEmbedded)
 	}
 }
 

@@ -153,8 +153,8 @@ func (r *remoteEval) do(req *http.Request, v any) error {
 	return nil
 }
 
-func (r *remoteEval) eval(ctx context.Context, input *policyInput, _ time.Time) (ast.Value, error) {
-	body, err := json.Marshal(map[string]any{"input": input.document()})
+func (r *remoteEval) eval(ctx context.Context, input map[string]any, _ time.Time) (ast.Value, error) {
+	body, err := json.Marshal(map[string]any{"input": input})
 	if err != nil {
 		return nil, fmt.Errorf("policy input: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
-	policyfs "github.com/aegis-run/aegis/rego"
+	"github.com/aegis-run/aegis/policy"
 )
 
 const opaModule = "github.com/open-policy-agent/opa"
@@ -88,11 +88,11 @@ func opaBinary(t *testing.T) string {
 func writeBundle(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	err := fs.WalkDir(policyfs.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(policy.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !isPolicyFile(p) {
 			return err
 		}
-		b, err := fs.ReadFile(policyfs.FS(), p)
+		b, err := fs.ReadFile(policy.FS(), p)
 		if err != nil {
 			return err
 		}

@@ -419,3 +419,67 @@ func NormalizeDomain(raw string) (string, error) {
 	}
 	return h, nil
 }
+
+// urlFactsMap is the facts of a URL as the policy sees them
+// (input.derived.active and target_url).
+func urlFactsMap(f URLFacts) map[string]any {
+	return map[string]any{
+		"raw": truncate(f.Raw, MaxURLLength), "valid": f.Valid, "error": f.Error,
+		"scheme": truncate(f.Scheme, 64), "host": f.Host, "port": f.Port, "origin": f.Origin,
+		"userinfo": f.Userinfo, "ip": f.IP, "path_tails": Tails(f.PathWords),
+		"origin_keys": originKeys(f), "host_suffixes": hostSuffixes(f),
+	}
+}
+
+// originKeys lists the allowlist keys a URL matches: its exact origin
+// "scheme://host:port", and the wildcard key "scheme://*.d:port" of its host
+// and of each parent domain d (an allowlist entry *.example.com allows
+// example.com and all its subdomains). IP literals match exactly only.
+func originKeys(f URLFacts) []any {
+	if !f.Valid || f.Host == "" {
+		return []any{}
+	}
+	port := ":" + strconv.Itoa(f.Port)
+	keys := []any{f.Scheme + "://" + f.Host + port}
+	if f.IP == "" {
+		for _, d := range hostSuffixList(f.Host) {
+			keys = append(keys, f.Scheme+"://*."+d+port)
+		}
+	}
+	return keys
+}
+
+// hostSuffixes lists the host and its parent domains, longest first
+// (a.b.example, b.example, example); an IP literal only itself.
+func hostSuffixes(f URLFacts) []any {
+	if !f.Valid || f.Host == "" {
+		return []any{}
+	}
+	if f.IP != "" {
+		return []any{f.Host}
+	}
+	var out []any
+	for _, d := range hostSuffixList(f.Host) {
+		out = append(out, d)
+	}
+	return out
+}
+
+func hostSuffixList(h string) []string {
+	out := []string{h}
+	for i := 0; i < len(h); i++ {
+		if h[i] == '.' && i+1 < len(h) {
+			out = append(out, h[i+1:])
+		}
+	}
+	return out
+}
+
+// originKey is the allowlist key of an allowed origin.
+func originKey(o AllowedOrigin) string {
+	host := o.Host
+	if o.Subdomains {
+		host = "*." + host
+	}
+	return o.Scheme + "://" + host + ":" + strconv.Itoa(o.Port)
+}

@@ -2,8 +2,7 @@
 # title: aegis browser action gate
 # description: >-
 #   Gates every browser action a Navigator proposes. The gate queries one
-#   rule, data.aegis.browser.decision, once per action (and
-#   data.aegis.browser.session_prelude once per session and page). Every list and
+#   rule, data.aegis.browser.decision, once per action. Every list and
 #   threshold is data (data.aegis.config); URLs are parsed and normalized in
 #   Go before evaluation (input.derived), so this policy never matches on raw
 #   URL strings. See README.md.
@@ -15,172 +14,14 @@ import data.aegis.config
 # The decision: one object, one evaluation per action.
 # ---------------------------------------------------------------------------
 
-# decision is the only rule the gate queries. An undefined decision, or one
-# without every field, is a deny in Go (fail closed).
-#
-# Most actions are plain allows: every check passes, nothing raises the
-# risk, nothing needs approval, the session has no exceptions. Most of what
-# decides that depends only on the session and the page it is on (the
-# permission level, the allowlist, the active page's URL, the budget's
-# limit), so this policy decides it once per session and page, in
-# session_prelude, which the gate evaluates on the session's part of the
-# input and hands back, memoized, as input.derived.session_prelude. The fast
-# path below then judges what is left of the action in a dozen expressions;
-# every other action gets full_decision. The fast path never decides
-# anything full_decision would not: its conditions and the prelude's imply
-# that full_decision is exactly the prelude's decision object (where they
-# are stricter, an action merely takes the full path), and the tests compare
-# the two on every test input and on 10,000 random actions (gate tests).
-# Without a prelude (a remote OPA, an input written by hand) every action
-# takes the full path.
-decision := d if {
-	pre := input.derived.session_prelude
-
-	# check_permission, no confirmation, no risk above medium, check_url
-	# for every type but navigate: e exists only when these hold.
-	e := pre.types[input.action.type]
-
-	# check_action.
-	object.subset(input.derived.action_field_types, e.fields)
-
-	# check_budget: i <= min(maxStepBudget, max_step_budget), the prelude
-	# having checked maxStepBudget.
-	i := input.step_index
-	is_number(i)
-	i >= 0
-	i <= pre.step_limit
-
-	# check_target (false < true).
-	e.requires_target <= input.derived.has_target
-
-	# No word of the element matches a high-risk pattern (checked for every
-	# type, although only click and select are raised by it).
-	not strings.any_prefix_match(input.derived.subject_tails, pre.high_risk_patterns)
-
-	navigation_harmless(e.navigate, pre)
-	field_harmless(e.sensitive_types, pre)
-
-	d := e.decision
-} else := full_decision
-
-# navigation_harmless(true, pre) holds when a navigation target passes
-# check_url (blocked domains matched by string suffix, which is stricter)
-# and its path raises no risk. Other types run on the active page, which
-# the prelude judged. The policy data it needs comes with the prelude pre,
-# so that it reads no data document per decision.
-navigation_harmless(false, _) := true
-
-navigation_harmless(true, pre) if {
-	u := input.derived.target_url
-	u.valid == true
-	u.userinfo == false
-	u.scheme in pre.config.allowed_schemes
-	not strings.any_suffix_match(u.host, pre.config.blocked_domains)
-	not strings.any_suffix_match(u.host, input.derived.blocked_domains)
-	not strings.any_prefix_match(u.path_tails, pre.config.high_risk_url_patterns)
-	some k in u.origin_keys
-	input.derived.allowed_origin_keys[k]
-}
-
-# field_harmless(true) holds when the element is not sensitive: the
-# negation of each of sensitive_reasons (the input type compared without
-# the tag, which is stricter). Sensitivity changes the decision of type,
-# select and extract actions only. An action without a resolved element
-# (an extract of the page's text) has no element facts to match, only its
-# selector.
-field_harmless(false, _) := true
-
-field_harmless(true, pre) if {
-	tgt := object.get(input.derived, "target", {})
-	not object.get(tgt, "type", null) in pre.config.sensitive_input_types
-	every token in object.get(tgt, "autocomplete", []) {
-		not token in pre.config.sensitive_autocomplete
-	}
-	not strings.any_prefix_match(input.derived.field_tails, pre.config.sensitive_name_patterns)
-	sel := input.derived.selector_lc
-	every s in pre.sensitive_selectors {
-		not contains(sel, s)
-	}
-}
-
-# session_prelude is what the fast path needs that depends only on the
-# session and its active page: it is defined when the session passes
-# check_session_policy and check_decision_log, has a valid maxStepBudget and
-# no governed exception, and it lists the action types that such a session
-# may take on its page without approval at their base risk, each with the
-# decision object of its plain allow.
-#
-# The gate evaluates it once per session and page on an input holding only
-# input.session, input.policy, input.state and the session's derived facts
-# (allowed_origins, allowed_origin_keys, config_errors, blocked_domains,
-# sensitive_selectors, exceptions, decision_log_id_valid, active), with the
-# clock at zero, and memoizes it under exactly those facts: it must depend
-# on nothing else.
-session_prelude := {
-	"types": types,
-	"step_limit": min({input.state.policyContext.maxStepBudget, config.limits.max_step_budget}),
-	"high_risk_patterns": config.risk.high_risk_patterns,
-	"sensitive_selectors": array.concat(config.sensitive.selectors, input.derived.sensitive_selectors),
-	"config": {
-		"allowed_schemes": config.urls.allowed_schemes,
-		"blocked_domains": config.urls.blocked_domains,
-		"high_risk_url_patterns": config.risk.high_risk_url_patterns,
-		"sensitive_input_types": config.sensitive.input_types,
-		"sensitive_autocomplete": config.sensitive.autocomplete,
-		"sensitive_name_patterns": config.sensitive.name_patterns,
-	},
-} if {
-	count(input.derived.exceptions) == 0
-	check_session_policy
-	check_decision_log
-	valid_budget
-	p := permission
-	level := config.permissions[p]
-	types := {t: prelude_entry(t, p) |
-		some t in level.allow
-		not t in level.confirm
-		page_judged_for(t)
-	}
-}
-
-# page_judged_for(t): a navigation is judged on its target, per action; any
-# other action runs on the active page, which must pass check_url (the
-# prelude's input has no action, so url_fact is the active page).
-page_judged_for("navigate") := true
-
-page_judged_for(t) if {
-	t != "navigate"
-	check_url
-}
-
-# prelude_entry is what the fast path needs about type t: undefined when an
-# action of type t is high risk or needs approval by its type alone.
-prelude_entry(t, p) := {
-	"fields": s.fields,
-	"requires_target": s.requires_target,
-	"navigate": t == "navigate",
-	"sensitive_types": t in {"type", "select", "extract"},
-	"decision": {
-		"allow": true,
-		"deny": set(),
-		"waived": set(),
-		"risk": s.risk,
-		"risk_reasons": set(),
-		"requires_approval": false,
-		"approval_reasons": set(),
-		"action_name": s.name,
-		"permission": p,
-		"exceptions": [],
-	},
-} if {
-	s := config.action_types[t]
-	is_boolean(s.requires_target)
-	s.risk in {"low", "medium"}
-	not s.risk in config.risk.approval_required
-}
-
-# full_decision is the decision with every rule evaluated.
-full_decision := {
+# decision is the only rule the gate queries. It is built from the named
+# checks below: the action's form, the step budget, the decision log, the
+# permission level, the URL (allowed origins, blocked domains), the target
+# element, sensitive fields and the session's own policy; then the risk
+# tag, the approvals it requires and the governed exceptions it applies. An
+# undefined decision, or one without every field, is a deny in Go (fail
+# closed).
+decision := {
 	"allow": allow,
 	"deny": deny,
 	"waived": waived,
@@ -201,64 +42,46 @@ allow if count(deny) == 0
 
 # How the deny rules are organized. Each family of rules has one check, a
 # positive rule that holds when the action passes (check_action,
-# check_budget, ...): the checks are the source of truth. When every check
-# holds, nothing fired and the explanations are never evaluated (the fast
-# path, a few dozen expressions). When one fails, its family explains why
-# in words; if no explanation matches, the family's catch-all fires anyway,
-# so a failed check always denies.
-all_checks_pass if {
-	check_action
-	check_budget
-	check_decision_log
-	check_permission
-	check_url
-	check_target
-	check_sensitive
-	check_session_policy
-}
-
-fired := set() if {
-	all_checks_pass
-} else := explained
-
-# explained holds every reason of every failed check. A failed check with
-# no explanation still denies, with its catch-all FAMILY_rejected.
-explained contains r if {
+# check_budget, ...): the checks are the source of truth. When one fails,
+# its family explains why in words; if no explanation matches, the
+# family's catch-all FAMILY_rejected fires anyway, so a failed check always
+# denies. fired holds every reason of every failed check.
+fired contains r if {
 	not check_action
 	some r in explain("action", action_reasons)
 }
 
-explained contains r if {
+fired contains r if {
 	not check_budget
 	some r in explain("budget", budget_reasons)
 }
 
-explained contains r if {
+fired contains r if {
 	not check_decision_log
 	some r in explain("decision_log", decision_log_reasons)
 }
 
-explained contains r if {
+fired contains r if {
 	not check_permission
 	some r in explain("permission", permission_reasons)
 }
 
-explained contains r if {
+fired contains r if {
 	not check_url
 	some r in explain("url", url_reasons)
 }
 
-explained contains r if {
+fired contains r if {
 	not check_target
 	some r in explain("target", target_reasons)
 }
 
-explained contains r if {
+fired contains r if {
 	not check_sensitive
 	some r in explain("sensitive", sensitive_violations)
 }
 
-explained contains r if {
+fired contains r if {
 	not check_session_policy
 	some r in explain("session_policy", session_policy_reasons)
 }
@@ -551,18 +374,11 @@ sensitive_reasons contains sprintf("the element's autocomplete is %v", [token]) 
 }
 
 sensitive_reasons contains sprintf("its name, id, label or selector matches %q", [p]) if {
-	strings.any_prefix_match(input.derived.field_tails, config.sensitive.name_patterns)
 	some p in config.sensitive.name_patterns
 	strings.any_prefix_match(input.derived.field_tails, p)
 }
 
 sensitive_reasons contains sprintf("its selector contains %q", [s]) if {
-	selector_sensitive
-	some s in sensitive_selectors
-	contains(input.derived.selector_lc, s)
-}
-
-selector_sensitive if {
 	some s in sensitive_selectors
 	contains(input.derived.selector_lc, s)
 }
@@ -593,14 +409,12 @@ risk_reason(rule, message, level) := {"rule": rule, "message": message, "risk": 
 
 risk_reasons contains risk_reason("high_risk_pattern", sprintf("a %v on an element matching %q is high risk", [action_type, p]), "high") if {
 	spec.high_risk_patterns == true
-	strings.any_prefix_match(input.derived.subject_tails, config.risk.high_risk_patterns)
 	some p in config.risk.high_risk_patterns
 	strings.any_prefix_match(input.derived.subject_tails, p)
 }
 
 risk_reasons contains risk_reason("high_risk_url", sprintf("navigating to a URL whose path matches %q is high risk", [p]), "high") if {
 	input.action.type == "navigate"
-	strings.any_prefix_match(input.derived.target_url.path_tails, config.risk.high_risk_url_patterns)
 	some p in config.risk.high_risk_url_patterns
 	strings.any_prefix_match(input.derived.target_url.path_tails, p)
 }

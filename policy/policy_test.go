@@ -1,4 +1,4 @@
-package rego_test
+package policy_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/aegis-run/aegis/gate"
-	"github.com/aegis-run/aegis/rego"
+	"github.com/aegis-run/aegis/policy"
 )
 
 // TestRegoUnitTests runs the embedded policy's Rego tests through the gate's
@@ -36,11 +36,11 @@ func TestRegoUnitTests(t *testing.T) {
 // and the data is one JSON object under aegis.config.
 func TestEmbeddedFiles(t *testing.T) {
 	for _, name := range []string{"browser.rego", "browser_test.rego", "data.json"} {
-		if _, err := fs.Stat(rego.FS(), name); err != nil {
+		if _, err := fs.Stat(policy.FS(), name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	b, err := fs.ReadFile(rego.FS(), "data.json")
+	b, err := fs.ReadFile(policy.FS(), "data.json")
 	if err != nil {
 		t.Fatal(err)
 	}

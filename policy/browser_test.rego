@@ -1,8 +1,6 @@
 # Unit tests of the browser gate policy. Inputs are written as the Go gate
 # builds them (input.derived holds the facts Go computes); each test changes
-# the base input in one way. Every decision is also checked against
-# full_decision, so that the fast path never decides anything the full
-# rules would not.
+# the base input in one way.
 package aegis.browser_test
 
 import data.aegis.browser
@@ -92,35 +90,9 @@ navigate(u) := object.union(
 	{"derived": {"target_url": u}},
 )
 
-# prelude_keys are the derived facts the gate hands session_prelude.
-prelude_keys := [
-	"allowed_origins", "allowed_origin_keys", "config_errors", "blocked_domains",
-	"sensitive_selectors", "exceptions", "decision_log_id_valid", "active",
-]
-
-# with_prelude adds to inp what the gate adds: session_prelude evaluated on
-# the session's part of inp (and nothing else), when it is defined.
-with_prelude(inp) := object.union(inp, {"derived": {"session_prelude": p}}) if {
-	part := object.union(
-		object.filter(inp, ["session", "policy", "state"]),
-		{"derived": object.filter(inp.derived, prelude_keys)},
-	)
-	p := browser.session_prelude with input as part
-} else := inp
-
-# decide evaluates the decision for inp as the gate does (with the prelude)
-# and checks that the fast path and the full rules agree on it.
+# decide evaluates the decision for inp, as the gate does.
 decide(inp) := d if {
-	d := browser.decision with input as with_prelude(inp)
-	full := browser.full_decision with input as inp
-	d == full
-}
-
-# fast reports whether inp takes the fast path: the decision is built
-# without full_decision.
-fast(inp) if {
-	d := browser.decision with input as with_prelude(inp) with browser.full_decision as "full"
-	d != "full"
+	d := browser.decision with input as inp
 }
 
 rules(d) := {r.rule | some r in d.deny}
@@ -149,7 +121,7 @@ with_exceptions(inp, es) := object.union(inp, {"derived": {"exceptions": es}})
 # The decision.
 # ---------------------------------------------------------------------------
 
-test_base_allows_on_the_fast_path if {
+test_base_allowed if {
 	d := decide(base)
 	d.allow == true
 	d.deny == set()
@@ -158,7 +130,6 @@ test_base_allows_on_the_fast_path if {
 	d.action_name == "browser.click"
 	d.permission == "full"
 	d.exceptions == []
-	fast(base)
 }
 
 test_every_field_is_present if {
@@ -167,26 +138,6 @@ test_every_field_is_present if {
 		"allow", "deny", "waived", "risk", "risk_reasons", "requires_approval",
 		"approval_reasons", "action_name", "permission", "exceptions",
 	}
-}
-
-test_without_prelude_full_path_decides_the_same if {
-	# What a remote OPA or a hand-written input gets: no session_prelude.
-	d := browser.decision with input as base with browser.full_decision as "full"
-	d == "full"
-	browser.decision with input as base == browser.full_decision with input as base
-	fast(base)
-}
-
-test_prelude_undefined_for_a_session_with_exceptions if {
-	inp := with_exceptions(base, [exception("ge-1", "origin_not_allowed", live, [])])
-	with_prelude(inp) == inp
-	not fast(inp)
-}
-
-test_full_decision_allows_the_base if {
-	d := browser.full_decision with input as base
-	d.allow == true
-	count(d.deny) == 0
 }
 
 test_every_action_type_allowed_with_its_fields if {
@@ -305,7 +256,6 @@ test_control_pauses_input if {
 	d.allow == true
 	d.requires_approval == true
 	"permission_requires_confirmation" in {r.rule | some r in d.approval_reasons}
-	not fast(with_session(base, "control", ""))
 }
 
 test_balanced_preset_is_control if {
@@ -390,18 +340,12 @@ test_policy_data_blocked_domain_denied if {
 
 test_blocked_suffix_lookalike_allowed if {
 	# "xample" is a string suffix of shop.example but not a domain of it.
-	# The prelude judges the active page exactly: the click stays fast.
+	# Neither the active page nor a navigation target is blocked by it.
 	inp := object.union(base, {"derived": {"blocked_domains": ["xample"]}})
 	d := decide(inp)
 	d.allow == true
-	fast(inp)
-
-	# The fast path judges a navigation target by string suffix, which is
-	# stricter: the navigation takes the full path, and is allowed.
 	nav := object.union(navigate(url("https", "shop.example", 443, ["products "])), {"derived": {"blocked_domains": ["xample"]}})
 	decide(nav).allow == true
-	not fast(nav)
-	fast(navigate(url("https", "shop.example", 443, ["products "])))
 }
 
 test_javascript_url_denied if {
@@ -464,13 +408,12 @@ test_type_without_target_denied if {
 	denied_by(type_action(true), "target_unresolved")
 }
 
-test_type_into_plain_field_allowed_fast if {
+test_type_into_plain_field_allowed if {
 	inp := with_target(type_action(false), "input", "text", [])
 	inp2 := object.union(inp, {"derived": {"selector_lc": "#q", "field_tails": ["q "]}})
 	d := decide(inp2)
 	d.allow == true
 	d.requires_approval == false
-	fast(inp2)
 }
 
 test_password_input_called_pw_is_sensitive if {
