@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -50,5 +51,24 @@ func TestValidateValueFailClosed(t *testing.T) {
 	}
 	if err := Validate("nope", []byte(`{}`)); err == nil {
 		t.Error("Validate of an unknown kind: got nil, want an error")
+	}
+}
+
+func TestValidateRef(t *testing.T) {
+	const ref = "browser-observation.schema.json#/$defs/artifact"
+	v, err := Parse([]byte(`{"id":"a1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ValidateRef(ref, v)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Kind != "artifact" {
+		t.Errorf("ValidateRef of an incomplete artifact: got %v, want a *ValidationError of kind artifact", err)
+	}
+	if err := ValidateRef("no-such.schema.json", v); err == nil {
+		t.Error("ValidateRef of a missing schema: got nil, want an error")
+	}
+	if err := ValidateRef("browser-observation.schema.json#/$defs/nothing", v); err == nil {
+		t.Error("ValidateRef of a pointer that does not resolve: got nil, want an error")
 	}
 }

@@ -234,7 +234,7 @@ func Validate(kind Kind, doc []byte) error {
 // not compile. Should the validator itself panic on some input, the
 // document is reported invalid, never accepted: the panic becomes an
 // error.
-func ValidateValue(kind Kind, v any) (err error) {
+func ValidateValue(kind Kind, v any) error {
 	if _, ok := kindRefs[kind]; !ok {
 		_, err := ParseKind(string(kind))
 		return err
@@ -243,12 +243,52 @@ func ValidateValue(kind Kind, v any) (err error) {
 	if err != nil {
 		return err
 	}
+	return validate(kind, m[kind], v)
+}
+
+var (
+	refsMu sync.Mutex
+	refs   = map[string]*jsonschema.Schema{} // compiled by ref
+)
+
+// ValidateRef validates an already-parsed value against the schema at
+// ref, relative to BaseURL with an optional JSON pointer fragment, such as
+// "browser-observation.schema.json#/$defs/artifact": a shape that has no
+// kind of its own. Errors are those of ValidateValue; a *ValidationError
+// names the shape by the last segment of the pointer ("artifact"), or by
+// the file name without ".schema.json". Each ref is compiled once.
+func ValidateRef(ref string, v any) (err error) {
+	file, frag, _ := strings.Cut(ref, "#")
+	name := strings.TrimSuffix(file, ".schema.json")
+	if frag != "" {
+		name = frag[strings.LastIndex(frag, "/")+1:]
+	}
+	refsMu.Lock()
+	s, ok := refs[ref]
+	if !ok {
+		var c *jsonschema.Compiler
+		if c, err = NewCompiler(); err == nil {
+			if s, err = c.Compile(BaseURL + ref); err == nil {
+				refs[ref] = s
+			}
+		}
+	}
+	refsMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("schemas: compile %s: %w", ref, err)
+	}
+	return validate(Kind(name), s, v)
+}
+
+// validate runs a compiled schema on a parsed value, its failures as a
+// *ValidationError of the kind and a panic as an error.
+func validate(kind Kind, s *jsonschema.Schema, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("schemas: validate %s: validator failed: %v", kind, r)
 		}
 	}()
-	if err := m[kind].Validate(v); err != nil {
+	if err := s.Validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return &ValidationError{Kind: kind, Problems: problems(ve)}
