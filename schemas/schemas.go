@@ -155,6 +155,10 @@ var (
 	compileOnce sync.Once
 	compiled    map[Kind]*jsonschema.Schema
 	compileErr  error
+
+	refsMu   sync.Mutex                        // guards refs and compiler after compileOnce
+	refs     = map[string]*jsonschema.Schema{} // compiled by ref (ValidateRef)
+	compiler *jsonschema.Compiler              // the compiler of compileAll, reused by ValidateRef
 )
 
 // NewCompiler returns a compiler that knows every embedded schema under its
@@ -199,7 +203,7 @@ func compileAll() (map[Kind]*jsonschema.Schema, error) {
 			}
 			m[k] = s
 		}
-		compiled = m
+		compiled, compiler = m, c
 	})
 	return compiled, compileErr
 }
@@ -246,11 +250,6 @@ func ValidateValue(kind Kind, v any) error {
 	return validate(kind, m[kind], v)
 }
 
-var (
-	refsMu sync.Mutex
-	refs   = map[string]*jsonschema.Schema{} // compiled by ref
-)
-
 // ValidateRef validates an already-parsed value against the schema at
 // ref, relative to BaseURL with an optional JSON pointer fragment, such as
 // "browser-observation.schema.json#/$defs/artifact": a shape that has no
@@ -263,14 +262,14 @@ func ValidateRef(ref string, v any) (err error) {
 	if frag != "" {
 		name = frag[strings.LastIndex(frag, "/")+1:]
 	}
+	if _, err := compileAll(); err != nil {
+		return err
+	}
 	refsMu.Lock()
 	s, ok := refs[ref]
 	if !ok {
-		var c *jsonschema.Compiler
-		if c, err = NewCompiler(); err == nil {
-			if s, err = c.Compile(BaseURL + ref); err == nil {
-				refs[ref] = s
-			}
+		if s, err = compiler.Compile(BaseURL + ref); err == nil {
+			refs[ref] = s
 		}
 	}
 	refsMu.Unlock()
