@@ -21,8 +21,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/aegis-run/aegis/schemas"
+	"github.com/aegis-run/aegis/internal/strictjson"
 )
+
+// MaxDepth is the nesting Transform and ParseCanonical accept, the same
+// bound as the schemas' (schemas.MaxDepth).
+const MaxDepth = 64
 
 // ErrNumber is returned for a number that has no IEEE 754 double value
 // (too large) or no JSON representation (NaN, infinities).
@@ -34,19 +38,22 @@ var ErrUTF8 = errors.New("canonjson: invalid UTF-8 in a string")
 // Transform returns the canonical form of the JSON document doc. The
 // document must be one JSON value without duplicate object keys (I-JSON, as
 // the RFC requires) and valid UTF-8 (ErrUTF8); the error for malformed JSON
-// is a *schemas.SyntaxError. An escaped lone surrogate (\ud800) decodes to
-// U+FFFD, as in encoding/json.
+// is a *schemas.SyntaxError (the strict reader's, shared with package
+// schemas), and a document over 64 MiB is refused (schemas.ErrTooLarge).
+// An escaped lone surrogate (\ud800) decodes to U+FFFD, as in
+// encoding/json.
 func Transform(doc []byte) ([]byte, error) {
-	return TransformDepth(doc, schemas.MaxDepth)
+	return TransformDepth(doc, MaxDepth)
 }
 
-// TransformDepth is Transform with nesting bounded at maxDepth levels (see
-// schemas.ParseDepth) instead of schemas.MaxDepth.
+// TransformDepth is Transform with nesting bounded at maxDepth levels
+// (clamped to 1..10000) instead of MaxDepth, for documents whose depth a
+// trusted producer already bounds.
 func TransformDepth(doc []byte, maxDepth int) ([]byte, error) {
 	if !utf8.Valid(doc) {
 		return nil, ErrUTF8
 	}
-	v, err := schemas.ParseDepth(doc, maxDepth)
+	v, err := strictjson.Parse(doc, maxDepth)
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +65,8 @@ func TransformDepth(doc []byte, maxDepth int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// EncodeValue returns the canonical form of a value as schemas.Parse
-// produces it (maps, slices, strings, bools, nil and json.Number).
+// EncodeValue returns the canonical form of a value as schemas.Parse (or
+// ParseCanonical) produces it (maps, slices, strings, bools, nil and json.Number).
 func EncodeValue(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := encode(&buf, v); err != nil {

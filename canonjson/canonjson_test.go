@@ -232,3 +232,18 @@ func TestAppendStringMatchesByteRule(t *testing.T) {
 		check(string(b))
 	}
 }
+
+// TestLimitsMatchSchemas: canonical JSON accepts the nesting and the size
+// the schemas do (canonjson does not import schemas, so the bound is its
+// own constant).
+func TestLimitsMatchSchemas(t *testing.T) {
+	if got, want := MaxDepth, schemas.MaxDepth; got != want {
+		t.Errorf("MaxDepth %d, schemas.MaxDepth %d", got, want)
+	}
+	doc := []byte(strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1))
+	_, terr := Transform(doc)
+	_, serr := schemas.Parse(doc)
+	if terr == nil || serr == nil || terr.Error() != serr.Error() {
+		t.Errorf("too deep: Transform %v, schemas.Parse %v, want the same error", terr, serr)
+	}
+}

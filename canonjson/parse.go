@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/aegis-run/aegis/schemas"
+	"github.com/aegis-run/aegis/internal/strictjson"
 )
 
-// ParseCanonical, ParseTape and Check read bytes that must be exactly a
+// ParseCanonical and Check read bytes that must be exactly a
 // canonical form: the byte sequences Transform returns unchanged. They
 // parse in one pass, without re-encoding. A canonical document has no
 // duplicate keys (members are strictly sorted), no whitespace, and one
@@ -34,11 +34,11 @@ func (e *CanonError) Error() string {
 }
 
 // ParseCanonical parses b, which must be exactly the canonical form of one
-// JSON value nested at most schemas.MaxDepth levels, and returns the value
-// as schemas.Parse would (maps, slices, strings, bools, nil, json.Number).
+// JSON value nested at most MaxDepth levels, and returns the value as
+// Transform reads it (maps, slices, strings, bools, nil, json.Number).
 // Errors are *CanonError.
 func ParseCanonical(b []byte) (any, error) {
-	return parseCanonical(b, schemas.MaxDepth, true, nil)
+	return parseCanonical(b, MaxDepth, true)
 }
 
 // Check returns nil when b is exactly the canonical form of one JSON value
@@ -46,24 +46,15 @@ func ParseCanonical(b []byte) (any, error) {
 // unchanged), and a *CanonError naming the first deviation otherwise. It
 // builds no value.
 func Check(b []byte, maxDepth int) error {
-	_, err := parseCanonical(b, min(max(maxDepth, 1), schemas.MaxParseDepth), false, nil)
+	_, err := parseCanonical(b, min(max(maxDepth, 1), strictjson.MaxDepthBound), false)
 	return err
 }
 
-// ParseTape checks b as ParseCanonical does, with the same errors, and
-// fills t with its values instead of building them: t refers to b, which
-// must not change while t is in use. On an error t holds nothing of use.
-func ParseTape(b []byte, t *schemas.Tape) error {
-	t.Reset(b)
-	_, err := parseCanonical(b, schemas.MaxDepth, false, t)
-	return err
-}
-
-func parseCanonical(b []byte, maxDepth int, build bool, tape *schemas.Tape) (any, error) {
-	if len(b) > schemas.MaxDocumentBytes {
-		return nil, &CanonError{0, fmt.Sprintf("document larger than %d bytes", schemas.MaxDocumentBytes)}
+func parseCanonical(b []byte, maxDepth int, build bool) (any, error) {
+	if len(b) > strictjson.MaxDocumentBytes {
+		return nil, &CanonError{0, fmt.Sprintf("document larger than %d bytes", strictjson.MaxDocumentBytes)}
 	}
-	p := canonParser{b: b, maxDepth: maxDepth, build: build, tape: tape}
+	p := canonParser{b: b, maxDepth: maxDepth, build: build}
 	v, err := p.value(0)
 	if err != nil {
 		return nil, err
@@ -78,8 +69,7 @@ type canonParser struct {
 	b        []byte
 	i        int
 	maxDepth int
-	build    bool          // false: check only, build no value
-	tape     *schemas.Tape // when set, the values are recorded there
+	build    bool // false: check only, build no value
 }
 
 func (p *canonParser) fail(msg string) error { return &CanonError{Offset: p.i, Msg: msg} }
@@ -102,11 +92,11 @@ func (p *canonParser) value(depth int) (any, error) {
 	case c == '"':
 		return p.strValue()
 	case c == 't':
-		return true, p.literal("true", schemas.TapeTrue)
+		return true, p.literal("true")
 	case c == 'f':
-		return false, p.literal("false", schemas.TapeFalse)
+		return false, p.literal("false")
 	case c == 'n':
-		return nil, p.literal("null", schemas.TapeNull)
+		return nil, p.literal("null")
 	case c == '-' || '0' <= c && c <= '9':
 		return p.number()
 	default:
@@ -114,22 +104,15 @@ func (p *canonParser) value(depth int) (any, error) {
 	}
 }
 
-func (p *canonParser) literal(lit string, kind schemas.TapeKind) error {
+func (p *canonParser) literal(lit string) error {
 	if len(p.b)-p.i < len(lit) || string(p.b[p.i:p.i+len(lit)]) != lit {
 		return p.fail("invalid literal")
-	}
-	if p.tape != nil {
-		p.tape.Scalar(kind, p.i, p.i+len(lit))
 	}
 	p.i += len(lit)
 	return nil
 }
 
 func (p *canonParser) object(depth int) (any, error) {
-	at := -1
-	if p.tape != nil {
-		at = p.tape.Open(schemas.TapeObject, p.i)
-	}
 	p.i++ // {
 	var obj map[string]any
 	if p.build {
@@ -137,9 +120,6 @@ func (p *canonParser) object(depth int) (any, error) {
 	}
 	if p.i < len(p.b) && p.b[p.i] == '}' {
 		p.i++
-		if at >= 0 {
-			p.tape.Close(at, p.i, 0)
-		}
 		return obj, nil
 	}
 	var prev, key []byte // the keys as written, between their quotes
@@ -164,9 +144,6 @@ func (p *canonParser) object(depth int) (any, error) {
 				return nil, err
 			}
 			key, escaped = p.b[s.start:s.end], s.escaped
-			if p.tape != nil {
-				p.tape.String(s.start, s.end, s.decoded, s.escaped, s.nonASCII)
-			}
 		}
 		if n > 1 && !keysInOrder(prev, key, prevEscaped || escaped) {
 			pk, k := decodeCanon(prev), decodeCanon(key)
@@ -198,9 +175,6 @@ func (p *canonParser) object(depth int) (any, error) {
 			p.i++
 		case '}':
 			p.i++
-			if at >= 0 {
-				p.tape.Close(at, p.i, n)
-			}
 			return obj, nil
 		default:
 			return nil, p.fail("want ',' or '}' in an object")
@@ -232,10 +206,6 @@ func keysInOrder(prev, key []byte, escaped bool) bool {
 }
 
 func (p *canonParser) array(depth int) (any, error) {
-	at := -1
-	if p.tape != nil {
-		at = p.tape.Open(schemas.TapeArray, p.i)
-	}
 	p.i++ // [
 	var arr []any
 	if p.build {
@@ -243,12 +213,9 @@ func (p *canonParser) array(depth int) (any, error) {
 	}
 	if p.i < len(p.b) && p.b[p.i] == ']' {
 		p.i++
-		if at >= 0 {
-			p.tape.Close(at, p.i, 0)
-		}
 		return arr, nil
 	}
-	for n := 1; ; n++ {
+	for {
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
@@ -264,9 +231,6 @@ func (p *canonParser) array(depth int) (any, error) {
 			p.i++
 		case ']':
 			p.i++
-			if at >= 0 {
-				p.tape.Close(at, p.i, n)
-			}
 			return arr, nil
 		default:
 			return nil, p.fail("want ',' or ']' in an array")
@@ -279,30 +243,8 @@ const (
 	msbs = 0x8080808080808080
 )
 
-// quoted returns the bytes of the string at p.i when it has no escape and
-// its length fits, without moving p.i; ok is false otherwise.
-func (p *canonParser) quoted() (raw []byte, ok bool) {
-	end := p.i + 1
-	for end < len(p.b) && end-p.i <= 64 {
-		switch c := p.b[end]; {
-		case c == '"':
-			return p.b[p.i+1 : end], true
-		case c == '\\' || c < 0x20 || c >= 0x80:
-			return nil, false
-		}
-		end++
-	}
-	return nil, false
-}
-
 // key parses an object member name (building).
 func (p *canonParser) key() (string, error) {
-	if raw, ok := p.quoted(); ok {
-		if v, ok := schemas.Intern(raw); ok {
-			p.i += len(raw) + 2
-			return v.(string), nil
-		}
-	}
 	s, err := p.scanStr()
 	if err != nil {
 		return "", err
@@ -310,26 +252,11 @@ func (p *canonParser) key() (string, error) {
 	return s.decode(p.b), nil
 }
 
-// strValue parses a string value: boxed when building, recorded on the
-// tape when there is one.
+// strValue parses a string value, boxed when building.
 func (p *canonParser) strValue() (any, error) {
-	if p.build {
-		if raw, ok := p.quoted(); ok {
-			if v, ok := schemas.Intern(raw); ok {
-				p.i += len(raw) + 2
-				return v, nil
-			}
-		}
-	}
 	s, err := p.scanStr()
-	if err != nil {
+	if err != nil || !p.build {
 		return nil, err
-	}
-	if p.tape != nil {
-		p.tape.String(s.start, s.end, s.decoded, s.escaped, s.nonASCII)
-	}
-	if !p.build {
-		return nil, nil
 	}
 	return s.decode(p.b), nil
 }
@@ -337,9 +264,7 @@ func (p *canonParser) strValue() (any, error) {
 // scanned is what scanStr found of a string.
 type scanned struct {
 	start, end int  // its bytes between the quotes
-	decoded    int  // its length decoded
 	escaped    bool // it holds an escape
-	nonASCII   bool // it holds a byte >= 0x80
 }
 
 // decode returns the string, its escapes decoded.
@@ -394,7 +319,6 @@ func (p *canonParser) scanStr() (scanned, error) {
 	first := p.i + 1
 	i := first
 	var high uint64 // the string's bytes ORed together
-	overhead := 0   // the bytes its escapes add
 	escaped := false
 	for {
 		for i+8 <= len(b) {
@@ -414,7 +338,6 @@ func (p *canonParser) scanStr() (scanned, error) {
 				break
 			}
 			escaped = true
-			overhead++
 			i += 2
 		}
 		for i < len(b) && !isStop(b[i]) {
@@ -428,15 +351,11 @@ func (p *canonParser) scanStr() (scanned, error) {
 		switch c := b[i]; {
 		case c == '"':
 			nonASCII := high&msbs != 0
-			if nonASCII && !ValidUTF8(b[first:i]) {
+			if nonASCII && !utf8.Valid(b[first:i]) {
 				// Name the first byte at fault.
 				for p.i = first; p.i < i; {
-					if b[p.i] < utf8.RuneSelf {
-						p.i++
-						continue
-					}
-					n := utf8Seq(b, p.i)
-					if n == 0 {
+					r, n := utf8.DecodeRune(b[p.i:i])
+					if r == utf8.RuneError && n <= 1 {
 						break
 					}
 					p.i += n
@@ -444,11 +363,10 @@ func (p *canonParser) scanStr() (scanned, error) {
 				return scanned{}, p.fail("invalid UTF-8 in a string")
 			}
 			p.i = i + 1
-			return scanned{start: first, end: i, decoded: i - first - overhead, escaped: escaped, nonASCII: nonASCII}, nil
+			return scanned{start: first, end: i, escaped: escaped}, nil
 		case c == '\\':
 			escaped = true
 			if i+1 < len(b) && shortEscape[b[i+1]] {
-				overhead++
 				i += 2
 				continue
 			}
@@ -457,7 +375,6 @@ func (p *canonParser) scanStr() (scanned, error) {
 			if err != nil {
 				return scanned{}, err
 			}
-			overhead += n - 1
 			i += n
 		default: // a control character
 			p.i = i
@@ -575,12 +492,8 @@ func (p *canonParser) number() (any, error) {
 	return p.numberValue(start, i)
 }
 
-// numberValue returns the number b[start:end] when building, and records
-// it on the tape when there is one.
+// numberValue returns the number b[start:end] when building.
 func (p *canonParser) numberValue(start, end int) (any, error) {
-	if p.tape != nil {
-		p.tape.Scalar(schemas.TapeNumber, start, end)
-	}
 	if !p.build {
 		return nil, nil
 	}

@@ -2,7 +2,6 @@ package evidence
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,51 +32,86 @@ func decodeTree(tree any, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// rec is a value of a parsed record: a tape and the index of the value on
-// it, -1 when absent. The rules below read records through it, so that
-// the verifier checks them without building them, and the writer checks
-// the canonical bytes it is about to write the same way.
+// rec is a value of a parsed record (as canonjson.ParseCanonical returns
+// it: maps, slices, strings, bools, nil and json.Number), with whether it
+// is there at all. The rules below read records through it, the
+// verifier's as it parsed them and the writer's as it parsed the
+// canonical bytes it is about to write.
 type rec struct {
-	t *schemas.Tape
-	i int
+	v  any
+	ok bool // false: absent
 }
 
-// recOf returns the document of a tape.
-func recOf(t *schemas.Tape) rec { return rec{t, 0} }
+// recOf returns a parsed document.
+func recOf(v any) rec { return rec{v, true} }
 
 // at returns the member key of an object (absent when r is not an object).
-func (r rec) at(key string) rec { return rec{r.t, r.t.Member(r.i, key)} }
+func (r rec) at(key string) rec {
+	m, _ := r.v.(map[string]any)
+	v, ok := m[key]
+	return rec{v, ok}
+}
 
 // present reports whether the value is there, and not null.
-func (r rec) present() bool { return r.i >= 0 && r.t.Kind(r.i) != schemas.TapeNull }
+func (r rec) present() bool { return r.ok && r.v != nil }
 
 // str returns the value as a string, "" when it is not one.
-func (r rec) str() string { return r.t.Str(r.i) }
+func (r rec) str() string {
+	s, _ := r.v.(string)
+	return s
+}
 
 // is reports whether the value is the string s.
-func (r rec) is(s string) bool { return r.t.StrIs(r.i, s) }
+func (r rec) is(s string) bool {
+	x, ok := r.v.(string)
+	return ok && x == s
+}
 
 // num returns the value as an integer, -1 when it is not one.
 func (r rec) num() int64 {
-	n, ok := r.t.Int(r.i)
+	n, ok := r.v.(json.Number)
 	if !ok {
 		return -1
 	}
-	return n
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return i
 }
 
 // isTrue reports whether the value is true.
-func (r rec) isTrue() bool { return r.t.Kind(r.i) == schemas.TapeTrue }
+func (r rec) isTrue() bool {
+	b, _ := r.v.(bool)
+	return b
+}
 
-// value returns the value built (maps, slices...), nil when absent.
-func (r rec) value() any { return r.t.Value(r.i) }
+// value returns the value, nil when absent.
+func (r rec) value() any { return r.v }
 
-// parseRec parses canonical bytes into a record on t.
-func parseRec(b []byte, t *schemas.Tape) (rec, error) {
-	if err := canonjson.ParseTape(b, t); err != nil {
-		return rec{t, -1}, err
+// parseRec parses canonical bytes into a record.
+func parseRec(b []byte) (rec, error) {
+	v, err := canonjson.ParseCanonical(b)
+	if err != nil {
+		return rec{}, err
 	}
-	return recOf(t), nil
+	return recOf(v), nil
+}
+
+// shapeArtifact names the record shape of an extracted artifact, which has
+// no kind of its own: browser-observation.schema.json#/$defs/artifact.
+const shapeArtifact = "artifact"
+
+// artifactRef is the schema ref of shapeArtifact.
+const artifactRef = "browser-observation.schema.json#/$defs/artifact"
+
+// validateRec validates a parsed record (or a value of one) as the named
+// record shape: a schemas kind, or shapeArtifact.
+func validateRec(shape string, r rec) error {
+	if shape == shapeArtifact {
+		return schemas.ValidateRef(artifactRef, r.v)
+	}
+	return schemas.ValidateValue(schemas.Kind(shape), r.v)
 }
 
 func member(tree any, key string) any {
@@ -192,7 +226,7 @@ type actionFacts struct{ id string }
 // object of exactly action and result, each valid.
 func validateActionLine(r rec) error {
 	a, res := r.at("action"), r.at("result")
-	if r.t.Kind(r.i) != schemas.TapeObject || r.t.Count(r.i) != 2 || !a.present() || !res.present() {
+	if m, ok := r.v.(map[string]any); !ok || len(m) != 2 || !a.present() || !res.present() {
 		return errors.New(`want an object of exactly "action" and "result"`)
 	}
 	if err := validateRec(string(schemas.KindAction), a); err != nil {
@@ -265,7 +299,7 @@ func checkObservation(r rec, sid string, digest Hash, snap []byte, withSnap bool
 // checkSnapshot: a DOM snapshot is UTF-8 of at most maxDOMSnapshotChars
 // characters (the observation schema's bound on domSnapshot).
 func checkSnapshot(b []byte) error {
-	if !canonjson.ValidUTF8(b) {
+	if !utf8.Valid(b) {
 		return errors.New("DOM snapshot is not valid UTF-8")
 	}
 	if len(b) > maxDOMSnapshotChars {
@@ -298,14 +332,7 @@ func checkArtifact(r rec, images map[string]Hash) error {
 }
 
 // isHash reports whether r is the hash h in lowercase hex.
-func isHash(r rec, h Hash) bool {
-	if r.t.Kind(r.i) != schemas.TapeString {
-		return false
-	}
-	var buf [64]byte
-	hex.Encode(buf[:], h[:])
-	return string(r.t.Raw(r.i)) == string(buf[:]) // hex needs no escape
-}
+func isHash(r rec, h Hash) bool { return r.is(h.String()) }
 
 // checkImageRecord: an image record describes exactly the image stored
 // at file: its uri, the type and dimensions its bytes show, its size and

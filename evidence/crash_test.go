@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/schemas"
 )
 
 // The crash test: a child process (this test binary, re-executed) writes
@@ -37,7 +38,7 @@ func TestCrashChild(t *testing.T) {
 	if root == "" {
 		t.Skip("run by TestCrashKill9")
 	}
-	if _, err := loadShapes(); err != nil { // warm up before "ready"
+	if err := schemas.Check(); err != nil { // warm up before "ready"
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("ready\n")

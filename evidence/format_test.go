@@ -36,7 +36,11 @@ func TestFormatDocument(t *testing.T) {
 	if err := jsonUnmarshal(ledger[1], &e); err != nil {
 		t.Fatal(err)
 	}
-	eh := entryHash(encodeEntry(e, false))
+	unhashed, err := encodeEntry(e, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eh := entryHash(unhashed)
 	var hashes []Hash
 	for _, l := range ledger[:len(ledger)-1] {
 		var x contract.LedgerEntry

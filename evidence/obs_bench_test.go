@@ -43,8 +43,7 @@ func catalogueObservation() contract.Observation {
 
 // BenchmarkObservation measures what recording an observation costs the
 // writer in CPU on the catalogue page: prepare is the encoding, masking,
-// validation and checks of the record (general: the path every other
-// record takes; fast: the observation's own), and record is all of
+// validation and checks of the record, and record is all of
 // Writer.Observation with a 200 KiB snapshot (also the snapshot's digest
 // and checks, and both files).
 func BenchmarkObservation(b *testing.B) {
@@ -59,26 +58,11 @@ func BenchmarkObservation(b *testing.B) {
 		name string
 		m    *masker
 	}{{"no-secrets", plain}, {"secrets", withSecrets}} {
-		b.Run("prepare/general/"+m.name, func(b *testing.B) {
+		b.Run("prepare/"+m.name, func(b *testing.B) {
 			b.ReportAllocs()
 			defer reportCPU(b)()
 			for i := 0; i < b.N; i++ {
 				canon, r, _, err := prepareRecord(string(schemas.KindObservation), obs, m.m)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := checkObservation(r, testSession, digest, nil, false); err != nil {
-					b.Fatal(err)
-				}
-				b.SetBytes(int64(len(canon)))
-			}
-		})
-		b.Run("prepare/fast/"+m.name, func(b *testing.B) {
-			b.ReportAllocs()
-			defer reportCPU(b)()
-			var sc obsScratch // as the writer reuses it
-			for i := 0; i < b.N; i++ {
-				canon, r, _, err := prepareObservation(obs, m.m, &sc)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -121,50 +105,6 @@ func reportCPU(b *testing.B) func() {
 	return func() {
 		b.ReportMetric(float64(cpuTime()-c0)/1e6/float64(b.N), "cpu-ms/op")
 	}
-}
-
-// BenchmarkObservationStages splits the observation's fast path: writing
-// the canonical bytes, parsing them on a tape, validating the tape.
-func BenchmarkObservationStages(b *testing.B) {
-	obs := catalogueObservation()
-	obs.DOMSnapshot = ""
-	m, err := newMasker(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	canon, _, err := canonicalObservation(&obs, m, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var t schemas.Tape
-	b.Run("encode", func(b *testing.B) {
-		defer reportCPU(b)()
-		for i := 0; i < b.N; i++ {
-			if _, _, err := canonicalObservation(&obs, m, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("parse", func(b *testing.B) {
-		defer reportCPU(b)()
-		for i := 0; i < b.N; i++ {
-			if _, err := parseRec(canon, &t); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	r, err := parseRec(canon, &t)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("validate", func(b *testing.B) {
-		defer reportCPU(b)()
-		for i := 0; i < b.N; i++ {
-			if err := validateRec(string(schemas.KindObservation), r); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 // benchMaskers returns the two masker setups of the writer's benchmarks:

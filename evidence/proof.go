@@ -219,10 +219,14 @@ func VerifyProof(p *Proof, pub ed25519.PublicKey) (*ProofReport, error) {
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	if err := validateShape(string(schemas.KindLedgerEntry), tree); err != nil {
+	if err := schemas.ValidateValue(schemas.KindLedgerEntry, tree); err != nil {
 		return nil, fail("entry: %v", err)
 	}
-	eh := entryHash(encodeEntry(p.Entry, false))
+	unhashed, err := encodeEntry(p.Entry, false)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	eh := entryHash(unhashed)
 	if eh.String() != p.Entry.EntryHash {
 		return nil, fail("entryHash %s, recomputed %s", p.Entry.EntryHash, eh)
 	}
@@ -235,7 +239,7 @@ func VerifyProof(p *Proof, pub ed25519.PublicKey) (*ProofReport, error) {
 	if err != nil {
 		return nil, fail("manifest: %v", err)
 	}
-	if err := validateShape(string(schemas.KindManifest), mt); err != nil {
+	if err := schemas.ValidateValue(schemas.KindManifest, mt); err != nil {
 		return nil, fail("manifest: %v", err)
 	}
 	seal := member(mt, "seal")

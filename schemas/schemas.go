@@ -8,17 +8,17 @@ package schemas
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/aegis-run/aegis/internal/strictjson"
 )
 
 //go:embed *.schema.json
@@ -29,7 +29,7 @@ const BaseURL = "https://github.com/aegis-run/aegis/schemas/"
 
 // MaxDocumentBytes bounds a document handed to Validate. Chrome's own cap
 // on a native message is 64 MiB; nothing aegis accepts is larger.
-const MaxDocumentBytes = 64 << 20
+const MaxDocumentBytes = strictjson.MaxDocumentBytes
 
 // MaxDepth bounds the nesting of a document, so that a hostile document
 // cannot exhaust the stack of a recursive walker.
@@ -143,24 +143,22 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// SyntaxError reports a document that is not a single well-formed JSON value.
-type SyntaxError struct {
-	// Offset is the byte offset at which the problem was found.
-	Offset int64
-	Msg    string
-}
-
-func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("malformed JSON at byte offset %d: %s", e.Offset, e.Msg)
-}
+// SyntaxError reports a document that is not a single well-formed JSON
+// value: where (Offset) and what (Msg). Parse, Validate and canonjson's
+// Transform return it, from the one strict reader they share.
+type SyntaxError = strictjson.SyntaxError
 
 // ErrTooLarge is returned for documents over MaxDocumentBytes.
-var ErrTooLarge = fmt.Errorf("document larger than %d bytes", MaxDocumentBytes)
+var ErrTooLarge = strictjson.ErrTooLarge
 
 var (
 	compileOnce sync.Once
 	compiled    map[Kind]*jsonschema.Schema
 	compileErr  error
+
+	refsMu   sync.Mutex                        // guards refs and compiler after compileOnce
+	refs     = map[string]*jsonschema.Schema{} // compiled by ref (ValidateRef)
+	compiler *jsonschema.Compiler              // the compiler of compileAll, reused by ValidateRef
 )
 
 // NewCompiler returns a compiler that knows every embedded schema under its
@@ -205,50 +203,98 @@ func compileAll() (map[Kind]*jsonschema.Schema, error) {
 			}
 			m[k] = s
 		}
-		compiled = m
+		compiled, compiler = m, c
 	})
 	return compiled, compileErr
 }
 
-// Check compiles every schema, with the general validator and into each
-// kind's Validator, and reports the first error. Validate compiles what it
-// needs implicitly; callers may call Check at start-up to fail early.
+// Check compiles every schema and reports the first error. Validate
+// compiles what it needs implicitly; callers may call Check at start-up to
+// fail early.
 func Check() error {
-	if _, err := compileAll(); err != nil {
-		return err
-	}
-	for _, k := range Kinds() {
-		if _, err := ValidatorFor(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := compileAll()
+	return err
 }
 
-// Validate checks that doc is one well-formed JSON value, with no duplicate
-// object keys and no nesting deeper than MaxDepth, that is valid under the
-// kind's schema. It returns nil, a *SyntaxError, a *ValidationError,
-// ErrTooLarge, or an error for an unknown kind. It uses the kind's compiled
-// Validator (see ValidatorFor).
+// Validate checks that doc is one well-formed JSON value, as Parse reads
+// it, that is valid under the kind's schema. It returns nil, a
+// *SyntaxError, a *ValidationError, ErrTooLarge, or an error for an unknown
+// kind.
 func Validate(kind Kind, doc []byte) error {
-	v, err := ValidatorFor(kind)
+	if _, ok := kindRefs[kind]; !ok {
+		_, err := ParseKind(string(kind))
+		return err
+	}
+	v, err := Parse(doc)
 	if err != nil {
 		return err
 	}
-	return v.Validate(doc)
+	return ValidateValue(kind, v)
 }
 
 // ValidateValue validates an already-parsed value (as produced by Parse:
-// numbers as json.Number) against the kind's schema, with the kind's
-// compiled Validator. Should the validator itself panic on some input, the
+// numbers as json.Number) against the kind's schema. It returns nil, a
+// *ValidationError, or an error for an unknown kind or a schema that does
+// not compile. Should the validator itself panic on some input, the
 // document is reported invalid, never accepted: the panic becomes an
 // error.
 func ValidateValue(kind Kind, v any) error {
-	val, err := ValidatorFor(kind)
+	if _, ok := kindRefs[kind]; !ok {
+		_, err := ParseKind(string(kind))
+		return err
+	}
+	m, err := compileAll()
 	if err != nil {
 		return err
 	}
-	return val.ValidateValue(v)
+	return validate(kind, m[kind], v)
+}
+
+// ValidateRef validates an already-parsed value against the schema at
+// ref, relative to BaseURL with an optional JSON pointer fragment, such as
+// "browser-observation.schema.json#/$defs/artifact": a shape that has no
+// kind of its own. Errors are those of ValidateValue; a *ValidationError
+// names the shape by the last segment of the pointer ("artifact"), or by
+// the file name without ".schema.json". Each ref is compiled once.
+func ValidateRef(ref string, v any) (err error) {
+	file, frag, _ := strings.Cut(ref, "#")
+	name := strings.TrimSuffix(file, ".schema.json")
+	if frag != "" {
+		name = frag[strings.LastIndex(frag, "/")+1:]
+	}
+	if _, err := compileAll(); err != nil {
+		return err
+	}
+	refsMu.Lock()
+	s, ok := refs[ref]
+	if !ok {
+		if s, err = compiler.Compile(BaseURL + ref); err == nil {
+			refs[ref] = s
+		}
+	}
+	refsMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("schemas: compile %s: %w", ref, err)
+	}
+	return validate(Kind(name), s, v)
+}
+
+// validate runs a compiled schema on a parsed value, its failures as a
+// *ValidationError of the kind and a panic as an error.
+func validate(kind Kind, s *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("schemas: validate %s: validator failed: %v", kind, r)
+		}
+	}()
+	if err := s.Validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return &ValidationError{Kind: kind, Problems: problems(ve)}
+		}
+		return fmt.Errorf("schemas: validate %s: %w", kind, err)
+	}
+	return nil
 }
 
 // problems flattens a validation error tree into its leaves, sorted by
@@ -277,172 +323,9 @@ func problems(ve *jsonschema.ValidationError) []Problem {
 
 // Parse decodes doc as exactly one JSON value with numbers as json.Number,
 // refusing duplicate object keys, nesting deeper than MaxDepth, documents
-// over MaxDocumentBytes and trailing data. Errors are *SyntaxError or
-// ErrTooLarge.
+// over MaxDocumentBytes, trailing data, and numbers too long or with an
+// exponent too large for the validator to hold exactly. Errors are
+// *SyntaxError or ErrTooLarge.
 func Parse(doc []byte) (any, error) {
-	return ParseDepth(doc, MaxDepth)
-}
-
-// MaxParseDepth is the deepest nesting ParseDepth accepts a bound of: far
-// below what exhausts a goroutine's stack.
-const MaxParseDepth = 10000
-
-// ParseDepth is Parse with nesting bounded at maxDepth levels instead of
-// MaxDepth, for documents whose depth a trusted producer already bounds
-// (the observer's DOM snapshot nests two levels per element, to its own
-// limit). maxDepth is clamped to 1..MaxParseDepth.
-func ParseDepth(doc []byte, maxDepth int) (any, error) {
-	maxDepth = min(max(maxDepth, 1), MaxParseDepth)
-	if len(doc) > MaxDocumentBytes {
-		return nil, ErrTooLarge
-	}
-	if v, ok := scanParse(doc, maxDepth); ok {
-		return v, nil
-	}
-	return parseTokens(doc, maxDepth)
-}
-
-// parseTokens is Parse by encoding/json's tokenizer: the reference that
-// scanParse is held to, and the source of every syntax error's account.
-func parseTokens(doc []byte, maxDepth int) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	p := &parser{d: d, doc: doc, maxDepth: maxDepth}
-	v, err := p.value(0)
-	if err != nil {
-		return nil, err
-	}
-	off := p.tokenStart()
-	if _, err := d.Token(); err != io.EOF {
-		return nil, &SyntaxError{Offset: off, Msg: "unexpected data after the JSON value"}
-	}
-	return v, nil
-}
-
-// parser walks a document token by token so that it can refuse what
-// encoding/json accepts silently (duplicate keys, unbounded nesting).
-type parser struct {
-	d        *json.Decoder
-	doc      []byte
-	maxDepth int
-}
-
-// tokenStart returns the offset of the next token: the decoder's offset
-// points at the end of the previous one, before any separator.
-func (p *parser) tokenStart() int64 {
-	i := p.d.InputOffset()
-	skipSpace := func() {
-		for i < int64(len(p.doc)) && (p.doc[i] == ' ' || p.doc[i] == '\t' || p.doc[i] == '\n' || p.doc[i] == '\r') {
-			i++
-		}
-	}
-	skipSpace()
-	if i < int64(len(p.doc)) && (p.doc[i] == ',' || p.doc[i] == ':') {
-		i++
-		skipSpace()
-	}
-	return i
-}
-
-func (p *parser) value(depth int) (any, error) {
-	d := p.d
-	off := p.tokenStart()
-	tok, err := d.Token()
-	if err != nil {
-		return nil, syntaxError(err, off)
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if depth >= p.maxDepth {
-			return nil, &SyntaxError{Offset: off, Msg: fmt.Sprintf("nesting deeper than %d levels", p.maxDepth)}
-		}
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			for d.More() {
-				koff := p.tokenStart()
-				kt, err := d.Token()
-				if err != nil {
-					return nil, syntaxError(err, koff)
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, &SyntaxError{Offset: koff, Msg: "object key is not a string"}
-				}
-				if _, dup := obj[key]; dup {
-					return nil, &SyntaxError{Offset: koff, Msg: "duplicate object key " + strconv.Quote(key)}
-				}
-				v, err := p.value(depth + 1)
-				if err != nil {
-					return nil, err
-				}
-				obj[key] = v
-			}
-			if _, err := d.Token(); err != nil {
-				return nil, syntaxError(err, d.InputOffset())
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for d.More() {
-				v, err := p.value(depth + 1)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := d.Token(); err != nil {
-				return nil, syntaxError(err, d.InputOffset())
-			}
-			return arr, nil
-		default:
-			return nil, &SyntaxError{Offset: off, Msg: "unexpected " + string(t)}
-		}
-	case json.Number:
-		if msg := checkNumber(string(t)); msg != "" {
-			return nil, &SyntaxError{Offset: off, Msg: msg}
-		}
-		return t, nil
-	default:
-		return t, nil
-	}
-}
-
-// MaxNumberLen bounds the text of one number, and MaxNumberExponent the
-// magnitude of its exponent. JSON writers never come near either
-// (JavaScript writes at most 17 significant digits and exponents up to
-// 308), while the validator turns numbers into exact rationals (math/big):
-// past an exponent of about a million that fails and jsonschema/v5 then
-// dereferences a nil *big.Rat (a panic), and long digit strings cost it
-// time that grows faster than their length.
-const (
-	MaxNumberLen      = 100
-	MaxNumberExponent = 999
-)
-
-// checkNumber says what is wrong with a number token, or "" if nothing.
-func checkNumber(s string) string {
-	if len(s) > MaxNumberLen {
-		return fmt.Sprintf("number longer than %d characters", MaxNumberLen)
-	}
-	_, exp, ok := strings.Cut(strings.ToLower(s), "e")
-	if !ok {
-		return ""
-	}
-	digits := strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
-	if n, err := strconv.Atoi(digits); len(digits) > 4 || err == nil && n > MaxNumberExponent {
-		return fmt.Sprintf("number exponent beyond ±%d", MaxNumberExponent)
-	}
-	return ""
-}
-
-func syntaxError(err error, off int64) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return &SyntaxError{Offset: se.Offset, Msg: se.Error()}
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &SyntaxError{Offset: off, Msg: "unexpected end of input"}
-	}
-	return &SyntaxError{Offset: off, Msg: err.Error()}
+	return strictjson.Parse(doc, MaxDepth)
 }

@@ -1,0 +1,160 @@
+package evidence
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aegis-run/aegis/canonjson"
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/schemas"
+)
+
+// What the records say, checked against the records before them: the
+// session, decisions before actions, the order of snapshots and
+// observations, images and their records, the manifests.
+
+// record checks what a well-formed record says against the records before
+// it, by kind.
+func (v *verifier) record(p *prepared) error {
+	e, r := p.e, p.rec
+	bad := func(check string, err error) error { return fault(e.File, e.Line, e.Index, check, err) }
+	v.next, v.nextKind = "", ""
+	switch e.Kind {
+	case contract.LedgerImage:
+		v.images[e.File] = p.digest
+		v.next, v.nextKind = artifactFile(artifactID(e.File)), contract.LedgerImageArtifact
+	case contract.LedgerDOMSnapshot:
+		_, v.next = domFiles(stepOf(e.File))
+		v.nextKind = contract.LedgerObservation
+	case contract.LedgerManifestStart:
+		if err := checkStartManifest(r); err != nil {
+			return bad("manifest", err)
+		}
+		v.sid = r.at("sessionId").str()
+		v.report.SessionID = v.sid
+		canon, err := canonjson.EncodeValue(r.value())
+		if err != nil {
+			return bad("manifest", err)
+		}
+		v.startCanon, v.startTree = canon, r.value()
+	case contract.LedgerPlan:
+		if want := planFile(v.plans + 1); e.File != want {
+			return bad("order", fmt.Errorf("plan revision %d must be %s", v.plans+1, want))
+		}
+		v.plans++
+	case contract.LedgerDecision:
+		d := decisionOf(r)
+		if err := d.check(v.sid, v.consumed); err != nil {
+			return bad("decision", err)
+		}
+		d.apply(v.allow, v.consumed)
+		v.counts.Decisions++
+	case contract.LedgerAction:
+		facts, err := checkActionLine(r, v.sid)
+		if err != nil {
+			return bad("schema", err)
+		}
+		if !v.allow[facts.id] {
+			return bad("authorization", fmt.Errorf("action %q executed without an allow decision before it", facts.id))
+		}
+		delete(v.allow, facts.id)
+		v.counts.Actions++
+	case contract.LedgerEvent:
+		if err := checkEvent(r, v.sid); err != nil {
+			return bad("event", err)
+		}
+		v.counts.Events++
+	case contract.LedgerModelCall:
+		if err := checkModelCall(r, v.sid); err != nil {
+			return bad("model call", err)
+		}
+		v.counts.ModelCalls++
+	case contract.LedgerObservation:
+		if html, _ := domFiles(stepOf(e.File)); v.lastKind != contract.LedgerDOMSnapshot || !v.used[html] {
+			return bad("order", fmt.Errorf("not recorded right after its snapshot %s", html))
+		}
+		if err := checkObservation(r, v.sid, v.prevDigest, nil, false); err != nil {
+			return bad("observation", err)
+		}
+		v.counts.Observations++
+	case contract.LedgerArtifact:
+		if id := r.at("id").str(); artifactFile(id) != e.File {
+			return bad("artifact", fmt.Errorf("id %q does not match the file name", id))
+		}
+		if err := checkArtifact(r, v.images); err != nil {
+			return bad("artifact", err)
+		}
+		v.counts.Artifacts++
+	case contract.LedgerImageArtifact:
+		if v.lastKind != contract.LedgerImage {
+			return bad("order", errors.New("an image record follows its image"))
+		}
+		img := strings.TrimSuffix(e.File, ".json") + imageExt[v.prevImg.mime]
+		if err := checkImageRecord(r, img, v.prevSize, v.prevImg, v.prevDigest); err != nil {
+			return bad("image record", err)
+		}
+		v.counts.Artifacts++
+	case contract.LedgerManifestEnd:
+		tree := r.value()
+		if err := v.checkEndManifest(tree); err != nil {
+			return bad("manifest", err)
+		}
+		v.endTree = tree
+	}
+	return nil
+}
+
+// stepOf returns the step of dom/{step}.ext.
+func stepOf(file string) int {
+	m := reDOM.FindStringSubmatch(file)
+	n := 0
+	for _, c := range m[1] {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// checkEndManifest: the manifest as the session ended is the manifest as
+// it started but for its status, endedAt, counts (which must be the
+// records counted) and signer.
+func (v *verifier) checkEndManifest(tree any) error {
+	end, _ := tree.(map[string]any)
+	start, _ := v.startTree.(map[string]any)
+	if s := strMember(end, "status"); s == string(contract.SessionRunning) {
+		return errors.New("status running in the manifest-end record")
+	}
+	if end["seal"] != nil {
+		return errors.New("seal in the manifest-end record")
+	}
+	keys := map[string]bool{}
+	for k := range end {
+		keys[k] = true
+	}
+	for k := range start {
+		keys[k] = true
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		switch k {
+		case "status", "endedAt", "counts", "signer":
+			continue
+		}
+		if !schemas.Equal(end[k], start[k]) {
+			return fmt.Errorf("%s differs from the manifest as the session started", k)
+		}
+	}
+	var counts contract.Counts
+	if err := decodeTree(end["counts"], &counts); err != nil {
+		return err
+	}
+	if counts != v.counts {
+		return fmt.Errorf("counts %+v, but the bundle holds %+v", counts, v.counts)
+	}
+	return nil
+}

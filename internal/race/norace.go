@@ -1,6 +1,0 @@
-//go:build !race
-
-package race
-
-// Enabled is false: this binary was built without -race.
-const Enabled = false
