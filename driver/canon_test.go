@@ -137,8 +137,7 @@ func TestUnpack(t *testing.T) {
 		if !errors.Is(err, ErrInternal) {
 			t.Errorf("%s: error %v, want internal", name, err)
 		}
-		// The decompressor goes back to the pool after a failure too:
-		// the next page must not inherit anything from it.
+		// A failure leaves nothing behind for the next page.
 		if got, err := unpack(deflate(page)); err != nil || !bytes.Equal(got, page) {
 			t.Errorf("packed page after %s: %q, %v", name, got, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/aegis-run/aegis/contract"
 )
@@ -31,8 +30,8 @@ func unpack(data []byte) ([]byte, error) {
 	var out bytes.Buffer
 	// Observations compress about tenfold.
 	out.Grow(min(16*n, MaxPagePayload+1))
-	r := inflater(bytes.NewReader(z[:n]))
-	defer inflaters.Put(r)
+	r := flate.NewReader(bytes.NewReader(z[:n]))
+	defer r.Close()
 	if _, err := io.Copy(&out, io.LimitReader(r, MaxPagePayload+1)); err != nil {
 		return nil, newErr(contract.CodeInternal, "", "observer returned a packed answer that does not inflate", err)
 	}
@@ -40,20 +39,4 @@ func unpack(data []byte) ([]byte, error) {
 		return nil, newErr(contract.CodeInternal, "", fmt.Sprintf("observer returned more than %d bytes", MaxPagePayload), nil)
 	}
 	return out.Bytes(), nil
-}
-
-// inflaters holds decompressors for reuse: each holds a 32 KB window
-// and its tables, about 40 KB that every observation would otherwise
-// allocate anew.
-var inflaters sync.Pool
-
-// inflater returns a decompressor reading src, from the pool if it has
-// one. Put it back in inflaters when done.
-func inflater(src io.Reader) io.ReadCloser {
-	if r, ok := inflaters.Get().(io.ReadCloser); ok {
-		if err := r.(flate.Resetter).Reset(src, nil); err == nil {
-			return r
-		}
-	}
-	return flate.NewReader(src)
 }

@@ -218,67 +218,29 @@ func (v *verifier) readJSONL(file string) error {
 	return nil
 }
 
-// The free list of the buffers records are read into: bounded, so that
-// what verify keeps between runs is bounded too (at most maxFreeBufs
-// buffers of at most maxKeptBuf bytes), and unlike a sync.Pool not emptied
-// by every garbage collection.
-const (
-	maxFreeBufs = 16
-	maxKeptBuf  = 1 << 20
-	minBufCap   = 256 << 10
-)
-
-var freeBufs = make(chan *[]byte, maxFreeBufs)
-
-// getBuf returns a buffer of capacity at least n from the free list, or a
-// new one.
-func getBuf(n int) *[]byte {
-	select {
-	case bp := <-freeBufs:
-		if cap(*bp) >= n {
-			return bp
-		}
-	default:
-	}
-	b := make([]byte, 0, max(n, minBufCap))
-	return &b
-}
-
-// putBuf hands a buffer back, unless it is large or the list full.
-func putBuf(bp *[]byte) {
-	if cap(*bp) > maxKeptBuf {
-		return
-	}
-	select {
-	case freeBufs <- bp:
-	default:
-	}
-}
-
-// readBuf reads a whole file into a buffer from the free list, which the
-// caller hands back (putBuf) when done with the bytes.
-func (v *verifier) readBuf(file string) ([]byte, *[]byte, error) {
+// readRecord reads a whole record file, of the size it was listed with:
+// one larger than any record is refused unread, and one whose size
+// changed since it was listed is an error.
+func (v *verifier) readRecord(file string) ([]byte, error) {
 	f, err := v.fsys.Open(file)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
 	size := v.files[file] // as listed: a file that changed since fails below
 	if size > schemas.MaxDocumentBytes && size > contract.MaxImageBytes {
-		return nil, nil, fmt.Errorf("%d bytes: larger than any record", size)
+		return nil, fmt.Errorf("%d bytes: larger than any record", size)
 	}
-	bp := getBuf(int(size) + 1)
-	b := (*bp)[:size+1]
+	b := make([]byte, size+1)
 	n, err := io.ReadFull(f, b)
 	if err == io.EOF && size == 0 {
 		err = io.ErrUnexpectedEOF
 	}
 	if err != io.ErrUnexpectedEOF || int64(n) != size {
-		putBuf(bp)
 		if err == nil || err == io.ErrUnexpectedEOF || err == io.EOF {
 			err = errors.New("the file changed while verified")
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	return b[:n], bp, nil
+	return b[:n], nil
 }

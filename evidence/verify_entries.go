@@ -35,16 +35,6 @@ type prepared struct {
 	digest      Hash
 	rec         rec // a JSON record, parsed
 	img         imageInfo
-	buf         *[]byte // the buffer the record was read into, until parsed
-}
-
-// release hands the buffer the record was read into back to the free
-// list.
-func (p *prepared) release() {
-	if p.buf != nil {
-		putBuf(p.buf)
-		p.buf = nil
-	}
 }
 
 // entries verifies the ledger's complete lines in order. The work that
@@ -86,9 +76,7 @@ func (v *verifier) entries(lines [][]byte) error {
 			return v.ctx.Err()
 		}
 		<-window
-		err := v.check(i, p)
-		p.release()
-		if err != nil {
+		if err := v.check(i, p); err != nil {
 			return err
 		}
 		v.progress(int64(p.size)) // the ledger and JSON Lines files were counted when read
@@ -142,25 +130,22 @@ func (v *verifier) prepare(i int, line []byte) *prepared {
 			p.contentErr = fault(e.File, 0, i, "missing", errors.New("the file the ledger records is not there"))
 			return p
 		}
-		b, buf, err := v.readBuf(e.File)
+		b, err := v.readRecord(e.File)
 		if err != nil {
 			p.contentErr = fault(e.File, 0, i, "unreadable", err)
 			return p
 		}
-		p.buf = buf
 		p.size = len(b)
 		content = b
 		if e.Kind != contract.LedgerImage && e.Kind != contract.LedgerDOMSnapshot {
 			if content, err = jsonFile(e.File, b, i); err != nil {
 				p.contentErr = err
-				p.release()
 				return p
 			}
 		}
 	}
 	p.digest = sha256.Sum256(content)
 	p.recErr = v.form(p, content)
-	p.release() // the parsed record holds copies: nothing refers to the bytes any more
 	return p
 }
 
