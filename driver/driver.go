@@ -8,7 +8,7 @@
 // the aegis extension that the caller hands it.
 //
 // Both drivers see pages through the same JavaScript observer
-// (extension/observer.js). See README.md for the selector syntax, the
+// (extension/observer/, joined into one script). See README.md for the selector syntax, the
 // observation's limits and what is dropped first.
 package driver
 

@@ -23,7 +23,7 @@ import (
 // extension. Every call goes over an ExtensionPort (the native messaging
 // port between the aegis host and the extension's service worker, see
 // nativehost/PROTOCOL.md) to the service worker, which runs the shared
-// observer (extension/observer.js) and the action executor
+// observer (extension/observer/, joined into one script) and the action executor
 // (extension/executor.js) in the tab as content scripts, in an isolated
 // world. Selectors, observations, masking and errors are those of the
 // Playwright driver: the same observer computes them and the same Go code
