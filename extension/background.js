@@ -49,7 +49,7 @@ const navs = new Map();
 function navOf(tabId) {
   let n = navs.get(tabId);
   if (!n) {
-    n = { commits: 0, loads: 0, errors: 0, aborts: 0, error: '', loading: false, removed: false, waiters: new Set() };
+    n = { commits: 0, loads: 0, errors: 0, aborts: 0, abortedURL: '', error: '', loading: false, removed: false, waiters: new Set() };
     navs.set(tabId, n);
   }
   return n;
@@ -79,6 +79,7 @@ chrome.webNavigation.onErrorOccurred.addListener((d) => {
   n.loading = false;
   if (d.error === 'net::ERR_ABORTED') {
     n.aborts++;
+    n.abortedURL = String(d.url || '');
   } else {
     n.errors++;
     n.error = String(d.error || 'navigation failed');
@@ -311,6 +312,16 @@ async function inTab(tabId, fn, args, origins) {
   throw new ProtoError(CODE.ScriptFailed, 'the content script cannot be installed in this page');
 }
 
+// sameURL reports whether a and b are the same URL once parsed (the
+// browser reports the URL it navigated, normalized).
+function sameURL(a, b) {
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch (e) {
+    return a === b;
+  }
+}
+
 function boundMs(v, def, max) {
   return Number.isFinite(v) && v > 0 ? Math.min(v, max) : def;
 }
@@ -333,10 +344,18 @@ async function tabNavigate(h, p) {
   }
   await waitNav(p.tabId, (x) => x.commits > commits || x.errors > errors || x.aborts > aborts || x.removed, deadline - Date.now());
   if (n.aborts > aborts && n.commits === commits && n.errors === errors && !n.removed) {
-    // Aborted: by this navigation replacing an earlier one (whose abort
-    // this is), or by another navigation replacing this one. Either way a
-    // commit follows soon, or this navigation is over.
-    await waitNav(p.tabId, (x) => x.commits > commits || x.errors > errors || x.removed, Math.min(2000, deadline - Date.now()));
+    // An abort: of an earlier navigation, which this one replaced (this
+    // one's commit is still to come, however busy the browser is: wait for
+    // it, or for this one's own abort, until the deadline), or of this one
+    // (replaced by another navigation, whose commit follows soon, or over
+    // without a page: a download, a 204).
+    const mine = (x) => x.aborts > aborts && sameURL(x.abortedURL, p.url);
+    if (!mine(n)) {
+      await waitNav(p.tabId, (x) => x.commits > commits || x.errors > errors || x.removed || mine(x), deadline - Date.now());
+    }
+    if (mine(n) && n.commits === commits && n.errors === errors && !n.removed) {
+      await waitNav(p.tabId, (x) => x.commits > commits || x.errors > errors || x.removed, Math.min(2000, deadline - Date.now()));
+    }
     if (n.commits === commits && n.errors === errors && !n.removed && Date.now() < deadline) {
       throw new ProtoError(CODE.NavigationFailed, 'the navigation was aborted');
     }
