@@ -79,6 +79,7 @@ func elementMap(e *contract.Element) map[string]any {
 type sessionFacts struct {
 	origins      []any          // normalized allowed origins, for messages
 	originKeys   map[string]any // allowlist keys (see originKey)
+	starts       map[string]any // the addresses of the task's start URLs
 	configErrors []any          // unusable entries of the session's lists
 	blocked      []any          // normalized blocked domains
 	selectors    []any          // normalized sensitive selectors
@@ -93,6 +94,7 @@ func newSessionFacts(req *Request) *sessionFacts {
 	sf := &sessionFacts{
 		origins:      []any{},
 		originKeys:   map[string]any{},
+		starts:       map[string]any{},
 		configErrors: []any{},
 		blocked:      []any{},
 		selectors:    []any{},
@@ -111,6 +113,11 @@ func newSessionFacts(req *Request) *sessionFacts {
 		}
 		sf.origins = append(sf.origins, o.Origin)
 		sf.originKeys[originKey(o)] = o.Origin
+		// An entry written as a URL is one of the task's start URLs,
+		// given by the person: its name does not make it high risk.
+		if f := NormalizeURL(raw); f.Valid && f.Address != "" {
+			sf.starts[f.Address] = truncate(raw, MaxURLLength)
+		}
 	}
 	rawBlocked := make([]any, 0, len(req.Policy.BlockedDomains))
 	for _, raw := range req.Policy.BlockedDomains {
@@ -176,6 +183,7 @@ func buildInput(req *Request, now time.Time, action, target map[string]any) map[
 		"has_target":            target != nil,
 		"allowed_origins":       sf.origins,
 		"allowed_origin_keys":   sf.originKeys,
+		"start_addresses":       sf.starts,
 		"config_errors":         sf.configErrors,
 		"blocked_domains":       sf.blocked,
 		"sensitive_selectors":   sf.selectors,

@@ -45,10 +45,22 @@ type URLFacts struct {
 	Userinfo bool `json:"userinfo"`
 	// IP is "ipv4" or "ipv6" when the host is an IP literal, else "".
 	IP string `json:"ip"`
-	// PathWords is the path and query split into lowercase words, padded
-	// with spaces (" account delete "), for the high-risk URL patterns.
-	PathWords string `json:"path_words"`
+	// Address is the URL without its fragment, as a start URL is compared:
+	// the Origin, then the path and query as written ("/" when the path is
+	// empty). Only http(s) URLs have one.
+	Address string `json:"address"`
+	// PathWords is the path and query split into lowercase words (see
+	// Words: split on every character that is not a letter or digit, and
+	// between a lower- and an uppercase letter), for the high-risk URL
+	// patterns: "/account/deleteAccount?confirm=1" is account, delete,
+	// account, confirm, 1. The fragment is not in it: it never reaches the
+	// server.
+	PathWords []string `json:"path_words"`
 }
+
+// MaxURLPatternWords is the most words a high-risk URL pattern may have:
+// PathTerms lists the runs of consecutive path words up to this length.
+const MaxURLPatternWords = 3
 
 var defaultPorts = map[string]int{"http": 80, "https": 443}
 
@@ -144,16 +156,35 @@ func (f *URLFacts) parse(raw string) error {
 	if f.Port != defaultPorts[scheme] {
 		f.Origin += ":" + strconv.Itoa(f.Port)
 	}
-	// The path and query as words, for the high-risk URL patterns. The
-	// fragment never reaches the server and is ignored.
+	// The path and query as written, and as words for the high-risk URL
+	// patterns. The fragment never reaches the server and is ignored.
 	if i := strings.IndexByte(tail, '#'); i >= 0 {
 		tail = tail[:i]
+	}
+	f.Address = f.Origin + tail
+	if tail == "" || tail[0] == '?' {
+		f.Address = f.Origin + "/" + tail
 	}
 	if dec, err := url.PathUnescape(tail); err == nil {
 		tail = dec
 	}
-	f.PathWords = Words(tail)
+	f.PathWords = strings.Fields(Words(tail))
 	return nil
+}
+
+// PathTerms is the set the high-risk URL patterns are looked up in: every
+// run of 1 to MaxURLPatternWords consecutive path words, joined by single
+// spaces. "/account/log-out" gives account, log, out, "account log", "log
+// out" and "account log out": the pattern "log out" matches it, "pay"
+// matches "/pay-now" and "/api/pay" but not "/display" or "/repayment".
+func PathTerms(words []string) map[string]any {
+	terms := make(map[string]any, len(words)*MaxURLPatternWords)
+	for i := range words {
+		for n := 1; n <= MaxURLPatternWords && i+n <= len(words); n++ {
+			terms[strings.Join(words[i:i+n], " ")] = true
+		}
+	}
+	return terms
 }
 
 // cutScheme splits "scheme:rest" when raw starts with a valid scheme (RFC
@@ -426,7 +457,7 @@ func urlFactsMap(f URLFacts) map[string]any {
 	return map[string]any{
 		"raw": truncate(f.Raw, MaxURLLength), "valid": f.Valid, "error": f.Error,
 		"scheme": truncate(f.Scheme, 64), "host": f.Host, "port": f.Port, "origin": f.Origin,
-		"userinfo": f.Userinfo, "ip": f.IP, "path_tails": Tails(f.PathWords),
+		"userinfo": f.Userinfo, "ip": f.IP, "address": f.Address, "path_terms": PathTerms(f.PathWords),
 		"origin_keys": originKeys(f), "host_suffixes": hostSuffixes(f),
 	}
 }

@@ -1,10 +1,13 @@
 package gate
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/aegis-run/aegis/contract"
 )
 
 func TestNormalizeURL(t *testing.T) {
@@ -114,15 +117,104 @@ func TestNormalizeURL(t *testing.T) {
 }
 
 func TestURLPathWords(t *testing.T) {
-	for raw, want := range map[string]string{
-		"https://shop.example/account/deleteAccount?confirm=1#top": " account delete account confirm 1 ",
-		"https://shop.example/%63heckout":                          " checkout ",
-		"https://shop.example":                                     " ",
+	for _, tc := range []struct {
+		raw  string
+		want []string
+	}{
+		{"https://shop.example/account/deleteAccount?confirm=1#top", []string{"account", "delete", "account", "confirm", "1"}},
+		{"https://shop.example/%63heckout", []string{"checkout"}},
+		{"https://shop.example/PAY-now_Later.html", []string{"pay", "now", "later", "html"}},
+		{"https://shop.example/display/repayment-faq", []string{"display", "repayment", "faq"}},
+		{"https://shop.example", nil},
+		{"https://shop.example/#/pay", nil},
+		{"javascript:pay()", nil},
 	} {
-		if got := NormalizeURL(raw).PathWords; got != want {
-			t.Errorf("%s: path words %q, want %q", raw, got, want)
+		if got := NormalizeURL(tc.raw).PathWords; !slices.Equal(got, tc.want) {
+			t.Errorf("%s: path words %q, want %q", tc.raw, got, tc.want)
 		}
 	}
+}
+
+func TestURLAddress(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"https://shop.example/checkout", "https://shop.example/checkout"},
+		{"HTTPS://Shop.Example.:443/checkout#top", "https://shop.example/checkout"},
+		{"https://shop.example/checkout?amount=5#x", "https://shop.example/checkout?amount=5"},
+		{"https://shop.example", "https://shop.example/"},
+		{"https://shop.example?q=1", "https://shop.example/?q=1"},
+		{"http://127.0.0.1:8080/pay-info", "http://127.0.0.1:8080/pay-info"},
+		// As written: another spelling of the path is another address.
+		{"https://shop.example/%63heckout", "https://shop.example/%63heckout"},
+		{"https://shop.example/a/../checkout", "https://shop.example/a/../checkout"},
+		{"javascript:location='/checkout'", ""},
+		{"https://exa mple.com/", ""},
+	} {
+		if got := NormalizeURL(tc.raw).Address; got != tc.want {
+			t.Errorf("%s: address %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+}
+
+func TestPathTerms(t *testing.T) {
+	for _, tc := range []struct {
+		words []string
+		want  []string
+	}{
+		{nil, []string{}},
+		{[]string{"pay"}, []string{"pay"}},
+		{[]string{"account", "log", "out"}, []string{"account", "account log", "account log out", "log", "log out", "out"}},
+		{[]string{"a", "b", "c", "d"}, []string{"a", "a b", "a b c", "b", "b c", "b c d", "c", "c d", "d"}},
+		{[]string{"pay", "pay"}, []string{"pay", "pay pay"}},
+	} {
+		got := slices.Sorted(maps.Keys(PathTerms(tc.words)))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: terms %q, want %q", tc.words, got, tc.want)
+		}
+	}
+}
+
+// TestURLRisk: the high-risk URL patterns match whole words of the path and
+// query, and the task's own start URLs are not raised by their names
+// (issue 15), through the embedded policy.
+func TestURLRisk(t *testing.T) {
+	paused, allowed, denied := contract.ResultPaused, contract.ResultAllowed, contract.ResultDenied
+	start := func(urls ...string) func(*Request) {
+		return func(r *Request) { r.Session.AllowedOrigins = append(urls, "https://*.docs.example") }
+	}
+	both := func(fs ...func(*Request)) func(*Request) {
+		return func(r *Request) {
+			for _, f := range fs {
+				f(r)
+			}
+		}
+	}
+	runDecideCases(t, []decideCase{
+		{"high: /checkout", navigateTo("https://shop.example/checkout"), paused, nil, contract.RiskHigh},
+		{"high: /api/pay", navigateTo("https://shop.example/api/pay"), paused, nil, contract.RiskHigh},
+		{"high: /pay-now", navigateTo("https://shop.example/pay-now"), paused, nil, contract.RiskHigh},
+		{"high: /PayNow", navigateTo("https://shop.example/PayNow"), paused, nil, contract.RiskHigh},
+		{"high: /account/delete", navigateTo("https://shop.example/account/delete"), paused, nil, contract.RiskHigh},
+		{"high: /account/log-out", navigateTo("https://shop.example/account/log-out"), paused, nil, contract.RiskHigh},
+		{"high: ?action=delete", navigateTo("https://shop.example/api?action=delete"), paused, nil, contract.RiskHigh},
+		{"high: /payments (listed)", navigateTo("https://shop.example/payments"), paused, nil, contract.RiskHigh},
+		{"medium: /display", navigateTo("https://shop.example/display"), allowed, nil, contract.RiskMedium},
+		{"medium: /repayment-faq", navigateTo("https://shop.example/repayment-faq"), allowed, nil, contract.RiskMedium},
+		{"medium: /undelete-help", navigateTo("https://shop.example/undelete-help"), allowed, nil, contract.RiskMedium},
+		{"medium: /paypal-faq", navigateTo("https://shop.example/paypal-faq"), allowed, nil, contract.RiskMedium},
+		{"medium: words in the fragment", navigateTo("https://shop.example/help#pay"), allowed, nil, contract.RiskMedium},
+		{"start URL /checkout", both(start("https://shop.example/checkout"), navigateTo("https://shop.example/checkout")), allowed, nil, contract.RiskMedium},
+		{"start URL, second of the list", both(start("https://shop.example/", "https://shop.example/help/transfer-guide.html"), navigateTo("https://shop.example/help/transfer-guide.html")), allowed, nil, contract.RiskMedium},
+		{"start URL, spelled otherwise", both(start("https://shop.example/checkout"), navigateTo("HTTPS://SHOP.example:443/checkout#top")), allowed, nil, contract.RiskMedium},
+		{"start URL with another query", both(start("https://shop.example/checkout"), navigateTo("https://shop.example/checkout?amount=500")), paused, nil, contract.RiskHigh},
+		{"start URL, other path", both(start("https://shop.example/checkout"), navigateTo("https://shop.example/pay")), paused, nil, contract.RiskHigh},
+		{"start URL, path encoded otherwise", both(start("https://shop.example/checkout"), navigateTo("https://shop.example/%63heckout")), paused, nil, contract.RiskHigh},
+		{"start origin only", both(start("https://shop.example"), navigateTo("https://shop.example/checkout")), paused, nil, contract.RiskHigh},
+		{"start URL on a blocked domain", both(start("https://payments.example/pay"), navigateTo("https://payments.example/pay")), denied, []string{"blocked_domain"}, ""},
+		{"start URL, click Pay on it", both(start("https://shop.example/checkout"), func(r *Request) {
+			r.ActiveURL = "https://shop.example/checkout"
+			r.Target = &contract.Element{Tag: "button", Text: "Pay now"}
+		}), paused, nil, contract.RiskHigh},
+	})
 }
 
 func TestParseAllowedOrigin(t *testing.T) {

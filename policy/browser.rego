@@ -413,11 +413,24 @@ risk_reasons contains risk_reason("high_risk_pattern", sprintf("a %v on an eleme
 	strings.any_prefix_match(input.derived.subject_tails, p)
 }
 
-risk_reasons contains risk_reason("high_risk_url", sprintf("navigating to a URL whose path matches %q is high risk", [p]), "high") if {
+# A navigation is high risk when a high-risk URL pattern is one of the
+# words of the target's path and query, or a run of consecutive words
+# (path_terms, from Go: "/account/log-out?x=1" holds "log out"): whole
+# words, so "pay" matches /pay, /api/pay and /pay-now, not /display or
+# /repayment. The task's own start URLs, given by the person, are exempt
+# when navigated to exactly (start_url_target): their names are the
+# person's choice, not the model's. The origin and blocked-domain checks
+# still apply to them.
+risk_reasons contains risk_reason("high_risk_url", sprintf("navigating to a URL whose path or query holds the words %q is high risk", [p]), "high") if {
 	input.action.type == "navigate"
+	not start_url_target
 	some p in config.risk.high_risk_url_patterns
-	strings.any_prefix_match(input.derived.target_url.path_tails, p)
+	input.derived.target_url.path_terms[p]
 }
+
+# start_url_target: the navigation target is, without its fragment and
+# with its origin normalized, one of the task's start URLs.
+start_url_target if input.derived.start_addresses[input.derived.target_url.address]
 
 risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {
 	input.action.type == "type"

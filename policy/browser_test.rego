@@ -20,14 +20,17 @@ shop_url := {
 	"origin": "https://shop.example",
 	"userinfo": false,
 	"ip": "",
-	"path_tails": ["cart "],
+	"address": "https://shop.example/cart",
+	"path_terms": {"cart": true},
 	"origin_keys": ["https://shop.example:443", "https://*.shop.example:443", "https://*.example:443"],
 	"host_suffixes": ["shop.example", "example"],
 }
 
-# url returns URL facts for host with the given path words.
-url(scheme, host, port, tails) := {
-	"raw": sprintf("%v://%v/", [scheme, host]),
+# url returns URL facts for host whose path holds the given terms (words
+# and runs of words, as gate.PathTerms lists them): the path is the single
+# words, one segment each.
+url(scheme, host, port, terms) := {
+	"raw": url_address(scheme, host, terms),
 	"valid": true,
 	"error": "",
 	"scheme": scheme,
@@ -36,10 +39,13 @@ url(scheme, host, port, tails) := {
 	"origin": sprintf("%v://%v", [scheme, host]),
 	"userinfo": false,
 	"ip": "",
-	"path_tails": tails,
+	"address": url_address(scheme, host, terms),
+	"path_terms": {t: true | some t in terms},
 	"origin_keys": [sprintf("%v://%v:%v", [scheme, host, port])],
 	"host_suffixes": [host],
 }
+
+url_address(scheme, host, terms) := sprintf("%v://%v/%v", [scheme, host, concat("/", [t | some t in terms; not contains(t, " ")])])
 
 base := {
 	"state": {
@@ -57,6 +63,7 @@ base := {
 		"active": shop_url,
 		"allowed_origins": ["https://shop.example"],
 		"allowed_origin_keys": {"https://shop.example:443": "https://shop.example"},
+		"start_addresses": {"https://shop.example/": "https://shop.example"},
 		"config_errors": [],
 		"blocked_domains": ["payments.example"],
 		"sensitive_selectors": [],
@@ -303,7 +310,7 @@ test_non_string_permission_denied if {
 # ---------------------------------------------------------------------------
 
 test_navigate_within_allowlist_allowed if {
-	d := decide(navigate(url("https", "shop.example", 443, ["products "])))
+	d := decide(navigate(url("https", "shop.example", 443, ["products"])))
 	d.allow == true
 	d.action_name == "browser.navigate"
 }
@@ -344,18 +351,18 @@ test_blocked_suffix_lookalike_allowed if {
 	inp := object.union(base, {"derived": {"blocked_domains": ["xample"]}})
 	d := decide(inp)
 	d.allow == true
-	nav := object.union(navigate(url("https", "shop.example", 443, ["products "])), {"derived": {"blocked_domains": ["xample"]}})
+	nav := object.union(navigate(url("https", "shop.example", 443, ["products"])), {"derived": {"blocked_domains": ["xample"]}})
 	decide(nav).allow == true
 }
 
 test_javascript_url_denied if {
-	u := {"raw": "javascript:alert(1)", "valid": true, "error": "", "scheme": "javascript", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "path_tails": [], "origin_keys": [], "host_suffixes": []}
+	u := {"raw": "javascript:alert(1)", "valid": true, "error": "", "scheme": "javascript", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "address": "", "path_terms": {}, "origin_keys": [], "host_suffixes": []}
 	denied_by(navigate(u), "url_scheme")
 	denied_by(navigate(u), "origin_not_allowed")
 }
 
 test_invalid_url_denied if {
-	u := {"raw": "https://exa mple.com", "valid": false, "error": "contains whitespace", "scheme": "https", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "path_tails": [], "origin_keys": [], "host_suffixes": []}
+	u := {"raw": "https://exa mple.com", "valid": false, "error": "contains whitespace", "scheme": "https", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "address": "", "path_terms": {}, "origin_keys": [], "host_suffixes": []}
 	denied_by(navigate(u), "url_invalid")
 }
 
@@ -380,12 +387,12 @@ test_action_on_page_outside_allowlist_denied if {
 }
 
 test_action_on_about_blank_denied if {
-	blank := {"raw": "about:blank", "valid": true, "error": "", "scheme": "about", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "path_tails": [], "origin_keys": [], "host_suffixes": []}
+	blank := {"raw": "about:blank", "valid": true, "error": "", "scheme": "about", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "address": "", "path_terms": {}, "origin_keys": [], "host_suffixes": []}
 	denied_by(object.union(base, {"derived": {"active": blank}}), "url_scheme")
 }
 
 test_navigate_from_about_blank_allowed if {
-	blank := {"raw": "about:blank", "valid": true, "error": "", "scheme": "about", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "path_tails": [], "origin_keys": [], "host_suffixes": []}
+	blank := {"raw": "about:blank", "valid": true, "error": "", "scheme": "about", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "address": "", "path_terms": {}, "origin_keys": [], "host_suffixes": []}
 	inp := object.union(navigate(url("https", "shop.example", 443, [])), {"derived": {"active": blank}})
 	decide(inp).allow == true
 }
@@ -528,10 +535,99 @@ test_type_text_matching_pattern_is_not_high_risk if {
 }
 
 test_navigate_to_checkout_is_high_risk if {
-	d := decide(navigate(url("https", "shop.example", 443, ["checkout step 1 ", "step 1 ", "1 "])))
+	d := decide(navigate(url("https", "shop.example", 443, ["checkout", "step", "1", "checkout step", "step 1", "checkout step 1"])))
 	d.risk == "high"
 	some r in d.risk_reasons
 	r.rule == "high_risk_url"
+	contains(r.message, "\"checkout\"")
+}
+
+# ---------------------------------------------------------------------------
+# High-risk URL patterns: whole words of the path and query, and the task's
+# own start URLs (issue 15).
+# ---------------------------------------------------------------------------
+
+url_risk(terms) := decide(navigate(url("https", "shop.example", 443, terms))).risk
+
+test_url_pattern_matches_a_word_of_a_segment if {
+	# /pay-now, /api/pay, /account/delete
+	url_risk(["pay", "now", "pay now"]) == "high"
+	url_risk(["api", "pay", "api pay"]) == "high"
+	url_risk(["account", "delete", "account delete"]) == "high"
+}
+
+test_url_pattern_does_not_match_inside_a_word if {
+	# /display, /repayment-faq, /undelete-help, /paypal
+	url_risk(["display"]) == "medium"
+	url_risk(["repayment", "faq", "repayment faq"]) == "medium"
+	url_risk(["undelete", "help", "undelete help"]) == "medium"
+	url_risk(["paypal"]) == "medium"
+}
+
+test_url_pattern_of_several_words_matches_consecutive_words if {
+	# /account/log-out matches "log out"; /log/in/out does not
+	url_risk(["account", "log", "out", "account log", "log out", "account log out"]) == "high"
+	url_risk(["log", "in", "out", "log in", "in out", "log in out"]) == "medium"
+}
+
+# start is a navigation to the task's start URL https://shop.example/checkout.
+start := object.union(
+	navigate(object.union(url("https", "shop.example", 443, ["checkout"]), {"raw": "https://shop.example/checkout#top", "address": "https://shop.example/checkout"})),
+	{
+		"session": {"allowed_origins": ["https://shop.example/checkout"]},
+		"derived": {"start_addresses": {"https://shop.example/checkout": "https://shop.example/checkout"}},
+	},
+)
+
+test_start_url_is_not_raised_by_its_name if {
+	d := decide(start)
+	d.allow == true
+	d.risk == "medium"
+	d.requires_approval == false
+	count(d.risk_reasons) == 0
+}
+
+test_other_url_of_the_start_origin_is_raised if {
+	# the same path with another query is not the start URL
+	inp := object.union(start, {"derived": {"target_url": {"address": "https://shop.example/checkout?amount=500"}}})
+	d := decide(inp)
+	d.risk == "high"
+	d.requires_approval == true
+	some r in d.risk_reasons
+	r.rule == "high_risk_url"
+}
+
+test_start_url_exemption_needs_the_start_list if {
+	inp := json.remove(start, ["/derived/start_addresses"])
+	decide(inp).risk == "high"
+}
+
+test_start_url_exemption_needs_the_target_address if {
+	inp := json.remove(start, ["/derived/target_url/address"])
+	decide(inp).risk == "high"
+}
+
+test_start_url_on_a_blocked_domain_is_denied if {
+	inp := object.union(start, {"derived": {"blocked_domains": ["shop.example"]}})
+	denied_by(inp, "blocked_domain")
+}
+
+test_start_url_off_the_allowlist_is_denied if {
+	inp := json.patch(start, [{"op": "replace", "path": "/derived/allowed_origin_keys", "value": {"https://other.example:443": "https://other.example"}}])
+	denied_by(inp, "origin_not_allowed")
+}
+
+test_start_url_does_not_lower_a_click_on_it if {
+	# on the start page, a click on "Pay now" is still high risk
+	inp := object.union(base, {"derived": {
+		"active": start.derived.target_url,
+		"start_addresses": start.derived.start_addresses,
+		"subject_tails": ["pay now ", "now "],
+	}})
+	d := decide(inp)
+	d.risk == "high"
+	some r in d.risk_reasons
+	r.rule == "high_risk_pattern"
 }
 
 test_misspelled_risk_level_counts_as_high if {
@@ -636,6 +732,7 @@ test_data_patterns_are_normalized_words if {
 	}
 	every p in config.risk.high_risk_url_patterns {
 		word_pattern(p)
+		count(split(p, " ")) <= 3 # gate.MaxURLPatternWords
 	}
 	every p in config.sensitive.name_patterns {
 		word_pattern(p)

@@ -83,6 +83,14 @@ const dangerBody = `<!doctype html><html><head><meta charset="utf-8"><title>Bill
 <p id="out" role="status"></p>
 </body></html>`
 
+// riskyNameBody is a harmless help page served under paths that hold
+// high-risk URL words (/pay-info, /help/transfer-guide.html).
+const riskyNameBody = `<!doctype html><html><head><meta charset="utf-8"><title>Help</title></head><body>
+<h1>How payments work</h1>
+<p>Payments and transfers are confirmed on the next page.</p>
+<p><a href="/orders">Your orders</a></p>
+</body></html>`
+
 func newSite(t testing.TB) *site {
 	t.Helper()
 	s := &site{}
@@ -93,6 +101,21 @@ func newSite(t testing.TB) *site {
 		_, _ = io.WriteString(w, dangerBody)
 	})
 	mux.HandleFunc("POST /danger/{what}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	// Pages whose paths hold high-risk URL words (issue 15): harmless
+	// pages a task may start on, and GET endpoints that pay or transfer
+	// money when loaded.
+	for _, p := range []string{"/pay-info", "/help/transfer-guide.html"} {
+		mux.HandleFunc("GET "+p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = io.WriteString(w, riskyNameBody)
+		})
+	}
+	for _, p := range []string{"/pay/confirm", "/transfer/send"} {
+		mux.HandleFunc("GET "+p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = io.WriteString(w, "<!doctype html><title>Done</title><p>Payment sent.</p>")
+		})
+	}
 	mux.Handle("/", demo)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
