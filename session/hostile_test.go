@@ -169,3 +169,51 @@ func hasRule(rs []contract.Reason, rule string) bool {
 	}
 	return false
 }
+
+// TestSecretIntoSessionSensitiveSelector is the control of the search box
+// cases of TestHostileModel: when the person's session policy names the
+// search box sensitive (a CSS selector the browser matches on the element),
+// the same secret typed through a selector that names nothing sensitive is
+// judged sensitive, waits for approval and, approved, is typed; the
+// decision records the selector the browser matched.
+func TestSecretIntoSessionSensitiveSelector(t *testing.T) {
+	s := newSite(t)
+	set := passwordSet(t)
+	srv := fakeModel(t, nil, script(
+		answer("continue", aType("a1", "#q", "{{secret:PASSWORD}}", true)),
+		answer("done", aWait("z1", 1)),
+	))
+	pl, nav := llmAgents(t, srv, set)
+	cfg := cfgFor(t, task("Look up the order", []string{s.URL + "/find"}, ""), pl, nav)
+	cfg.Secrets = set
+	cfg.Policy.SensitiveSelectors = []string{"input[name=q]"}
+	approvals := 0
+	cfg.Approver = approveAll(&approvals)
+	res, err := run(t, cfg)
+	if err != nil || res.Status != contract.SessionCompleted {
+		t.Fatalf("status %s, err %v", res.Status, err)
+	}
+	files := verify(t, res)
+	noSecret(t, password, files, srv)
+	if approvals != 1 {
+		t.Errorf("%d approvals, want 1", approvals)
+	}
+	var typed *contract.DecisionRecord
+	for _, d := range decisions(t, files) {
+		if d.ActionID == "a1" {
+			typed = &d
+		}
+	}
+	switch {
+	case typed == nil:
+		t.Fatal("no decision for a1")
+	case !typed.Allow || typed.Risk != contract.RiskHigh || !hasRule(typed.RiskReasons, "sensitive_field"):
+		t.Errorf("a1: %s, risk %s, risk reasons %+v", typed.Result, typed.Risk, typed.RiskReasons)
+	case typed.Target == nil || typed.Target.SensitiveSelector != "input[name=q]":
+		t.Errorf("a1 target %+v, want the sensitive selector input[name=q]", typed.Target)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := s.requests("GET /find/results"); len(got) != 1 || !strings.Contains(got[0], password) {
+		t.Errorf("the site received %q, want the typed secret once", got)
+	}
+}
