@@ -18,20 +18,27 @@ const (
 	MaxElementRole         = 64   // ARIA roles are short
 	MaxElementLabel        = 1024 // accessible name: label, aria-label, placeholder, title
 	MaxElementText         = 1024 // visible text, truncated by the driver
+	// MaxElementSensitiveSelector bounds SensitiveSelector: a sensitive
+	// selector is at most as long as any selector (the schema's 2048).
+	MaxElementSensitiveSelector = 2048
 )
 
 // Element is the target of an action as the driver resolved it on the page:
 // the element the selector the model wrote actually addresses. The gate
-// judges sensitivity and risk on it (typing into an <input type=password>
-// is sensitive whatever the model called it), beside the selector string.
+// judges sensitivity on it alone (typing into an <input type=password> is
+// sensitive whatever the model called it, and a search box is not
+// sensitive whatever the selector says), and risk on it beside the
+// selector string.
 //
-// Every field is page-controlled and may be empty. The driver lowercases
-// nothing: the gate normalizes. Fields are bounded by the Max* constants.
+// Every field but SensitiveSelector is page-controlled and may be empty.
+// The driver lowercases nothing: the gate normalizes. Fields are bounded
+// by the Max* constants.
 type Element struct {
 	// Tag is the element's tag name, such as "input" or "button".
 	Tag string `json:"tag"`
-	// Type is the type attribute of an input or button ("password",
-	// "submit"); "" when absent.
+	// Type is the current type of an input or button as the browser
+	// holds it (the type property: "password", "submit", "text" for an
+	// input without a valid type attribute); "" for other elements.
 	Type string `json:"type,omitempty"`
 	// Name is the name attribute; "" when absent.
 	Name string `json:"name,omitempty"`
@@ -48,6 +55,11 @@ type Element struct {
 	// Text is the element's visible text, truncated to MaxElementText; ""
 	// for elements without text (inputs).
 	Text string `json:"text,omitempty"`
+	// SensitiveSelector is the first of the session's sensitive selectors
+	// (the driver's Config.SensitiveSelectors, the ones it masks) that the
+	// element matches, as the browser's Element.matches judged it; "" when
+	// it matches none.
+	SensitiveSelector string `json:"sensitiveSelector,omitempty"`
 }
 
 // Validate reports the first field of e that is not valid UTF-8 or breaks
@@ -66,6 +78,7 @@ func (e Element) Validate() error {
 		{"role", e.Role, MaxElementRole},
 		{"label", e.Label, MaxElementLabel},
 		{"text", e.Text, MaxElementText},
+		{"sensitiveSelector", e.SensitiveSelector, MaxElementSensitiveSelector},
 	} {
 		if !utf8.ValidString(f.value) {
 			return fmt.Errorf("contract: element %s is not valid UTF-8", f.name)

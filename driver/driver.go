@@ -105,7 +105,9 @@ type Config struct {
 	AllowedOrigins []string
 	// SensitiveSelectors are the policy's sensitive selectors (CSS). Values
 	// of matching fields are masked in every observation and extraction, in
-	// the page, like password fields are.
+	// the page, like password fields are, and Describe reports the first one
+	// an element matches (contract.Element.SensitiveSelector), which is how
+	// the gate learns that a target is sensitive by them.
 	SensitiveSelectors []string
 	// BrowserEndpoint, when set, connects to a Playwright server
 	// (ws://host:port/path, as "playwright run-server" prints) instead of

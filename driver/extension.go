@@ -394,7 +394,7 @@ func (d *extDriver) Describe(ctx context.Context, selector string) (contract.Ele
 	if r.Element == nil {
 		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
 	}
-	return boundElement(*r.Element), nil
+	return describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
 }
 
 // Act carries out one action.

@@ -338,3 +338,27 @@ func FuzzParseSelector(f *testing.F) {
 		}
 	})
 }
+
+// The driver vouches only for a sensitive selector it holds: one the
+// observer reports that is not in the session's list is an internal error,
+// not a fact the gate judges on.
+func TestDescribedElementSensitiveSelector(t *testing.T) {
+	list := []string{"#vault", ".pin"}
+	for _, tt := range []struct {
+		reported string
+		wantErr  bool
+	}{
+		{"", false},
+		{".pin", false},
+		{"#other", true},
+		{"#VAULT", true},
+	} {
+		got, err := describedElement("#x", contract.Element{Tag: "input", SensitiveSelector: tt.reported}, list)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("reported %q: err %v, want error %v", tt.reported, err, tt.wantErr)
+		}
+		if err == nil && got.SensitiveSelector != tt.reported {
+			t.Errorf("reported %q: got %q", tt.reported, got.SensitiveSelector)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -475,20 +476,28 @@ func (d *pwDriver) Describe(ctx context.Context, selector string) (contract.Elem
 	if r.Element == nil {
 		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
 	}
-	return boundElement(*r.Element), nil
+	return describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
 }
 
-// boundElement makes every field valid UTF-8 within its contract bound.
-func boundElement(e contract.Element) contract.Element {
+// describedElement makes every page-controlled field of e valid UTF-8
+// within its contract bound, and checks that the sensitive selector the
+// observer reported is one of sensitive (the driver's own list, which the
+// gate trusts it to have matched); anything else is an internal error, so
+// the action is not judged on a fact the driver cannot vouch for.
+func describedElement(selector string, e contract.Element, sensitive []string) (contract.Element, error) {
+	if e.SensitiveSelector != "" && !slices.Contains(sensitive, e.SensitiveSelector) {
+		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer reported a sensitive selector the session does not have", nil)
+	}
 	b := func(s string, n int) string { return truncRunes(strings.ToValidUTF8(s, "\uFFFD"), n) }
 	return contract.Element{
-		Tag:          b(e.Tag, contract.MaxElementTag),
-		Type:         b(e.Type, contract.MaxElementType),
-		Name:         b(e.Name, contract.MaxElementName),
-		ID:           b(e.ID, contract.MaxElementID),
-		Autocomplete: b(e.Autocomplete, contract.MaxElementAutocomplete),
-		Role:         b(e.Role, contract.MaxElementRole),
-		Label:        b(e.Label, contract.MaxElementLabel),
-		Text:         b(e.Text, contract.MaxElementText),
-	}
+		Tag:               b(e.Tag, contract.MaxElementTag),
+		Type:              b(e.Type, contract.MaxElementType),
+		Name:              b(e.Name, contract.MaxElementName),
+		ID:                b(e.ID, contract.MaxElementID),
+		Autocomplete:      b(e.Autocomplete, contract.MaxElementAutocomplete),
+		Role:              b(e.Role, contract.MaxElementRole),
+		Label:             b(e.Label, contract.MaxElementLabel),
+		Text:              b(e.Text, contract.MaxElementText),
+		SensitiveSelector: e.SensitiveSelector,
+	}, nil
 }

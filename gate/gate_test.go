@@ -185,13 +185,25 @@ func TestSensitiveFields(t *testing.T) {
 		{"name=ssn", typeInto("#f3", &contract.Element{Tag: "input", Name: "ssn"}, false), denied, []string{"sensitive_unredacted"}, ""},
 		{"label Card number", typeInto("#f4", &contract.Element{Tag: "input", Label: "Card number"}, false), denied, []string{"sensitive_unredacted"}, ""},
 		{"camelCase id cardNumber", typeInto("#f5", &contract.Element{Tag: "input", ID: "cardNumber"}, false), denied, []string{"sensitive_unredacted"}, ""},
-		{"seed selector input[type=password]", typeInto("input[type=password]", text, false), denied, []string{"sensitive_unredacted"}, ""},
-		{"seed selector with quotes and case", typeInto(`INPUT[type = "password"]`, text, false), denied, []string{"sensitive_unredacted"}, ""},
-		{"seed selector input[name=ssn]", typeInto("form input[name=ssn]", text, false), denied, []string{"sensitive_unredacted"}, ""},
-		{"session selector", func(r *Request) {
-			typeInto("#vault", text, false)(r)
+		// Seed 001's selectors, judged on the element the selector resolved
+		// to, whatever the selector says.
+		{"seed: input[type=password] called anything", typeInto("form > :nth-child(2)", &contract.Element{Tag: "input", Type: "password"}, false), denied, []string{"sensitive_unredacted"}, contract.RiskHigh},
+		{"seed: input[name=ssn] called anything", typeInto("#f9", &contract.Element{Tag: "input", Type: "text", Name: "ssn"}, false), denied, []string{"sensitive_unredacted"}, ""},
+		{"session selector matched by the browser", func(r *Request) {
+			typeInto("#v", &contract.Element{Tag: "input", Type: "text", SensitiveSelector: "#vault"}, false)(r)
 			r.Policy.SensitiveSelectors = []string{"#vault"}
-		}, denied, []string{"sensitive_unredacted"}, ""},
+		}, denied, []string{"sensitive_unredacted"}, contract.RiskHigh},
+		// The selector the model wrote makes no field sensitive: the
+		// element is a plain text field, so it stays medium risk (and the
+		// session refuses to type a secret into it).
+		{"selector claims password", typeInto("#q:not([name=password])", text, true), contract.ResultAllowed, nil, contract.RiskMedium},
+		{"selector spells the seed selector", typeInto(`#q:not(INPUT[type = "password"])`, text, true), contract.ResultAllowed, nil, contract.RiskMedium},
+		{"selector spells input[name=ssn]", typeInto("form input[name=ssn], #q", text, true), contract.ResultAllowed, nil, contract.RiskMedium},
+		{"selector spells autocomplete=cc-", typeInto("#q:not([autocomplete=cc-number])", text, true), contract.ResultAllowed, nil, contract.RiskMedium},
+		{"selector spells the session selector", func(r *Request) {
+			typeInto("#vault, #q", text, true)(r)
+			r.Policy.SensitiveSelectors = []string{"#vault"}
+		}, contract.ResultAllowed, nil, contract.RiskMedium},
 		{"redacted password: paused", typeInto("#pw", &contract.Element{Tag: "input", Type: "password"}, true), contract.ResultPaused, nil, contract.RiskHigh},
 		{"plain field, unredacted: allowed", typeInto("#q", &contract.Element{Tag: "input", Type: "search"}, false), contract.ResultAllowed, nil, contract.RiskMedium},
 		{"click on a password field: not sensitive", func(r *Request) { r.Target = &contract.Element{Tag: "input", Type: "password"} }, contract.ResultAllowed, nil, contract.RiskMedium},

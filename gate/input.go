@@ -63,26 +63,36 @@ func actionMap(a contract.Action) map[string]any {
 	return m
 }
 
+// elementMap is the target as the policy sees it and as the action hash
+// covers it: every page-controlled field, even empty, and sensitiveSelector
+// only when the browser reported one (so the hash of an element that
+// matches no sensitive selector is what it always was).
 func elementMap(e *contract.Element) map[string]any {
 	if e == nil {
 		return nil
 	}
-	return map[string]any{
+	m := map[string]any{
 		"tag": e.Tag, "type": e.Type, "name": e.Name, "id": e.ID,
 		"autocomplete": e.Autocomplete, "role": e.Role, "label": e.Label, "text": e.Text,
 	}
+	if e.SensitiveSelector != "" {
+		m["sensitiveSelector"] = e.SensitiveSelector
+	}
+	return m
 }
 
 // sessionFacts are the parts of the input that depend only on the session:
-// its allowlist, blocked domains, sensitive selectors and exceptions,
-// normalized, and input.policy and input.session as given.
+// its allowlist, blocked domains and exceptions, normalized, the unusable
+// entries of its lists (an empty sensitive selector among them), and
+// input.policy and input.session as given. Its sensitive selectors are
+// matched by the browser (contract.Element.SensitiveSelector), never
+// against the selector the model wrote.
 type sessionFacts struct {
 	origins      []any          // normalized allowed origins, for messages
 	originKeys   map[string]any // allowlist keys (see originKey)
 	starts       map[string]any // the addresses of the task's start URLs
 	configErrors []any          // unusable entries of the session's lists
 	blocked      []any          // normalized blocked domains
-	selectors    []any          // normalized sensitive selectors
 	exceptions   []any          // exception facts (see exceptionFacts)
 	policy       map[string]any // input.policy as given
 	session      map[string]any // input.session as given
@@ -97,7 +107,6 @@ func newSessionFacts(req *Request) *sessionFacts {
 		starts:       map[string]any{},
 		configErrors: []any{},
 		blocked:      []any{},
-		selectors:    []any{},
 		exceptions:   []any{},
 	}
 	cfgErr := func(field, raw string, err error) {
@@ -132,9 +141,7 @@ func newSessionFacts(req *Request) *sessionFacts {
 	rawSelectors := make([]any, 0, len(req.Policy.SensitiveSelectors))
 	for _, raw := range req.Policy.SensitiveSelectors {
 		rawSelectors = append(rawSelectors, raw)
-		if n := normalizeSelector(raw); n != "" {
-			sf.selectors = append(sf.selectors, n)
-		} else {
+		if strings.TrimSpace(raw) == "" {
 			cfgErr("sensitive_selectors", raw, errors.New("empty selector"))
 		}
 	}
@@ -176,9 +183,8 @@ func buildInput(req *Request, now time.Time, action, target map[string]any) map[
 		"now_ns":                now.UnixNano(),
 		"active":                urlFactsMap(NormalizeURL(req.ActiveURL)),
 		"decision_log_id_valid": isID(req.Session.DecisionLogID),
-		"selector_lc":           normalizeSelector(a.Selector),
 		"subject_tails":         Tails(Words(a.Selector, tgt.Text, tgt.Label, tgt.Name, tgt.ID, a.Value)),
-		"field_tails":           Tails(Words(a.Selector, tgt.Name, tgt.ID, tgt.Label)),
+		"field_tails":           Tails(Words(tgt.Name, tgt.ID, tgt.Label)),
 		"action_field_types":    fieldTypes(action),
 		"has_target":            target != nil,
 		"allowed_origins":       sf.origins,
@@ -186,7 +192,6 @@ func buildInput(req *Request, now time.Time, action, target map[string]any) map[
 		"start_addresses":       sf.starts,
 		"config_errors":         sf.configErrors,
 		"blocked_domains":       sf.blocked,
-		"sensitive_selectors":   sf.selectors,
 		"exceptions":            sf.exceptions,
 	}
 	if a.Type == contract.ActNavigate {
@@ -216,16 +221,21 @@ func buildInput(req *Request, now time.Time, action, target map[string]any) map[
 }
 
 // targetFacts is input.derived.target: the element's tag and type
-// lowercased and trimmed, its autocomplete tokens lowercased.
+// lowercased and trimmed, its autocomplete tokens lowercased, and the
+// session's sensitive selector the browser found it to match ("" for
+// none). With field_tails (the words of its name, id and label) these are
+// the only facts sensitivity is judged on: the selector the model wrote
+// makes no field sensitive, and none less so.
 func targetFacts(e contract.Element) map[string]any {
 	ac := []any{}
 	for _, tok := range strings.Fields(strings.ToLower(e.Autocomplete)) {
 		ac = append(ac, tok)
 	}
 	return map[string]any{
-		"tag":          strings.ToLower(strings.TrimSpace(e.Tag)),
-		"type":         strings.ToLower(strings.TrimSpace(e.Type)),
-		"autocomplete": ac,
+		"tag":                strings.ToLower(strings.TrimSpace(e.Tag)),
+		"type":               strings.ToLower(strings.TrimSpace(e.Type)),
+		"autocomplete":       ac,
+		"sensitive_selector": e.SensitiveSelector,
 	}
 }
 

@@ -320,9 +320,6 @@ func TestWordsAndTails(t *testing.T) {
 			t.Errorf("tail %q breaks the bound", s)
 		}
 	}
-	if got, want := normalizeSelector(`INPUT[type = "password"]`), "input[type=password]"; got != want {
-		t.Errorf("normalizeSelector = %q, want %q", got, want)
-	}
 }
 
 // checkNormalized asserts the invariants of a normalized URL.

@@ -96,20 +96,3 @@ func isPlainASCII(s string) bool {
 	}
 	return true
 }
-
-// normalizeSelector lowercases a CSS selector and drops whitespace and
-// quotes, so that input[type="password"], INPUT[type = 'password'] and
-// input[type=password] read the same. The sensitive selectors of the policy
-// are matched against this form.
-func normalizeSelector(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\'' || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r):
-		default:
-			b.WriteRune(unicode.ToLower(r))
-		}
-	}
-	return b.String()
-}

@@ -333,7 +333,9 @@ url_reasons contains reason("blocked_domain", sprintf("%v host %v is in the bloc
 
 # ---------------------------------------------------------------------------
 # The target element and sensitive fields (seed 001): judged on the element
-# the driver resolved, and on the selector the model wrote.
+# the driver resolved, never on the selector the model wrote (whose words
+# would let the model call a search box a password field, or a password
+# field a search box).
 # ---------------------------------------------------------------------------
 
 has_target if is_object(input.target)
@@ -373,19 +375,18 @@ sensitive_reasons contains sprintf("the element's autocomplete is %v", [token]) 
 	token in config.sensitive.autocomplete
 }
 
-sensitive_reasons contains sprintf("its name, id, label or selector matches %q", [p]) if {
+sensitive_reasons contains sprintf("its name, id or label matches %q", [p]) if {
 	some p in config.sensitive.name_patterns
 	strings.any_prefix_match(input.derived.field_tails, p)
 }
 
-sensitive_reasons contains sprintf("its selector contains %q", [s]) if {
-	some s in sensitive_selectors
-	contains(input.derived.selector_lc, s)
+# The session's sensitive selectors are matched by the browser on the
+# element itself (the driver masks the same ones).
+sensitive_reasons contains sprintf("the browser found it matches the sensitive selector %q", [s]) if {
+	s := input.derived.target.sensitive_selector
+	is_string(s)
+	s != ""
 }
-
-sensitive_selectors contains s if some s in config.sensitive.selectors
-
-sensitive_selectors contains s if some s in input.derived.sensitive_selectors
 
 sensitive if count(sensitive_reasons) > 0
 

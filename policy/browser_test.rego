@@ -66,12 +66,10 @@ base := {
 		"start_addresses": {"https://shop.example/": "https://shop.example"},
 		"config_errors": [],
 		"blocked_domains": ["payments.example"],
-		"sensitive_selectors": [],
 		"decision_log_id_valid": true,
 		"has_target": false,
-		"selector_lc": "#next",
 		"subject_tails": ["next "],
-		"field_tails": ["next "],
+		"field_tails": [],
 		"action_field_types": {"id": "string", "type": "string", "reason": "string", "policyTags": "array", "selector": "string"},
 		"exceptions": [],
 	},
@@ -87,7 +85,7 @@ type_action(redact) := with_action(base, {"type": "type", "selector": "#pw", "te
 
 with_target(inp, tag, typ, autocomplete) := object.union(inp, {
 	"target": {"tag": tag, "type": typ, "name": "", "id": "", "autocomplete": "", "role": "", "label": "", "text": ""},
-	"derived": {"target": {"tag": tag, "type": typ, "autocomplete": autocomplete}, "has_target": true},
+	"derived": {"target": {"tag": tag, "type": typ, "autocomplete": autocomplete, "sensitive_selector": ""}, "has_target": true},
 })
 
 password_field := with_target(type_action(true), "input", "password", [])
@@ -417,7 +415,7 @@ test_type_without_target_denied if {
 
 test_type_into_plain_field_allowed if {
 	inp := with_target(type_action(false), "input", "text", [])
-	inp2 := object.union(inp, {"derived": {"selector_lc": "#q", "field_tails": ["q "]}})
+	inp2 := object.union(inp, {"derived": {"field_tails": ["q "]}})
 	d := decide(inp2)
 	d.allow == true
 	d.requires_approval == false
@@ -453,16 +451,47 @@ test_name_ssn_is_sensitive if {
 	denied_by(inp, "sensitive_unredacted")
 }
 
-test_seed_selector_list_applies if {
-	inp0 := with_target(type_action(false), "input", "text", [])
-	inp := object.union(inp0, {"derived": {"selector_lc": "input[name=ssn]", "field_tails": ["input ", "name "]}})
+# The selector the model wrote makes no field sensitive: a search box
+# addressed as #q:not([name=password]) is a search box.
+test_selector_words_do_not_make_a_field_sensitive if {
+	every sel in ["#q:not([name=password])", "input[type=password], #q", "#q:not([autocomplete=cc-number])", "#ssn-or-q"] {
+		inp0 := with_target(type_action(true), "input", "search", [])
+		inp := object.union(inp0, {"action": {"selector": sel}, "derived": {"field_tails": ["q "]}})
+		d := decide(inp)
+		d.allow == true
+		d.risk == "medium"
+		d.requires_approval == false
+		not "sensitive_field" in {r.rule | some r in d.risk_reasons}
+	}
+}
+
+# Nor does it make one less sensitive: a password field addressed as
+# #search is a password field.
+test_selector_words_do_not_hide_a_sensitive_field if {
+	inp0 := with_target(type_action(false), "input", "password", [])
+	inp := object.union(inp0, {"action": {"selector": "#search"}})
 	denied_by(inp, "sensitive_unredacted")
 }
 
-test_session_selector_list_applies if {
+# The session's sensitive selectors count when the browser found the
+# element to match one, not when the model's selector spells one.
+test_session_selector_matched_by_the_browser_applies if {
 	inp0 := with_target(type_action(false), "input", "text", [])
-	inp := object.union(inp0, {"derived": {"selector_lc": "#secret-box", "field_tails": ["box "], "sensitive_selectors": ["#secret-box"]}})
+	inp := object.union(inp0, {"policy": {"sensitive_selectors": ["#secret-box"]}, "derived": {"target": {"sensitive_selector": "#secret-box"}}})
 	denied_by(inp, "sensitive_unredacted")
+	d := decide(object.union(inp, {"action": {"redact": true}}))
+	d.risk == "high"
+	some r in d.risk_reasons
+	r.rule == "sensitive_field"
+	contains(r.message, `the sensitive selector "#secret-box"`)
+}
+
+test_session_selector_in_the_model_selector_only_does_not_apply if {
+	inp0 := with_target(type_action(false), "input", "text", [])
+	inp := object.union(inp0, {"action": {"selector": "#secret-box"}, "policy": {"sensitive_selectors": ["#secret-box"]}, "derived": {"field_tails": ["q "]}})
+	d := decide(inp)
+	d.allow == true
+	d.risk == "medium"
 }
 
 test_select_in_sensitive_field_is_high_risk if {
@@ -736,14 +765,6 @@ test_data_patterns_are_normalized_words if {
 	}
 	every p in config.sensitive.name_patterns {
 		word_pattern(p)
-	}
-}
-
-test_data_selectors_are_normalized if {
-	every s in config.sensitive.selectors {
-		s == lower(s)
-		not regex.match(`[\s"']`, s)
-		s != ""
 	}
 }
 

@@ -91,6 +91,16 @@ const riskyNameBody = `<!doctype html><html><head><meta charset="utf-8"><title>H
 <p><a href="/orders">Your orders</a></p>
 </body></html>`
 
+// searchBody is a test-local page with a live search box: every keystroke
+// is sent to the site (GET /find/results?q=...), so what is typed into the
+// box is what the site receives. Nothing about the box is sensitive.
+const searchBody = `<!doctype html><html><head><meta charset="utf-8"><title>Find</title></head><body>
+<h1>Find an order</h1>
+<label for="q">Search</label>
+<input type="search" id="q" name="q" autocomplete="off" oninput="fetch('/find/results?q='+encodeURIComponent(this.value))">
+<p id="out" role="status"></p>
+</body></html>`
+
 func newSite(t testing.TB) *site {
 	t.Helper()
 	s := &site{}
@@ -116,6 +126,11 @@ func newSite(t testing.TB) *site {
 			_, _ = io.WriteString(w, "<!doctype html><title>Done</title><p>Payment sent.</p>")
 		})
 	}
+	mux.HandleFunc("GET /find", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, searchBody)
+	})
+	mux.HandleFunc("GET /find/results", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.Handle("/", demo)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))

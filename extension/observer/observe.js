@@ -371,11 +371,26 @@
   // ---------------------------------------------------------------------
   // describe.
 
-  function describeEl(el, isSensitive) {
+  // describeEl reports the facts the gate judges the element on. type is
+  // the current type property of an input or button (what the browser
+  // renders and submits, not the attribute as written); sensitiveSelector
+  // is the first of the session's sensitive selectors the element matches
+  // (one that throws counts as matching: fail closed), so that the
+  // browser, not the model's selector text, decides.
+  function describeEl(el, isSensitive, selectors) {
     const t = lname(el);
     const out = { tag: t };
-    const ty = attr(el, 'type');
-    if (ty && (t === 'input' || t === 'button')) out.type = ty;
+    if (t === 'input' || t === 'button') {
+      let ty = '';
+      try { ty = el.type; } catch (e) { ty = ''; }
+      if (typeof ty !== 'string' || !ty) ty = attr(el, 'type');
+      if (ty) out.type = ty;
+    }
+    for (const s of selectors) {
+      let m = true;
+      try { m = el.matches(s); } catch (e) { m = true; }
+      if (m) { out.sensitiveSelector = s; break; }
+    }
     const nm = attr(el, 'name'); if (nm) out.name = nm;
     const id = attr(el, 'id'); if (id) out.id = id;
     const ac = attr(el, 'autocomplete'); if (ac) out.autocomplete = ac;
@@ -394,6 +409,6 @@
     return result(() => {
       const opts = normOpts(o);
       const el = resolve(sel);
-      return { element: describeEl(el, makeSensitive(opts.sensitive)) };
+      return { element: describeEl(el, makeSensitive(opts.sensitive), opts.sensitive) };
     });
   }
