@@ -354,7 +354,7 @@ func canonicalize(shape string, v any, m *masker) (canon []byte, masked bool, er
 	if err != nil {
 		return nil, false, err
 	}
-	tree, err := schemas.Parse(b)
+	tree, err := schemas.DecodeOwn(b)
 	if err != nil {
 		return nil, false, err
 	}

@@ -103,10 +103,21 @@ func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) (
 	}
 	tr.Bytes = len(b)
 	tr.OverBudget = len(b) > budget
-	if err := schemas.Validate(schemas.KindObservation, b); err != nil {
+	if err := validateOwn(b); err != nil {
 		return nil, tr, fmt.Errorf("navigator: the observation is not valid: %w", err)
 	}
 	return b, tr, nil
+}
+
+// validateOwn validates a document encoding/json just wrote from an
+// observation against the observation schema, read back as
+// schemas.DecodeOwn reads what aegis wrote.
+func validateOwn(b []byte) error {
+	v, err := schemas.DecodeOwn(b)
+	if err != nil {
+		return err
+	}
+	return schemas.ValidateValue(schemas.KindObservation, v)
 }
 
 // withoutCutFields returns o with the fields EncodeObservation may cut

@@ -8,6 +8,7 @@ package schemas
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -328,4 +329,25 @@ func problems(ve *jsonschema.ValidationError) []Problem {
 // *SyntaxError or ErrTooLarge.
 func Parse(doc []byte) (any, error) {
 	return strictjson.Parse(doc, MaxDepth)
+}
+
+// DecodeOwn reads back a document aegis itself just wrote with
+// encoding/json (json.Marshal of a Go value) into the form Parse gives:
+// numbers as json.Number. It reads with encoding/json, not with the strict
+// reader Parse is: that reader guards bytes from outside (duplicate
+// members, trailing data, hostile nesting and numbers), none of which
+// encoding/json writes, and on a large observation it costs more than
+// validating it. Bytes from outside always go through Parse. Documents
+// over MaxDocumentBytes are ErrTooLarge, as with Parse.
+func DecodeOwn(doc []byte) (any, error) {
+	if len(doc) > MaxDocumentBytes {
+		return nil, ErrTooLarge
+	}
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("schemas: read back an encoded document: %w", err)
+	}
+	return v, nil
 }

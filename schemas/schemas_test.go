@@ -417,3 +417,37 @@ func ExampleValidate_valid() {
 	// Output:
 	// <nil>
 }
+
+// TestDecodeOwn: what encoding/json writes reads back as schemas.Parse reads it,
+// and a document over MaxDocumentBytes is refused as Parse refuses it.
+func TestDecodeOwn(t *testing.T) {
+	for _, v := range []any{
+		map[string]any{"a": 1, "b": []any{true, nil, "x\u2028<&>"}, "c": 1.5e300, "d": map[string]any{}},
+		[]any{},
+		"\xff invalid UTF-8 becomes U+FFFD",
+		-0.0,
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := schemas.DecodeOwn(b)
+		if err != nil {
+			t.Fatalf("schemas.DecodeOwn(%s): %v", b, err)
+		}
+		want, err := schemas.Parse(b)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", b, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("schemas.DecodeOwn(%s) = %#v, want %#v", b, got, want)
+		}
+	}
+	big := make([]byte, schemas.MaxDocumentBytes+1)
+	if _, err := schemas.DecodeOwn(big); !errors.Is(err, schemas.ErrTooLarge) {
+		t.Errorf("DecodeOwn of %d bytes: %v, want schemas.ErrTooLarge", len(big), err)
+	}
+	if _, err := schemas.DecodeOwn([]byte(`{"a":`)); err == nil {
+		t.Error("DecodeOwn of a cut document: no error")
+	}
+}
