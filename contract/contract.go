@@ -41,13 +41,18 @@ func Decode(kind schemas.Kind, data []byte, v any) error {
 }
 
 // Encode marshals v and validates the result against the kind's schema, so
-// that nothing aegis writes breaks its own contract.
+// that nothing aegis writes breaks its own contract (read back as
+// schemas.DecodeOwn reads what aegis wrote).
 func Encode(kind schemas.Kind, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", kind, err)
 	}
-	if err := schemas.Validate(kind, b); err != nil {
+	v2, err := schemas.DecodeOwn(b)
+	if err == nil {
+		err = schemas.ValidateValue(kind, v2)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", kind, err)
 	}
 	return b, nil

@@ -248,7 +248,7 @@ func encodeEntry(e contract.LedgerEntry, withHash bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := schemas.Parse(b)
+	tree, err := schemas.DecodeOwn(b)
 	if err != nil {
 		return nil, err
 	}
