@@ -56,7 +56,7 @@ func (b *Bundle) Reconstruct(s *Step, i int) (Reconstruction, error) {
 	if s.Action == nil {
 		return Reconstruction{}, fmt.Errorf("audit: step %d (action %s): %w", s.Index, d.ActionID, ErrNotRecorded)
 	}
-	if needsTarget(*s.Action) && d.Target == nil {
+	if s.Action.NeedsTarget() && d.Target == nil {
 		return Reconstruction{}, fmt.Errorf("audit: step %d (action %s): %w", s.Index, d.ActionID, ErrNoTarget)
 	}
 	now, err := time.Parse(time.RFC3339Nano, d.EvaluatedAt)
@@ -134,18 +134,6 @@ func (b *Bundle) stepBudget(s *Step) int {
 		return *m
 	}
 	return DefaultStepBudget
-}
-
-// needsTarget reports whether the gate judges the action on its resolved
-// element (as the session asks the driver for one).
-func needsTarget(a contract.Action) bool {
-	switch a.Type {
-	case contract.ActClick, contract.ActType, contract.ActSelect:
-		return true
-	case contract.ActExtract:
-		return a.Selector != ""
-	}
-	return false
 }
 
 // affordance returns the affordance of obs with selector sel, nil when

@@ -502,7 +502,7 @@ func (rp *replayer) step(ctx context.Context, s *Step) (StepResult, error) {
 
 	// The target, on the replayed page.
 	var target *contract.Element
-	if needsTarget(a) {
+	if a.NeedsTarget() {
 		el, err := rp.drv.Describe(ctx, a.Selector)
 		if err != nil {
 			if ctx.Err() != nil {

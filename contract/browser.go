@@ -264,6 +264,19 @@ type Action struct {
 // "browser.click".
 func (a Action) PolicyName() string { return "browser." + string(a.Type) }
 
+// NeedsTarget reports whether the action works on one element of the page,
+// which the driver resolves (Describe) and the gate judges: a click, type
+// or select, and an extract with a selector.
+func (a Action) NeedsTarget() bool {
+	switch a.Type {
+	case ActClick, ActType, ActSelect:
+		return true
+	case ActExtract:
+		return a.Selector != ""
+	}
+	return false
+}
+
 // actionField is one type-specific field of an Action.
 type actionField struct {
 	name     string

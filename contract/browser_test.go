@@ -341,3 +341,25 @@ func TestActionUnmarshalTrailingData(t *testing.T) {
 		}
 	}
 }
+
+// TestNeedsTarget: the actions that work on one element of the page.
+func TestNeedsTarget(t *testing.T) {
+	tests := []struct {
+		a    contract.Action
+		want bool
+	}{
+		{contract.Action{Type: contract.ActClick, Selector: "#b"}, true},
+		{contract.Action{Type: contract.ActType, Selector: "#t"}, true},
+		{contract.Action{Type: contract.ActSelect, Selector: "#s"}, true},
+		{contract.Action{Type: contract.ActExtract, Selector: "#orders"}, true},
+		{contract.Action{Type: contract.ActExtract}, false},
+		{contract.Action{Type: contract.ActNavigate, URL: "http://shop.test/"}, false},
+		{contract.Action{Type: contract.ActScroll}, false},
+		{contract.Action{Type: contract.ActWait}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.a.NeedsTarget(); got != tt.want {
+			t.Errorf("%s (selector %q): NeedsTarget() = %v, want %v", tt.a.Type, tt.a.Selector, got, tt.want)
+		}
+	}
+}

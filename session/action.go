@@ -15,18 +15,6 @@ import (
 	"github.com/aegis-run/aegis/secrets"
 )
 
-// needsTarget reports whether the gate must judge the action on its
-// resolved element.
-func needsTarget(a contract.Action) bool {
-	switch a.Type {
-	case contract.ActClick, contract.ActType, contract.ActSelect:
-		return true
-	case contract.ActExtract:
-		return a.Selector != ""
-	}
-	return false
-}
-
 // handle takes one action through describe, gate, approval, act and
 // record. planned is the DOM hash the batch was planned on ("" for the
 // first navigation).
@@ -38,7 +26,7 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 	// Resolve the target on the page, so the gate judges what the action
 	// would really touch.
 	var target *contract.Element
-	if needsTarget(a) {
+	if a.NeedsTarget() {
 		t0 := time.Now()
 		el, err := r.drv.Describe(r.ctx, a.Selector)
 		r.t.Driver += time.Since(t0)

@@ -124,6 +124,25 @@ func BenchmarkSessionStep(b *testing.B) {
 	}
 }
 
+// benchConfig returns the configuration of a session of steps Navigator
+// steps on url, each answered at once by an instantModel with action(i),
+// and that model.
+func benchConfig(b *testing.B, url string, steps int, action func(int) string) (session.Config, *instantModel) {
+	b.Helper()
+	m := &instantModel{steps: steps, action: action}
+	pl, err := planner.NewLLM(m, planner.LLMOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	nav, err := navigator.NewLLM(m, navigator.LLMOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := task("Work the page", []string{url}, "")
+	in.MaxActions = intp(100)
+	return cfgFor(b, in, pl, nav), m
+}
+
 func benchSteps(b *testing.B, url string, action func(int) string) {
 	const steps = 40
 	root := evRoot(b)
@@ -131,18 +150,7 @@ func benchSteps(b *testing.B, url string, action func(int) string) {
 	var total, model, drv, gateT, ev, evWait, seal, agents, bus time.Duration
 	var n int
 	for i := 0; i < b.N; i++ {
-		m := &instantModel{steps: steps, action: action}
-		pl, err := planner.NewLLM(m, planner.LLMOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		nav, err := navigator.NewLLM(m, navigator.LLMOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		in := task("Work the page", []string{url}, "")
-		in.MaxActions = intp(100)
-		cfg := cfgFor(b, in, pl, nav)
+		cfg, m := benchConfig(b, url, steps, action)
 		res, err := session.Run(context.Background(), cfg)
 		if err != nil || res.Status != contract.SessionCompleted {
 			b.Fatalf("status %s err %v", res.Status, err)

@@ -10,8 +10,6 @@ import (
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/extension"
-	"github.com/aegis-run/aegis/navigator"
-	"github.com/aegis-run/aegis/planner"
 	"github.com/aegis-run/aegis/session"
 	"github.com/aegis-run/aegis/setup"
 )
@@ -41,18 +39,7 @@ func BenchmarkStepVsPlaywright(b *testing.B) {
 		var total time.Duration
 		var steps int
 		for i := 0; i < b.N; i++ {
-			m := &instantModel{steps: stepsPerTask, action: formAction}
-			pl, err := planner.NewLLM(m, planner.LLMOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			nav, err := navigator.NewLLM(m, navigator.LLMOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			in := task("Work the page", []string{url}, "")
-			in.MaxActions = intp(100)
-			cfg := cfgFor(b, in, pl, nav)
+			cfg, m := benchConfig(b, url, stepsPerTask, formAction)
 			res, err := session.Run(context.Background(), cfg)
 			if err != nil || res.Status != contract.SessionCompleted {
 				b.Fatalf("status %s err %v", res.Status, err)

@@ -13,8 +13,6 @@ import (
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/live"
-	"github.com/aegis-run/aegis/navigator"
-	"github.com/aegis-run/aegis/planner"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -50,18 +48,8 @@ func median(xs []float64) float64 {
 // its step time in milliseconds; every watcher must receive every event.
 func watchedSession(b *testing.B, url string, n int) float64 {
 	const steps = 40
-	m := &instantModel{steps: steps, action: formAction}
-	pl, err := planner.NewLLM(m, planner.LLMOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	nav, err := navigator.NewLLM(m, navigator.LLMOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	in := task("Work the page", []string{url}, "")
-	in.MaxActions = intp(100)
-	sess, err := session.New(cfgFor(b, in, pl, nav))
+	cfg, _ := benchConfig(b, url, steps, formAction)
+	sess, err := session.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
