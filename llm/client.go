@@ -72,7 +72,7 @@ type Client struct {
 	api      *openai.Client
 	fellBack atomic.Bool
 
-	// sleep waits d or until ctx is done; tests replace it.
+	// sleep waits d on the clock or until ctx is done; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 	// jitter returns a random number in [0, 1); tests replace it.
 	jitter func() float64
@@ -100,7 +100,8 @@ func New(cfg Config) (*Client, error) {
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	}
 	oc.HTTPClient = &doer{c: &noRedirect, guard: cfg.Guard, max: cfg.MaxResponseBytes}
-	c := &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), sleep: sleepCtx, jitter: rand.Float64}
+	c := &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), jitter: rand.Float64}
+	c.sleep = c.wait
 	return c, nil
 }
 
@@ -244,8 +245,8 @@ type attemptInfo struct {
 type infoKey struct{}
 
 func (c *Client) once(ctx context.Context, msgs []Message, schema *Schema, mode StructuredOutput) (openai.ChatCompletionResponse, *attemptInfo, error) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
+	actx, release := c.attemptContext(ctx)
+	defer release()
 	info := &attemptInfo{}
 	actx = context.WithValue(actx, infoKey{}, info)
 	creq := openai.ChatCompletionRequest{
@@ -274,7 +275,7 @@ func (c *Client) once(ctx context.Context, msgs []Message, schema *Schema, mode 
 		creq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
 	}
 	out, err := c.api.CreateChatCompletion(actx, creq)
-	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+	if err != nil && ctx.Err() == nil && timedOut(actx) {
 		err = &timeoutError{after: c.cfg.Timeout, err: err}
 	}
 	return out, info, err
@@ -414,20 +415,6 @@ func (c *Client) backoff(n int, retryAfter time.Duration) time.Duration {
 	}
 	d = min(d, c.cfg.MaxBackoff)
 	return d/2 + time.Duration(c.jitter()*float64(d/2))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // parseRetryAfter reads Retry-After-Ms (OpenAI) or Retry-After (seconds or

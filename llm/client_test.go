@@ -200,11 +200,13 @@ func TestAPIErrorFields(t *testing.T) {
 	}
 }
 
+// TestTimeoutRetriedThenError: every attempt times out, on the test's
+// clock, once the server has its request.
 func TestTimeoutRetriedThenError(t *testing.T) {
+	clock := llmtest.NewClock(time.Minute)
 	srv := llmtest.NewServer(t)
-	srv.Always(llmtest.Delay(30*time.Second, llmtest.Answer(validPlan)))
-	c, waits := newClient(t, srv, func(c *llm.Config) { c.Timeout = 100 * time.Millisecond; c.MaxRetries = 2 })
-	start := time.Now()
+	srv.Always(llmtest.TimeOut(clock))
+	c, waits := newClient(t, srv, func(c *llm.Config) { c.Timeout = time.Minute; c.Clock = clock; c.MaxRetries = 2 })
 	resp, err := c.Complete(context.Background(), planRequest(t))
 	if !errors.Is(err, llm.ErrTimeout) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
@@ -216,46 +218,75 @@ func TestTimeoutRetriedThenError(t *testing.T) {
 	if got := len(srv.Requests()); got != 3 || resp.Attempts != 3 || len(*waits) != 2 {
 		t.Errorf("requests = %d, attempts = %d, waits = %v; want 3, 3, 2 waits", got, resp.Attempts, *waits)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %v: attempts were not cut at the timeout", d)
+	if want := "no answer within 1m0s"; ae == nil || ae.Message != want {
+		t.Errorf("message = %q, want %q", ae.Message, want)
+	}
+}
+
+// TestTimeoutWallClock: the default clock is the system's; an attempt is
+// cut at Config.Timeout (the one test of the real timer: it checks only
+// that the attempt ends, not how many requests raced in).
+func TestTimeoutWallClock(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Always(llmtest.Delay(time.Minute, llmtest.Answer(validPlan)))
+	c, _ := newClient(t, srv, func(c *llm.Config) { c.Timeout = 50 * time.Millisecond; c.MaxRetries = -1 })
+	start := time.Now()
+	_, err := c.Complete(context.Background(), planRequest(t))
+	if !errors.Is(err, llm.ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %v: the attempt was not cut at the timeout", d)
 	}
 }
 
 func TestTimeoutThenSuccess(t *testing.T) {
-	srv := llmtest.NewServer(t, llmtest.Delay(30*time.Second, llmtest.Answer(validPlan)), llmtest.Answer(validPlan))
-	c, _ := newClient(t, srv, func(c *llm.Config) { c.Timeout = 100 * time.Millisecond })
+	clock := llmtest.NewClock(time.Minute)
+	srv := llmtest.NewServer(t, llmtest.TimeOut(clock), llmtest.Answer(validPlan))
+	c, _ := newClient(t, srv, func(c *llm.Config) { c.Timeout = time.Minute; c.Clock = clock })
 	resp, err := c.Complete(context.Background(), planRequest(t))
 	if err != nil || resp.Attempts != 2 || resp.Content != validPlan {
 		t.Fatalf("resp = %+v, err = %v", resp, err)
 	}
 }
 
+// TestContextCanceledStopsRetries: a cancel during the backoff wait ends
+// the call at once; the error says the last failure. The wait is held on
+// the test's clock, so only the cancel can end it.
 func TestContextCanceledStopsRetries(t *testing.T) {
+	clock := llmtest.NewClock(time.Second)
 	srv := llmtest.NewServer(t)
 	srv.Always(llmtest.Status(503, "down"))
-	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "m", MaxRetries: 10, Backoff: 10 * time.Second})
+	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "m", MaxRetries: 10, Backoff: 10 * time.Second, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
+	req := planRequest(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	start := time.Now()
-	_, err = c.Complete(ctx, planRequest(t))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Complete(ctx, req)
+		done <- err
+	}()
+	clock.Await(t, 2) // the first attempt's timeout, then the backoff wait
+	cancel()
+	err = <-done
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("took %v after cancel", d)
-	}
 	if !strings.Contains(err.Error(), "HTTP 503") {
 		t.Errorf("err %q does not say the last failure", err)
+	}
+	if got := len(srv.Requests()); got != 1 {
+		t.Errorf("requests = %d, want 1", got)
 	}
 }
 
 func TestDeadlineShorterThanBackoffFailsAtOnce(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Status(429, "later", "Retry-After: 30"))
 	c, _ := newClient(t, srv, func(c *llm.Config) { c.MaxBackoff = time.Minute })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // shorter than the 30 s asked for
 	defer cancel()
 	_, err := c.Complete(ctx, planRequest(t))
 	var ae *llm.APIError

@@ -127,6 +127,9 @@ type Config struct {
 	// a request it refuses is never sent and the call fails with a
 	// *GuardError (not retried). secrets.Set.Guard makes one.
 	Guard func(body []byte) error
+	// Clock times the attempts (Timeout) and the waits between them;
+	// default the system clock. Tests hand in one they drive.
+	Clock Clock
 	// HTTPClient is the HTTP client to use; default a new http.Client.
 	// Redirects are never followed, whatever its CheckRedirect.
 	HTTPClient *http.Client
@@ -150,6 +153,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
 	}
 	if c.MaxRetries == 0 {
 		c.MaxRetries = DefaultMaxRetries

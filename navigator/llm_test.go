@@ -19,7 +19,9 @@ import (
 
 func newLLM(t *testing.T, srv *llmtest.Server, opts navigator.LLMOptions, mutate ...func(*llm.Config)) *navigator.LLM {
 	t.Helper()
-	cfg := llm.Config{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second, MaxRetries: 2, Backoff: time.Millisecond}
+	// The attempts' timeout is held on a test clock: it never passes unless
+	// a test fires it; the backoff waits pass at once.
+	cfg := llm.Config{BaseURL: srv.URL, Model: "test-model", Timeout: time.Minute, Clock: llmtest.NewClock(time.Minute), MaxRetries: 2, Backoff: time.Millisecond}
 	for _, f := range mutate {
 		f(&cfg)
 	}
@@ -174,24 +176,29 @@ func TestLLMNoRepairs(t *testing.T) {
 	}
 }
 
+// TestLLMTransportErrors: retried failures end in one recorded call. The
+// attempts' timeouts run on a clock the test drives: an attempt times out
+// when the fake server has its request, never by racing the wall clock.
 func TestLLMTransportErrors(t *testing.T) {
+	const timeout = time.Minute // held on the test's clock: it never passes by itself
 	tests := []struct {
 		name    string
-		replies []llmtest.Reply
+		replies func(*llmtest.Clock) []llmtest.Reply
 		wantErr error
 		calls   int
 	}{
-		{"429 then ok", []llmtest.Reply{llmtest.Status(429, "slow", "Retry-After-Ms: 5"), llmtest.Answer(signInAnswer)}, nil, 2},
-		{"500s exhausted", []llmtest.Reply{llmtest.Status(500, "a"), llmtest.Status(502, "b"), llmtest.Status(503, "c")}, llm.ErrServer, 3},
-		{"400 not retried", []llmtest.Reply{llmtest.Status(400, "context length exceeded")}, &llm.APIError{}, 1},
-		{"timeouts", []llmtest.Reply{
-			llmtest.Delay(time.Minute, llmtest.Answer(signInAnswer)), llmtest.Delay(time.Minute, llmtest.Answer(signInAnswer)), llmtest.Delay(time.Minute, llmtest.Answer(signInAnswer)),
+		{"429 then ok", replies(llmtest.Status(429, "slow", "Retry-After-Ms: 5"), llmtest.Answer(signInAnswer)), nil, 2},
+		{"500s exhausted", replies(llmtest.Status(500, "a"), llmtest.Status(502, "b"), llmtest.Status(503, "c")), llm.ErrServer, 3},
+		{"400 not retried", replies(llmtest.Status(400, "context length exceeded")), &llm.APIError{}, 1},
+		{"timeouts", func(c *llmtest.Clock) []llmtest.Reply {
+			return []llmtest.Reply{llmtest.TimeOut(c), llmtest.TimeOut(c), llmtest.TimeOut(c)}
 		}, llm.ErrTimeout, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.NewServer(t, tc.replies...)
-			n := newLLM(t, srv, navigator.LLMOptions{}, func(c *llm.Config) { c.Timeout = 150 * time.Millisecond })
+			clock := llmtest.NewClock(timeout)
+			srv := llmtest.NewServer(t, tc.replies(clock)...)
+			n := newLLM(t, srv, navigator.LLMOptions{}, func(c *llm.Config) { c.Timeout = timeout; c.Clock = clock })
 			resp, err := n.Next(context.Background(), navRequest(t))
 			if len(srv.Requests()) != tc.calls {
 				t.Errorf("requests = %d, want %d", len(srv.Requests()), tc.calls)
@@ -217,6 +224,11 @@ func TestLLMTransportErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replies is a script of replies that need no clock.
+func replies(rs ...llmtest.Reply) func(*llmtest.Clock) []llmtest.Reply {
+	return func(*llmtest.Clock) []llmtest.Reply { return rs }
 }
 
 // TestLLMSecretsNeverSent: a secret value on the page, in the goal, in the

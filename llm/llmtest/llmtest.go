@@ -1,7 +1,7 @@
 // Package llmtest is a fake OpenAI-compatible chat completions endpoint
 // for tests: it records every request and answers from a script of
-// replies (a valid answer, an error status with headers, a delay past the
-// client's timeout...).
+// replies (a valid answer, an error status with headers, a timeout the
+// test's Clock fires once the server has the request...).
 package llmtest
 
 import (
@@ -74,6 +74,7 @@ type Server struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
 	reqs    []Request
+	arrived chan struct{} // closed and replaced on each request
 	replies []Reply
 	// Default answers requests once the script is used up; nil fails the
 	// test.
@@ -83,7 +84,7 @@ type Server struct {
 // NewServer starts a server that answers with replies, in order; it is
 // closed when the test ends.
 func NewServer(t testing.TB, replies ...Reply) *Server {
-	s := &Server{t: t, replies: replies}
+	s := &Server{t: t, replies: replies, arrived: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(s.srv.Close)
@@ -111,6 +112,27 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.reqs...)
 }
 
+// Await waits until the server has received n requests. Call it from the
+// test's goroutine.
+func (s *Server) Await(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.NewTimer(guard)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		got, arrived := len(s.reqs), s.arrived
+		s.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-arrived:
+		case <-deadline.C:
+			t.Fatalf("llmtest: %d requests received, waited for %d", got, n)
+		}
+	}
+}
+
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.t.Errorf("llmtest: unexpected %s %s", r.Method, r.URL.Path)
@@ -131,6 +153,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	req.Context = r.Context()
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
+	close(s.arrived)
+	s.arrived = make(chan struct{})
 	var reply Reply
 	if len(s.replies) > 0 {
 		reply, s.replies = s.replies[0], s.replies[1:]
