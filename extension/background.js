@@ -652,3 +652,11 @@ self.connectDriverPort = async function connectDriverPort() {
   const hello = await hostCall(h, 'hello', { protocol: [PROTOCOL], extension: chrome.runtime.getManifest().version });
   return hello.protocol;
 };
+
+// The worker's top-level code has run: everything above is defined. A
+// harness that evaluates code in this worker (nativehost/nativehosttest)
+// waits for this signal rather than for time to pass: it reads
+// self.aegisReady, or listens for the 'aegisready' event when it got in
+// before the script ran. The signal grants nothing.
+self.aegisReady = true;
+self.dispatchEvent(new Event('aegisready'));

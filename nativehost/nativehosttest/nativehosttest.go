@@ -239,13 +239,33 @@ func Start(tb testing.TB, o Options) *Browser {
 	}
 	select {
 	case b.Worker = <-found:
-	case <-time.After(20 * time.Second):
+	case <-time.After(guard):
 		tb.Fatalf("the extension's service worker did not start (extension %s)", b.ExtensionID)
 	}
 	if err := probe.Close(); err != nil {
 		tb.Fatalf("close the probe page: %v", err)
 	}
+	if _, err := b.Worker.Evaluate(whenReady(`true`)); err != nil {
+		tb.Fatalf("the extension's service worker did not get ready: %v", err)
+	}
 	return b
+}
+
+// guard bounds the waits for the browser, the worker and the host. It only
+// stops a broken test from hanging: every wait ends on an event, and a
+// passing test never waits for the guard, however loaded the machine.
+const guard = 90 * time.Second
+
+// whenReady wraps the JavaScript expression expr so that it is evaluated
+// once the service worker's script has run to its end: the worker sets
+// self.aegisReady and fires 'aegisready' there (extension/background.js).
+// Playwright can reach a worker whose script has not run yet; this waits
+// for the extension's signal, not for time to pass.
+func whenReady(expr string) string {
+	return `(async () => {
+  if (!self.aegisReady) await new Promise((r) => self.addEventListener('aegisready', r, { once: true }));
+  return ` + expr + `;
+})()`
 }
 
 // Close closes the browser and the Playwright driver.
@@ -321,7 +341,7 @@ func (b *Browser) ConnectDriver(ctx context.Context) (*nativehost.Conn, error) {
 	}()
 	evalErr := make(chan error, 1)
 	go func() {
-		_, err := b.Worker.Evaluate(`connectDriverPort()`)
+		_, err := b.Worker.Evaluate(whenReady(`connectDriverPort()`))
 		evalErr <- err
 	}()
 	var a accepted
@@ -334,7 +354,7 @@ func (b *Browser) ConnectDriver(ctx context.Context) (*nativehost.Conn, error) {
 		a = <-ch
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(20 * time.Second):
+	case <-time.After(guard):
 		return nil, errors.New("the host never connected to the relay socket (see the host log)")
 	}
 	if a.err != nil {
@@ -350,7 +370,7 @@ func (b *Browser) ConnectDriver(ctx context.Context) (*nativehost.Conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connectDriverPort: %w", err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(guard):
 		return nil, errors.New("the extension did not finish its hello")
 	}
 	return conn, nil
