@@ -14,7 +14,7 @@ TESTFLAGS ?=
 
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build setup demo test vet fmt-check schema-check tamper unit bench fuzz clean
+.PHONY: all build setup demo test vet fmt-check schema-check tamper unit bench fuzz loadtest clean
 
 all: build
 
@@ -65,6 +65,11 @@ fuzz:
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+# loadtest runs `make test` three times under CPU and I/O load and reports
+# each run's time, status and load average (see scripts/loadtest).
+loadtest:
+	scripts/loadtest
 
 clean:
 	rm -rf bin
