@@ -46,7 +46,12 @@ func demo(t *testing.T) (driver.Driver, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	d, err := driver.Open(ctx, driver.Config{
-		Mode: contract.ModeSandbox, Browser: shared.b, AllowedOrigins: []string{shared.site.URL()}, ActionTimeout: 3 * time.Second,
+		// A generous action timeout: an action waits for its element and for
+		// the navigation a click starts, events a passing run never waits
+		// 30 s for, however loaded the machine; a short one let a click
+		// return before its navigation committed, and the next observation
+		// saw the old page.
+		Mode: contract.ModeSandbox, Browser: shared.b, AllowedOrigins: []string{shared.site.URL()}, ActionTimeout: 30 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +129,9 @@ func stepsFor(t *testing.T, base string, set *secrets.Set, lines ...string) *nav
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := navigator.NewSteps(steps, navigator.StepsOptions{BaseURL: base, Secrets: set, ExpectWait: 200 * time.Millisecond})
+	// An expect waits up to 100 rounds of 200 ms: a page slow under load
+	// gets 20 s, a quick one costs no more.
+	s, err := navigator.NewSteps(steps, navigator.StepsOptions{BaseURL: base, Secrets: set, ExpectWait: 200 * time.Millisecond, ExpectRounds: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

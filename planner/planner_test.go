@@ -20,7 +20,9 @@ import (
 
 func newPlanner(t *testing.T, srv *llmtest.Server, opts planner.LLMOptions) *planner.LLM {
 	t.Helper()
-	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second, MaxRetries: 1, Backoff: time.Millisecond})
+	// The attempts' timeout is held on a test clock (it never passes by
+	// itself, however slow the machine); the backoff waits pass at once.
+	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "test-model", Timeout: time.Minute, Clock: llmtest.NewClock(time.Minute), MaxRetries: 1, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
