@@ -84,26 +84,27 @@ func TestModelFailures(t *testing.T) {
 	tests := []struct {
 		name     string
 		reply    llmtest.Reply
-		timeout  time.Duration
+		timeout  bool // every attempt times out (on a clock the test drives)
 		wantErr  error
 		wantText string
 		wantReqs int // navigator requests
 	}{
-		{"malformed JSON", llmtest.Answer("Sure! Here you go: {not json"), 0, nil, "no valid navigator-response in 3 answers", 3},
-		{"schema-invalid", llmtest.Answer(`{"actions":[{"id":"a1","type":"teleport","reason":"x","policyTags":[]}],"status":"continue","summary":"x"}`), 0, nil, "no valid navigator-response in 3 answers", 3},
-		{"empty batch", llmtest.Answer(`{"actions":[],"status":"continue","summary":"x"}`), 0, nil, "no valid navigator-response", 3},
-		{"timeout", llmtest.Delay(3*time.Second, answer("done", aWait("w", 1))), 150 * time.Millisecond, llm.ErrTimeout, "timed out", 3},
-		{"429", llmtest.Status(429, "slow down", "Retry-After: 0"), 0, llm.ErrRateLimited, "HTTP 429", 3},
-		{"500", llmtest.Status(500, "boom"), 0, llm.ErrServer, "HTTP 500", 3},
+		{"malformed JSON", llmtest.Answer("Sure! Here you go: {not json"), false, nil, "no valid navigator-response in 3 answers", 3},
+		{"schema-invalid", llmtest.Answer(`{"actions":[{"id":"a1","type":"teleport","reason":"x","policyTags":[]}],"status":"continue","summary":"x"}`), false, nil, "no valid navigator-response in 3 answers", 3},
+		{"empty batch", llmtest.Answer(`{"actions":[],"status":"continue","summary":"x"}`), false, nil, "no valid navigator-response", 3},
+		{"timeout", nil, true, llm.ErrTimeout, "timed out", 3},
+		{"429", llmtest.Status(429, "slow down", "Retry-After: 0"), false, llm.ErrRateLimited, "HTTP 429", 3},
+		{"500", llmtest.Status(500, "boom"), false, llm.ErrServer, "HTTP 500", 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := fakeModel(t, nil, func(int, *llmtest.Request) llmtest.Reply { return tc.reply })
-			pl, nav := llmAgents(t, srv, nil, func(c *llm.Config) {
-				if tc.timeout > 0 {
-					c.Timeout = tc.timeout
-				}
-			})
+			reply, clock := tc.reply, llmtest.NewClock(time.Minute)
+			if tc.timeout {
+				// Each attempt times out once the model has the request.
+				reply = llmtest.TimeOut(clock)
+			}
+			srv := fakeModel(t, nil, func(int, *llmtest.Request) llmtest.Reply { return reply })
+			pl, nav := llmAgents(t, srv, nil, func(c *llm.Config) { c.Timeout, c.Clock = time.Minute, clock })
 			res, err := run(t, fakeCfg(t, site, task("Read the orders", []string{fakeOrigin + "/orders"}, ""), pl, nav))
 			var se *session.Error
 			if !errors.As(err, &se) || se.Code != "navigator" || res.Status != contract.SessionFailed {
