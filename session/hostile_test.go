@@ -231,8 +231,7 @@ func TestSecretIntoSessionSensitiveSelector(t *testing.T) {
 	case typed.Target == nil || typed.Target.SensitiveSelector != "input[name=q]":
 		t.Errorf("a1 target %+v, want the sensitive selector input[name=q]", typed.Target)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if got := s.requests("GET /find/results"); len(got) != 1 || !strings.Contains(got[0], password) {
+	if got := s.awaitRequests(t, "GET /find/results", 1); len(got) != 1 || !strings.Contains(got[0], password) {
 		t.Errorf("the site received %q, want the typed secret once", got)
 	}
 }

@@ -159,6 +159,22 @@ func (s *site) requests(prefix string) []string {
 	return out
 }
 
+// awaitRequests waits until the site has received n requests starting
+// with prefix (a page's own requests land after the action that caused
+// them returns) and returns them; it fails the test after a generous
+// guard that a passing run never reaches.
+func (s *site) awaitRequests(t testing.TB, prefix string, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := s.requests(prefix)
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (s *site) all() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
