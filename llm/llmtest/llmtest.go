@@ -141,7 +141,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		s.t.Errorf("llmtest: read body: %v", err)
+		// The client went away while it sent the request (a session
+		// aborted or cancelled mid-call): there is no one to answer, and
+		// nothing wrong with the test.
 		return
 	}
 	var req Request
