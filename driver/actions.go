@@ -17,6 +17,7 @@ import (
 	"github.com/playwright-community/playwright-go"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // MaxWait is the longest wait action the driver carries out (the schema's
@@ -90,7 +91,7 @@ func (d *pwDriver) act(ctx context.Context, a contract.Action, lat *latencies) (
 		return nil, d.wait(ctx, a)
 	case contract.ActNavigate, contract.ActClick, contract.ActType, contract.ActSelect, contract.ActScroll, contract.ActExtract:
 	default:
-		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown action type %q", truncRunes(string(a.Type), 32)), nil)
+		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown action type %q", text.CutRunes(string(a.Type), 32)), nil)
 	}
 	if a.Selector != "" {
 		if _, err := ParseSelector(a.Selector); err != nil {
@@ -146,7 +147,7 @@ func (d *pwDriver) navigate(ctx context.Context, p playwright.Page, a contract.A
 		return newErr(contract.CodeNavigationBlocked, "", "the URL is not absolute", nil)
 	}
 	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", truncRunes(s, 32)), nil)
+		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", text.CutRunes(s, 32)), nil)
 	}
 	if u.Host == "" {
 		return newErr(contract.CodeNavigationBlocked, "", "the URL has no host", nil)
@@ -362,7 +363,7 @@ func (d *pwDriver) scroll(ctx context.Context, p playwright.Page, a contract.Act
 	case contract.ScrollUp:
 		amount = -amount
 	default:
-		return newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown scroll direction %q", truncRunes(string(a.Direction), 16)), nil)
+		return newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown scroll direction %q", text.CutRunes(string(a.Direction), 16)), nil)
 	}
 	t0 := time.Now()
 	_, err := d.callResult(ctx, p, "", "scroll", float64(amount))
@@ -423,7 +424,7 @@ func (d *pwDriver) extract(ctx context.Context, p playwright.Page, a contract.Ac
 		}
 		ex = img
 	default:
-		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown extraction %q", truncRunes(string(a.Extract), 32)), nil)
+		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown extraction %q", text.CutRunes(string(a.Extract), 32)), nil)
 	}
 	lat.capture = millis(time.Since(t0))
 	return d.arts.add(ex, a, boundURL(p.URL())), nil

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // Driver observes one browser session and acts on it. Every method takes a
@@ -303,7 +304,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		pc.MaxStepBudget = 100
 	}
 	if pc.DecisionLogID == "" {
-		pc.DecisionLogID = truncRunes("dec-"+cfg.SessionID, 128)
+		pc.DecisionLogID = text.CutRunes("dec-"+cfg.SessionID, 128)
 	}
 	if cfg.Viewport.Width <= 0 {
 		cfg.Viewport.Width = DefaultViewportWidth

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // Error is the one error type drivers return for an action or an
@@ -96,7 +97,7 @@ func (e *Error) ToolError() *contract.ToolError {
 	if msg == "" {
 		msg = string(e.Code)
 	}
-	return &contract.ToolError{Code: e.Code, Message: truncRunes(strings.ToValidUTF8(msg, "\uFFFD"), MaxErrorMessage)}
+	return &contract.ToolError{Code: e.Code, Message: text.CutRunes(strings.ToValidUTF8(msg, "\uFFFD"), MaxErrorMessage)}
 }
 
 // CodeOf returns the code of the first *Error in err's chain, or
@@ -118,25 +119,7 @@ func newErr(code contract.ErrorCode, sel, msg string, err error) *Error {
 
 func quoteBounded(s string, n int) string {
 	if utf8.RuneCountInString(s) > n {
-		s = truncRunes(s, n) + "…"
+		s = text.CutRunes(s, n) + "…"
 	}
 	return fmt.Sprintf("%q", s)
-}
-
-// truncRunes cuts s to at most n runes.
-func truncRunes(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // The extension driver serves mode "extension": the browser is the
@@ -261,7 +262,7 @@ func portErr(ctx context.Context, err error, sel string) error {
 	code := codeOfExt(err)
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "nativehost: ")
-	return newErr(code, sel, "the extension: "+truncRunes(msg, 512), err)
+	return newErr(code, sel, "the extension: "+text.CutRunes(msg, 512), err)
 }
 
 // retryable reports an error of the extension that a new attempt may cure
@@ -440,7 +441,7 @@ func (d *extDriver) act(ctx context.Context, a contract.Action, lat *latencies) 
 	switch a.Type {
 	case contract.ActNavigate, contract.ActClick, contract.ActType, contract.ActSelect, contract.ActScroll, contract.ActExtract, contract.ActWait:
 	default:
-		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown action type %q", truncRunes(string(a.Type), 32)), nil)
+		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown action type %q", text.CutRunes(string(a.Type), 32)), nil)
 	}
 	if err := d.check(); err != nil {
 		return nil, err
@@ -492,7 +493,7 @@ func (d *extDriver) navigate(ctx context.Context, a contract.Action) error {
 		return newErr(contract.CodeNavigationBlocked, "", "the URL is not absolute", nil)
 	}
 	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", truncRunes(s, 32)), nil)
+		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", text.CutRunes(s, 32)), nil)
 	}
 	if u.Host == "" {
 		return newErr(contract.CodeNavigationBlocked, "", "the URL has no host", nil)
@@ -611,7 +612,7 @@ func (d *extDriver) scroll(ctx context.Context, a contract.Action, lat *latencie
 	switch a.Direction {
 	case contract.ScrollDown, contract.ScrollUp:
 	default:
-		return newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown scroll direction %q", truncRunes(string(a.Direction), 16)), nil)
+		return newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown scroll direction %q", text.CutRunes(string(a.Direction), 16)), nil)
 	}
 	t0 := time.Now()
 	// An amount of 0 scrolls one viewport (the window's height).
@@ -639,7 +640,7 @@ func (d *extDriver) extract(ctx context.Context, a contract.Action, lat *latenci
 		}
 		ex = img
 	default:
-		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown extraction %q", truncRunes(string(a.Extract), 32)), nil)
+		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown extraction %q", text.CutRunes(string(a.Extract), 32)), nil)
 	}
 	lat.capture = millis(time.Since(t0))
 	return d.arts.add(ex, a, d.currentURL()), nil
@@ -696,7 +697,7 @@ func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracte
 		return Extracted{}, newErr(contract.CodeInternal, a.Selector, "the extension sent a screenshot that is not an image", err)
 	case format == "png" && mime == contract.MIMEPNG, format == "jpeg" && mime == contract.MIMEJPEG:
 	default:
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("the extension sent a %s image labelled %q", format, truncRunes(mime, 32)), nil)
+		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("the extension sent a %s image labelled %q", format, text.CutRunes(mime, 32)), nil)
 	}
 	h := sha256.Sum256(data)
 	img := &contract.ImageArtifact{MIMEType: mime, ByteSize: int64(len(data)), ContentHash: hex.EncodeToString(h[:])}

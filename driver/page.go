@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // MaxPagePayload bounds the JSON the observer may send back for one
@@ -108,7 +109,7 @@ func parsePage(data []byte, o ObserveOptions) (pageObservation, error) {
 		return po, pageError(w.Code, "", w.Msg, 0)
 	}
 	po.URL = w.URL
-	po.Title = truncRunes(strings.ToValidUTF8(w.Title, "\uFFFD"), MaxTitle)
+	po.Title = text.CutRunes(strings.ToValidUTF8(w.Title, "\uFFFD"), MaxTitle)
 	po.Viewport = contract.Viewport{
 		Width:             clampInt(w.Viewport.Width, 1, 16384),
 		Height:            clampInt(w.Viewport.Height, 1, 16384),
@@ -128,8 +129,8 @@ func parsePage(data []byte, o ObserveOptions) (pageObservation, error) {
 		}
 		aff := contract.Affordance{
 			Selector: a.Selector,
-			Role:     truncRunes(strings.ToValidUTF8(a.Role, "\uFFFD"), MaxRole),
-			Text:     truncRunes(strings.ToValidUTF8(a.Text, "\uFFFD"), min(o.MaxAffordanceText, MaxAffordanceText)),
+			Role:     text.CutRunes(strings.ToValidUTF8(a.Role, "\uFFFD"), MaxRole),
+			Text:     text.CutRunes(strings.ToValidUTF8(a.Text, "\uFFFD"), min(o.MaxAffordanceText, MaxAffordanceText)),
 		}
 		switch h := contract.ActionHint(a.Hint); h {
 		case contract.HintClick, contract.HintType, contract.HintSelect, contract.HintScroll:
@@ -209,7 +210,7 @@ func boundText(s string, max int) string {
 	if utf8.RuneCountInString(s) <= max {
 		return s
 	}
-	return truncRunes(s, max-utf8.RuneCountInString(TextTruncatedMarker)) + TextTruncatedMarker
+	return text.CutRunes(s, max-utf8.RuneCountInString(TextTruncatedMarker)) + TextTruncatedMarker
 }
 
 func clampInt(f float64, lo, hi int) int {
@@ -333,7 +334,7 @@ func pageError(code, sel, msg string, count int) error {
 	default:
 		c = contract.CodeInternal
 	}
-	msg = truncRunes(strings.ToValidUTF8(msg, "\uFFFD"), 512)
+	msg = text.CutRunes(strings.ToValidUTF8(msg, "\uFFFD"), 512)
 	if msg == "" {
 		msg = string(c)
 	}

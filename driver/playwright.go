@@ -17,6 +17,7 @@ import (
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/extension"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // pwDriver is the Playwright driver, serving the modes "playwright" and
@@ -237,7 +238,7 @@ func (d *pwDriver) recordBlocked(raw, resourceType, reason string) {
 		}
 	}
 	if len(raw) > MaxURL {
-		raw = truncRunes(raw, MaxURL)
+		raw = text.CutRunes(raw, MaxURL)
 	}
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
@@ -488,7 +489,7 @@ func describedElement(selector string, e contract.Element, sensitive []string) (
 	if e.SensitiveSelector != "" && !slices.Contains(sensitive, e.SensitiveSelector) {
 		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer reported a sensitive selector the session does not have", nil)
 	}
-	b := func(s string, n int) string { return truncRunes(strings.ToValidUTF8(s, "\uFFFD"), n) }
+	b := func(s string, n int) string { return text.CutRunes(strings.ToValidUTF8(s, "\uFFFD"), n) }
 	return contract.Element{
 		Tag:               b(e.Tag, contract.MaxElementTag),
 		Type:              b(e.Type, contract.MaxElementType),

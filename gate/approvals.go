@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // MaxApprovalTTL is the longest an approval may stay valid.
@@ -121,7 +122,7 @@ func (s *Approvals) Consume(id, actionHash string, now time.Time) (Approval, err
 	defer s.mu.Unlock()
 	e, ok := s.byID[id]
 	if !ok {
-		return Approval{}, fmt.Errorf("%w %q", ErrApprovalUnknown, truncate(id, 64))
+		return Approval{}, fmt.Errorf("%w %q", ErrApprovalUnknown, text.CutRunes(id, 64))
 	}
 	if e.used {
 		return e.a, fmt.Errorf("%w: %s", ErrApprovalUsed, id)

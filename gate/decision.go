@@ -9,6 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // Bounds of the record's strings and lists (see the decision schema).
@@ -62,13 +63,13 @@ func parseDecision(v ast.Value) (policyDecision, error) {
 	case contract.RiskLow, contract.RiskMedium, contract.RiskHigh:
 		pd.risk = contract.RiskTag(risk)
 	default:
-		return pd, fmt.Errorf("risk %q is not low, medium or high", truncate(risk, 64))
+		return pd, fmt.Errorf("risk %q is not low, medium or high", text.CutRunes(risk, 64))
 	}
 	if pd.actionName, err = stringField(m, "action_name", true); err != nil {
 		return pd, err
 	}
 	if !isActionName(pd.actionName) {
-		return pd, fmt.Errorf("action_name %q is not browser.<type>", truncate(pd.actionName, 64))
+		return pd, fmt.Errorf("action_name %q is not browser.<type>", text.CutRunes(pd.actionName, 64))
 	}
 	if pd.waived, err = reasonsField(m, "waived", false); err != nil {
 		return pd, err
@@ -191,7 +192,7 @@ func reasonsField(m ast.Object, k string, required bool) ([]contract.Reason, err
 			return nil, fmt.Errorf("%s[%d]: %w", k, i, err)
 		}
 		if !isRuleName(rule) {
-			return nil, fmt.Errorf("%s[%d]: rule %q is not a rule name", k, i, truncate(rule, 64))
+			return nil, fmt.Errorf("%s[%d]: rule %q is not a rule name", k, i, text.CutRunes(rule, 64))
 		}
 		msg, err := stringField(o, "message", true)
 		if err != nil {
@@ -201,7 +202,7 @@ func reasonsField(m ast.Object, k string, required bool) ([]contract.Reason, err
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", k, i, err)
 		}
-		out = append(out, contract.Reason{Rule: rule, Message: cleanMessage(msg, rule), ExceptionID: truncate(exc, 256)})
+		out = append(out, contract.Reason{Rule: rule, Message: cleanMessage(msg, rule), ExceptionID: text.CutRunes(exc, 256)})
 	}
 	sortReasons(out)
 	if len(out) > maxReasons {
@@ -217,7 +218,7 @@ func cleanMessage(msg, rule string) string {
 	if strings.TrimSpace(msg) == "" {
 		msg = rule
 	}
-	return truncate(msg, maxMessageLen)
+	return text.CutRunes(msg, maxMessageLen)
 }
 
 func sortReasons(rs []contract.Reason) {
@@ -255,7 +256,7 @@ func exceptionsField(m ast.Object) ([]contract.ExceptionUse, error) {
 			}
 			var s string
 			s, err = stringField(o, k, false)
-			return truncate(s, n)
+			return text.CutRunes(s, n)
 		}
 		u.ID = get("id", 256)
 		u.Rule = get("rule", 64)
@@ -271,7 +272,7 @@ func exceptionsField(m ast.Object) ([]contract.ExceptionUse, error) {
 		case contract.ExceptionApplied, contract.ExceptionExpired, contract.ExceptionMalformed, contract.ExceptionOutOfScope:
 			u.Status = contract.ExceptionStatus(status)
 		default:
-			return nil, fmt.Errorf("exceptions[%d]: status %q is not applied, expired, malformed or out_of_scope", i, truncate(status, 64))
+			return nil, fmt.Errorf("exceptions[%d]: status %q is not applied, expired, malformed or out_of_scope", i, text.CutRunes(status, 64))
 		}
 		u.Why = cleanMessage(why, status)
 		out = append(out, u)

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // floor is the Go-side check that holds whatever the policy says: it can
@@ -12,17 +13,17 @@ import (
 func floor(req *Request) []contract.Reason {
 	var out []contract.Reason
 	if err := checkAction(&req.Action); err != nil {
-		out = append(out, contract.Reason{Rule: RuleActionInvalid, Message: truncate(err.Error(), maxMessageLen)})
+		out = append(out, contract.Reason{Rule: RuleActionInvalid, Message: text.CutRunes(err.Error(), maxMessageLen)})
 	}
 	if req.Target != nil {
 		if err := req.Target.Validate(); err != nil {
-			out = append(out, contract.Reason{Rule: RuleTargetInvalid, Message: truncate(err.Error(), maxMessageLen)})
+			out = append(out, contract.Reason{Rule: RuleTargetInvalid, Message: text.CutRunes(err.Error(), maxMessageLen)})
 		}
 	}
 	if req.Action.Type == contract.ActNavigate {
 		f := NormalizeURL(req.Action.URL)
 		if !f.Valid || (f.Scheme != "http" && f.Scheme != "https") || f.Userinfo || f.Host == "" {
-			out = append(out, contract.Reason{Rule: RuleURLFloor, Message: truncate(fmt.Sprintf("navigation target %q is not a well-formed http(s) URL without user name or password", req.Action.URL), maxMessageLen)})
+			out = append(out, contract.Reason{Rule: RuleURLFloor, Message: text.CutRunes(fmt.Sprintf("navigation target %q is not a well-formed http(s) URL without user name or password", req.Action.URL), maxMessageLen)})
 		}
 	}
 	return out
@@ -63,7 +64,7 @@ func checkAction(a *contract.Action) error {
 	}
 	for _, t := range a.PolicyTags {
 		if !utf8.ValidString(t) || utf8.RuneCountInString(t) > maxPolicyTag {
-			return fmt.Errorf("action policy tag %q is not valid text of at most %d characters", truncate(t, 80), maxPolicyTag)
+			return fmt.Errorf("action policy tag %q is not valid text of at most %d characters", text.CutRunes(t, 80), maxPolicyTag)
 		}
 	}
 	switch a.Type {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // DefaultTimeout bounds one policy evaluation when Options.Timeout is zero.
@@ -330,9 +331,9 @@ func (g *Gate) deny(d Decision, reasons []contract.Reason) Decision {
 // the audit event.
 func (g *Gate) failClosed(req *Request, now time.Time, hash string, err error) Decision {
 	d := g.skeleton(req, now, hash)
-	msg := truncate(err.Error(), maxErrorLen)
+	msg := text.CutRunes(err.Error(), maxErrorLen)
 	d.FailClosed, d.Error, d.Err = true, msg, err
-	d.Reasons = []contract.Reason{{Rule: RuleFailClosed, Message: truncate("the policy could not answer, so the action is denied: "+msg, maxMessageLen)}}
+	d.Reasons = []contract.Reason{{Rule: RuleFailClosed, Message: text.CutRunes("the policy could not answer, so the action is denied: "+msg, maxMessageLen)}}
 	if g != nil && g.audit != nil {
 		func() {
 			// A panicking audit sink must not turn a deny into a crash.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // actionMap is the action as the policy sees it and as its hash covers it:
@@ -110,7 +111,7 @@ func newSessionFacts(req *Request) *sessionFacts {
 		exceptions:   []any{},
 	}
 	cfgErr := func(field, raw string, err error) {
-		sf.configErrors = append(sf.configErrors, map[string]any{"field": field, "raw": truncate(raw, 256), "error": truncate(err.Error(), 512)})
+		sf.configErrors = append(sf.configErrors, map[string]any{"field": field, "raw": text.CutRunes(raw, 256), "error": text.CutRunes(err.Error(), 512)})
 	}
 	rawOrigins := make([]any, 0, len(req.Session.AllowedOrigins))
 	for _, raw := range req.Session.AllowedOrigins {
@@ -125,7 +126,7 @@ func newSessionFacts(req *Request) *sessionFacts {
 		// An entry written as a URL is one of the task's start URLs,
 		// given by the person: its name does not make it high risk.
 		if f := NormalizeURL(raw); f.Valid && f.Address != "" {
-			sf.starts[f.Address] = truncate(raw, MaxURLLength)
+			sf.starts[f.Address] = text.CutRunes(raw, MaxURLLength)
 		}
 	}
 	rawBlocked := make([]any, 0, len(req.Policy.BlockedDomains))

@@ -68,18 +68,3 @@ func isSHA256Hex(s string) bool {
 	}
 	return true
 }
-
-// truncate cuts s to at most n characters (runes).
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
-}

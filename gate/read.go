@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -256,7 +257,7 @@ type number string
 // UnmarshalJSON accepts a JSON number only.
 func (n *number) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || !(b[0] == '-' || b[0] >= '0' && b[0] <= '9') {
-		return fmt.Errorf("%s is not a number", truncateBytes(string(b), 32))
+		return fmt.Errorf("%s is not a number", text.CutBytes(string(b), 32))
 	}
 	*n = number(b)
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/aegis-run/aegis/canonjson"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // maxRemoteResponse bounds a response of the remote OPA server.
@@ -143,7 +144,7 @@ func (r *remoteEval) do(req *http.Request, v any) error {
 		return fmt.Errorf("remote OPA: %s: response larger than %d bytes", req.URL.Path, maxRemoteResponse)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("remote OPA: %s %s: status %d: %s", req.Method, req.URL.Path, resp.StatusCode, truncate(strings.TrimSpace(string(body)), 256))
+		return fmt.Errorf("remote OPA: %s %s: status %d: %s", req.Method, req.URL.Path, resp.StatusCode, text.CutRunes(strings.TrimSpace(string(body)), 256))
 	}
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // Request is everything the gate judges one action on. The Action is the
@@ -125,11 +126,11 @@ func exceptionFacts(e Exception) map[string]any {
 		problems = []any{}
 	}
 	return map[string]any{
-		"id":              truncate(e.ID, 256),
-		"rule":            truncate(e.Rule, 64),
-		"reason":          truncate(e.Reason, MaxExceptionReason),
-		"expires_at":      truncate(e.ExpiresAt, 64),
-		"decision_log_id": truncate(e.DecisionLogID, 256),
+		"id":              text.CutRunes(e.ID, 256),
+		"rule":            text.CutRunes(e.Rule, 64),
+		"reason":          text.CutRunes(e.Reason, MaxExceptionReason),
+		"expires_at":      text.CutRunes(e.ExpiresAt, 64),
+		"decision_log_id": text.CutRunes(e.DecisionLogID, 256),
 		"expires_ns":      expires,
 		"problems":        problems,
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/aegis-run/aegis/internal/text"
 	"golang.org/x/net/idna"
 )
 
@@ -455,8 +456,8 @@ func NormalizeDomain(raw string) (string, error) {
 // (input.derived.active and target_url).
 func urlFactsMap(f URLFacts) map[string]any {
 	return map[string]any{
-		"raw": truncate(f.Raw, MaxURLLength), "valid": f.Valid, "error": f.Error,
-		"scheme": truncate(f.Scheme, 64), "host": f.Host, "port": f.Port, "origin": f.Origin,
+		"raw": text.CutRunes(f.Raw, MaxURLLength), "valid": f.Valid, "error": f.Error,
+		"scheme": text.CutRunes(f.Scheme, 64), "host": f.Host, "port": f.Port, "origin": f.Origin,
 		"userinfo": f.Userinfo, "ip": f.IP, "address": f.Address, "path_terms": PathTerms(f.PathWords),
 		"origin_keys": originKeys(f), "host_suffixes": hostSuffixes(f),
 	}

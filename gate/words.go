@@ -3,8 +3,8 @@ package gate
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
+	"github.com/aegis-run/aegis/internal/text"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -70,22 +70,11 @@ func Tails(words string) []any {
 		}
 		t := words[i+1:]
 		if len(t) > MaxPatternLen {
-			t = truncateBytes(t, MaxPatternLen)
+			t = text.CutBytes(t, MaxPatternLen)
 		}
 		out = append(out, t)
 	}
 	return out
-}
-
-// truncateBytes cuts s to at most n bytes at a rune boundary.
-func truncateBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 func isPlainASCII(s string) bool {

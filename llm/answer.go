@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aegis-run/aegis/canonjson"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -55,7 +56,7 @@ func (e *InvalidAnswerError) Error() string {
 			break
 		}
 		b.WriteString("\n  ")
-		b.WriteString(truncate(p.String(), maxFedBackReason))
+		b.WriteString(text.Ellipsize(p.String(), maxFedBackReason))
 	}
 	return b.String()
 }
@@ -131,7 +132,7 @@ func Ask(ctx context.Context, c Completer, req Request, kind string, repairs int
 			return calls, err
 		}
 		req.Messages = append(append([]Message(nil), base...),
-			Message{Role: RoleAssistant, Content: truncate(resp.Content, maxFedBackAnswer)},
+			Message{Role: RoleAssistant, Content: text.Ellipsize(resp.Content, maxFedBackAnswer)},
 			Message{Role: RoleUser, Content: RepairPrompt(kind, problems)},
 		)
 	}
@@ -148,7 +149,7 @@ func RepairPrompt(kind string, problems []schemas.Problem) string {
 			break
 		}
 		b.WriteString("\n- ")
-		b.WriteString(truncate(p.String(), maxFedBackReason))
+		b.WriteString(text.Ellipsize(p.String(), maxFedBackReason))
 	}
 	b.WriteString("\nAnswer again with exactly one corrected JSON object valid under the schema, and nothing else.")
 	return b.String()

@@ -39,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aegis-run/aegis/internal/text"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -309,7 +310,7 @@ func (c *Client) classify(err error, info *attemptInfo, attempts int) *APIError 
 		// parameters a reasoning model does not take): trying again
 		// cannot help.
 		ae.Code = "invalid_request"
-		ae.Message = truncate(c.scrubErr(err), 300)
+		ae.Message = text.Ellipsize(c.scrubErr(err), 300)
 		ae.Err = scrubbedError{msg: c.scrubErr(err)}
 	case errors.As(err, &te):
 		ae.Code = CodeTimeout
@@ -330,14 +331,14 @@ func (c *Client) classify(err error, info *attemptInfo, attempts int) *APIError 
 		ae.Status = cp.HTTPStatusCode
 		ae.Code = c.scrub(codeString(cp.Code))
 		ae.Type = c.scrub(cp.Type)
-		ae.Message = truncate(cp.Message, 1000)
+		ae.Message = text.Ellipsize(cp.Message, 1000)
 		ae.Err = &cp
 	case errors.As(err, &re):
 		cp := *re
 		cp.Body = []byte(c.scrub(string(cp.Body)))
 		cp.Err = scrubbedError{msg: c.scrubErr(cp.Err)}
 		ae.Status = cp.HTTPStatusCode
-		ae.Message = truncate(strings.TrimSpace(string(cp.Body)), 1000)
+		ae.Message = text.Ellipsize(strings.TrimSpace(string(cp.Body)), 1000)
 		ae.Err = &cp
 	default:
 		var se *json.SyntaxError
@@ -345,10 +346,10 @@ func (c *Client) classify(err error, info *attemptInfo, attempts int) *APIError 
 		if info.status != 0 && (errors.As(err, &se) || errors.As(err, &ue)) {
 			ae.Status = info.status
 			ae.Code = "bad_response"
-			ae.Message = "the endpoint's answer is not a chat completion: " + truncate(c.scrubErr(err), 300)
+			ae.Message = "the endpoint's answer is not a chat completion: " + text.Ellipsize(c.scrubErr(err), 300)
 		} else {
 			ae.Code = CodeNetwork
-			ae.Message = truncate(c.scrubErr(err), 300)
+			ae.Message = text.Ellipsize(c.scrubErr(err), 300)
 		}
 		ae.Err = scrubbedError{msg: c.scrubErr(err), cause: ErrNetwork}
 		if ae.Code == "bad_response" {

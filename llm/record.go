@@ -9,6 +9,7 @@ import (
 
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // Purpose says what a model call was for.
@@ -211,19 +212,7 @@ func (r Response) Record(err error) CallRecord {
 		Mode:             r.Mode,
 	}
 	if err != nil {
-		rec.Error = truncate(err.Error(), 500)
+		rec.Error = text.Ellipsize(err.Error(), 500)
 	}
 	return rec
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }

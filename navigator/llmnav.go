@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/schemas"
 	"github.com/aegis-run/aegis/secrets"
@@ -142,7 +143,7 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 		if a.Type == contract.ActType && a.Redact && !secrets.Contains(a.Text) {
 			a.Text = "[redacted]"
 		}
-		a.Reason = set.Redact(truncRunes(a.Reason, maxDetail))
+		a.Reason = set.Redact(text.CutBytes(a.Reason, maxDetail))
 		a.Text = set.Redact(a.Text)
 		a.Value = set.Redact(a.Value)
 		a.URL = set.Redact(a.URL)
@@ -152,13 +153,13 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 			// An action that does not encode is reported by its id only.
 			raw, _ = json.Marshal(map[string]string{"id": a.ID, "type": string(a.Type)})
 		}
-		doc.Progress = append(doc.Progress, progressDoc{Step: p.Step, Action: raw, Outcome: p.Outcome, Detail: set.Redact(truncRunes(p.Detail, maxDetail))})
+		doc.Progress = append(doc.Progress, progressDoc{Step: p.Step, Action: raw, Outcome: p.Outcome, Detail: set.Redact(text.CutBytes(p.Detail, maxDetail))})
 	}
 	for _, f := range req.Feedback {
-		f.Message = set.Redact(truncRunes(f.Message, maxDetail))
+		f.Message = set.Redact(text.CutBytes(f.Message, maxDetail))
 		rs := make([]string, 0, len(f.Reasons))
 		for _, r := range f.Reasons {
-			rs = append(rs, set.Redact(truncRunes(r, maxDetail)))
+			rs = append(rs, set.Redact(text.CutBytes(r, maxDetail)))
 		}
 		f.Reasons = rs
 		doc.Feedback = append(doc.Feedback, f)

@@ -216,15 +216,3 @@ func knownNames(set *secrets.Set) string {
 	}
 	return strings.Join(n, ", ")
 }
-
-// truncRunes cuts s to at most n bytes on a rune boundary.
-func truncRunes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut]
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/schemas"
 	"github.com/aegis-run/aegis/secrets"
 )
@@ -160,15 +161,15 @@ func shorten(s string, avail int, marker string) string {
 	if room < minKeep {
 		return ""
 	}
-	p := truncRunes(s, min(room, len(s)))
+	p := text.CutBytes(s, min(room, len(s)))
 	over := encLen(p) - room
 	if over <= 0 {
 		return p + marker
 	}
-	// Binary search for the longest prefix that fits: truncRunes(s, lo)
+	// Binary search for the longest prefix that fits: text.CutBytes(s, lo)
 	// does, since cutting over bytes more takes at least over encoded
-	// bytes away, and truncRunes(s, hi) does not.
-	fits := func(n int) bool { return encLen(truncRunes(s, n)) <= room }
+	// bytes away, and text.CutBytes(s, hi) does not.
+	fits := func(n int) bool { return encLen(text.CutBytes(s, n)) <= room }
 	lo, hi := max(len(p)-over, 0), len(p)
 	for hi-lo > 1 {
 		if mid := lo + (hi-lo)/2; fits(mid) {
@@ -177,7 +178,7 @@ func shorten(s string, avail int, marker string) string {
 			hi = mid
 		}
 	}
-	if p = truncRunes(s, lo); len(p) < minKeep {
+	if p = text.CutBytes(s, lo); len(p) < minKeep {
 		return ""
 	}
 	return p + marker

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/secrets"
 )
 
@@ -205,7 +206,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 			actions = append(actions, contract.Action{
 				ID:         fmt.Sprintf("step%d-wait%d", st.Line, s.rounds),
 				Type:       contract.ActWait,
-				Reason:     truncRunes(fmt.Sprintf("step %d: waiting for %q to appear (%d/%d)", st.Line, st.Text, s.rounds, s.opts.ExpectRounds), 2000),
+				Reason:     text.CutBytes(fmt.Sprintf("step %d: waiting for %q to appear (%d/%d)", st.Line, st.Text, s.rounds, s.opts.ExpectRounds), 2000),
 				DurationMs: int(s.opts.ExpectWait / time.Millisecond),
 			})
 			summary = append(summary, fmt.Sprintf("step %d: waiting for %q", st.Line, clip(st.Text)))
@@ -230,7 +231,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 			actions = append(actions, contract.Action{ID: "steps-done", Type: contract.ActWait, Reason: "all steps are done", DurationMs: 1})
 		}
 	}
-	resp := contract.NavigatorResponse{Actions: actions, Status: status, Summary: truncRunes(strings.Join(summary, "; "), 2000)}
+	resp := contract.NavigatorResponse{Actions: actions, Status: status, Summary: text.CutBytes(strings.Join(summary, "; "), 2000)}
 	out, err := Validate(resp, s.opts.Secrets)
 	if err != nil {
 		return Response{}, fmt.Errorf("navigator: steps made an invalid answer: %w", err)
@@ -242,7 +243,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 func (s *Steps) action(st Step, obs contract.Observation) (contract.Action, error) {
 	a := contract.Action{
 		ID:     fmt.Sprintf("step%d", st.Line),
-		Reason: truncRunes(fmt.Sprintf("step %d: %s", st.Line, neutralize(st.String())), 2000),
+		Reason: text.CutBytes(fmt.Sprintf("step %d: %s", st.Line, neutralize(st.String())), 2000),
 	}
 	target := func(what string, keep func(contract.Affordance) bool) (string, error) {
 		if st.Target.CSS != "" {

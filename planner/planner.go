@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/navigator"
 	"github.com/aegis-run/aegis/schemas"
@@ -126,7 +127,7 @@ func (p *LLM) Messages(req Request) ([]llm.Message, error) {
 		Goal:      set.Redact(req.Goal),
 		StartURLs: append([]string{}, req.StartURLs...),
 		Secrets:   set.Names(),
-		Reason:    set.Redact(truncate(req.Reason, maxReason)),
+		Reason:    set.Redact(text.Ellipsize(req.Reason, maxReason)),
 	}
 	if t.Secrets == nil {
 		t.Secrets = []string{}
@@ -240,17 +241,6 @@ func Validate(plan contract.Plan, set *secrets.Set) error {
 		return err
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // maxRevision is the plan schema's bound on revision.

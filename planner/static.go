@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/navigator"
 )
@@ -88,7 +89,7 @@ func group(goal string, lines []string, ids []int, noun string) (contract.Plan, 
 	}
 	per := (len(lines) + maxPlanSteps - 1) / maxPlanSteps
 	zero := 0
-	plan := contract.Plan{Goal: truncate(goal, 3990), Revision: &zero}
+	plan := contract.Plan{Goal: text.Ellipsize(goal, 3990), Revision: &zero}
 	for i := 0; i < len(lines); i += per {
 		j := min(i+per, len(lines))
 		desc := ""
@@ -104,7 +105,7 @@ func group(goal string, lines []string, ids []int, noun string) (contract.Plan, 
 		}
 		plan.Steps = append(plan.Steps, contract.PlanStep{
 			ID:              id,
-			Description:     truncate(desc, 1990),
+			Description:     text.Ellipsize(desc, 1990),
 			SuccessCriteria: fmt.Sprintf("the %s ran without error or denial", noun),
 		})
 	}

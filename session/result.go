@@ -9,6 +9,7 @@ import (
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // StepReport describes one action the session handled, for progress
@@ -235,17 +236,10 @@ func (r *run) output(end ending, res Result) contract.Output {
 
 // --- helpers ------------------------------------------------------------
 
-// bound cuts s to at most n bytes on a rune boundary, marking the cut.
+// bound makes s valid UTF-8 and cuts it to at most n bytes, marking the
+// cut.
 func bound(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
+	return text.Ellipsize(strings.ToValidUTF8(s, "\uFFFD"), n)
 }
 
 // driverMessage returns a driver error's message without its code.
