@@ -35,11 +35,7 @@ func TestBatchStopsWhenThePageChanges(t *testing.T) {
 	if err != nil || res.Status != contract.SessionCompleted {
 		t.Fatalf("status %s err %v", res.Status, err)
 	}
-	files := verify(t, res)
-	var ran []string
-	for _, a := range actions(t, files) {
-		ran = append(ran, a.Action.ID)
-	}
+	ran := ranIDs(t, verify(t, res))
 	if got := strings.Join(ran, " "); got != "start c1 n1 w1" {
 		t.Errorf("ran %s, want start c1 n1 w1", got)
 	}
@@ -452,11 +448,7 @@ func TestRepeatedActionIDsAreMadeUnique(t *testing.T) {
 		t.Fatalf("status %s err %v", res.Status, err)
 	}
 	files := verify(t, res)
-	var ran []string
-	for _, a := range actions(t, files) {
-		ran = append(ran, a.Action.ID)
-	}
-	if got, want := strings.Join(ran, " "), "start a1 a2 a1.2 start.2 a1.3"; got != want {
+	if got, want := strings.Join(ranIDs(t, files), " "), "start a1 a2 a1.2 start.2 a1.3"; got != want {
 		t.Errorf("ran %s, want %s", got, want)
 	}
 	var decided []string
@@ -651,4 +643,15 @@ func TestConfigRequiresItsParts(t *testing.T) {
 	if len(site.opened) != 0 {
 		t.Errorf("a driver was opened")
 	}
+}
+
+// ranIDs returns the ids of the actions a verified bundle records as run,
+// in order.
+func ranIDs(t *testing.T, files map[string][]byte) []string {
+	t.Helper()
+	var ran []string
+	for _, a := range actions(t, files) {
+		ran = append(ran, a.Action.ID)
+	}
+	return ran
 }

@@ -56,27 +56,26 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) func() bool {
 
 // fire runs the timer's function unless it was stopped or has run.
 func (t *timer) fire() bool {
-	ran := false
-	t.once.Do(func() {
-		ran = true
-		t.c.mu.Lock()
-		delete(t.c.pending, t)
-		t.c.mu.Unlock()
-		go t.f()
-	})
-	return ran
+	return t.settle(func() { go t.f() })
 }
 
 // stop prevents the call unless it has happened.
 func (t *timer) stop() bool {
-	stopped := false
+	return t.settle(func() {})
+}
+
+// settle ends the timer once, by firing or stopping it: it takes the timer
+// off the pending list, runs then, and reports whether this call ended it.
+func (t *timer) settle(then func()) bool {
+	done := false
 	t.once.Do(func() {
-		stopped = true
+		done = true
 		t.c.mu.Lock()
 		delete(t.c.pending, t)
 		t.c.mu.Unlock()
+		then()
 	})
-	return stopped
+	return done
 }
 
 // Expire fires every held timer that is pending, as if its time had come,
