@@ -199,7 +199,7 @@ func TestEnumsMatchSchema(t *testing.T) {
 		{"governance.schema.json", []string{"definitions", "ComputerUseActionRiskLevel"}, strs(contract.RiskLow, contract.RiskMedium, contract.RiskHigh)},
 		{"tool-result.schema.json", []string{"properties", "error", "properties", "code"},
 			strs(contract.CodeElementNotFound, contract.CodeAmbiguousSelector, contract.CodeNotInteractable, contract.CodeTimeout,
-				contract.CodeNavigationBlocked, contract.CodePageClosed, contract.CodeUnsupported, contract.CodeInternal)},
+				contract.CodeNavigationBlocked, contract.CodePageClosed, contract.CodeUnsupported, contract.CodeInternal, contract.CodeTargetChanged)},
 		{"image-artifact.schema.json", []string{"properties", "mimeType"}, strs(contract.MIMEPNG, contract.MIMEJPEG, contract.MIMEWebP)},
 	}
 	for _, tt := range tests {

@@ -79,6 +79,11 @@ type DecisionRecord struct {
 	// decision needs (aegis policy diff). Bundles written before it was
 	// recorded lack it.
 	Target *Element `json:"target,omitempty"`
+	// Effect is the effect this decision judged: a state-changing request
+	// or navigation the action (ActionID, ActionHash) caused, judged as
+	// part of it, with risk that follows the effect. nil for the decision
+	// on the action itself.
+	Effect *Effect `json:"effect,omitempty"`
 	// PolicyVersion is the SHA-256 of the policy files and data the
 	// decision was evaluated against (64 lowercase hex digits).
 	PolicyVersion string `json:"policyVersion"`

@@ -199,7 +199,7 @@ func TestDecisionTargetBounds(t *testing.T) {
 		"tag": contract.MaxElementTag, "type": contract.MaxElementType, "name": contract.MaxElementName,
 		"id": contract.MaxElementID, "autocomplete": contract.MaxElementAutocomplete, "role": contract.MaxElementRole,
 		"label": contract.MaxElementLabel, "text": contract.MaxElementText,
-		"sensitiveSelector": contract.MaxElementSensitiveSelector,
+		"sensitiveSelector": contract.MaxElementSensitiveSelector, "origin": contract.MaxElementOrigin,
 	}
 	got := map[string]int{}
 	for name, p := range root.Defs.Element.Properties {

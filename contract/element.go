@@ -21,6 +21,8 @@ const (
 	// MaxElementSensitiveSelector bounds SensitiveSelector: a sensitive
 	// selector is at most as long as any selector (the schema's 2048).
 	MaxElementSensitiveSelector = 2048
+	// MaxElementOrigin bounds Origin, an origin the browser reports.
+	MaxElementOrigin = 512
 )
 
 // Element is the target of an action as the driver resolved it on the page:
@@ -60,6 +62,11 @@ type Element struct {
 	// element matches, as the browser's Element.matches judged it; "" when
 	// it matches none.
 	SensitiveSelector string `json:"sensitiveSelector,omitempty"`
+	// Origin is the origin of the document (top page or frame) the element
+	// is in, as the browser reports it at Describe time; the driver
+	// re-checks it, and the element, at the moment of acting. "" when the
+	// driver does not know it (bundles written before it was recorded).
+	Origin string `json:"origin,omitempty"`
 }
 
 // Validate reports the first field of e that is not valid UTF-8 or breaks
@@ -79,6 +86,7 @@ func (e Element) Validate() error {
 		{"label", e.Label, MaxElementLabel},
 		{"text", e.Text, MaxElementText},
 		{"sensitiveSelector", e.SensitiveSelector, MaxElementSensitiveSelector},
+		{"origin", e.Origin, MaxElementOrigin},
 	} {
 		if !utf8.ValidString(f.value) {
 			return fmt.Errorf("contract: element %s is not valid UTF-8", f.name)

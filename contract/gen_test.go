@@ -285,7 +285,7 @@ func (g *gen) toolResult() contract.ToolResult {
 	if !r.OK {
 		r.Error = &contract.ToolError{
 			Code: oneOf(g, contract.CodeElementNotFound, contract.CodeAmbiguousSelector, contract.CodeNotInteractable, contract.CodeTimeout,
-				contract.CodeNavigationBlocked, contract.CodePageClosed, contract.CodeUnsupported, contract.CodeInternal),
+				contract.CodeNavigationBlocked, contract.CodePageClosed, contract.CodeUnsupported, contract.CodeInternal, contract.CodeTargetChanged),
 			Message: g.text(1, 4096),
 		}
 	}

@@ -24,6 +24,11 @@ const (
 	CodePageClosed        ErrorCode = "page_closed"        // the page went away
 	CodeUnsupported       ErrorCode = "unsupported"        // the driver cannot do this action
 	CodeInternal          ErrorCode = "internal"           // the driver failed
+	// CodeTargetChanged: the page or the element changed between the
+	// decision and the moment of acting (another origin, another element),
+	// so the action was not run. Appended after internal (codes are
+	// append-only).
+	CodeTargetChanged ErrorCode = "target_changed"
 )
 
 // ToolResult is the result of one executed browser action with its

@@ -53,6 +53,23 @@ type Driver interface {
 	Close(ctx context.Context) error
 }
 
+// Effects is told what the page does on the network, whatever caused it
+// (the action, a script, a timer), so that the session can judge effects
+// rather than words. A driver calls it from any goroutine, possibly from
+// several at once.
+type Effects interface {
+	// Judge is asked about every state-changing request (not GET, HEAD or
+	// OPTIONS) to an allowed origin, including form submissions; the
+	// request waits for the answer, and a non-nil error refuses it. While a
+	// Judge call is in flight, an action waiting for the navigation the
+	// request belongs to keeps waiting (an approval may take minutes).
+	Judge(ctx context.Context, e contract.Effect) error
+	// Refused is told of every navigation, request, download or peer
+	// channel the driver's boundary refused by itself (its origin is not
+	// allowed, downloads and WebRTC are off); e.Refused says why.
+	Refused(e contract.Effect)
+}
+
 // Blocker is implemented by drivers that filter the network (the sandbox
 // mode of the Playwright driver): BlockedRequests returns what the browser
 // was prevented from fetching or downloading, oldest first, at most
@@ -104,6 +121,11 @@ type Config struct {
 	// every request to any other origin at the browser; it requires at least
 	// one origin. The other modes leave the allowlist to the gate.
 	AllowedOrigins []string
+	// Effects, when set, is told of every request the boundary refused and
+	// asked about every state-changing request (see Effects). When nil,
+	// state-changing requests to allowed origins go through unjudged and
+	// refusals are only in BlockedRequests.
+	Effects Effects
 	// SensitiveSelectors are the policy's sensitive selectors (CSS). Values
 	// of matching fields are masked in every observation and extraction, in
 	// the page, like password fields are, and Describe reports the first one

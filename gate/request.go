@@ -38,6 +38,12 @@ type Request struct {
 	// ApprovalID names an approval (from Approvals.Grant) for this exact
 	// action, presented when a previous decision paused it.
 	ApprovalID string
+	// Effect, when set, asks about an effect of Action rather than the
+	// action itself: a state-changing request or a navigation the browser
+	// reported while (or after) the action ran. The policy judges the
+	// effect's method, origin, path and field names; its risk follows the
+	// effect, whatever the action's words said. The decision records it.
+	Effect *contract.Effect
 }
 
 // Session is the policy facts of a session.
