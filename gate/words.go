@@ -5,19 +5,17 @@ import (
 	"unicode"
 
 	"github.com/aegis-run/aegis/internal/text"
-	"golang.org/x/text/unicode/norm"
 )
 
-// Words splits the strings into lowercase words and joins them with single
-// spaces, with a space before the first and after the last (" pay now "),
-// so that the policy can match a pattern at the start of a word with one
-// contains(words, " pattern"). A word is a run of letters and digits;
-// camelCase and PascalCase are split ("btnPayNow" is "btn pay now").
-// Compatibility forms are folded first (NFKD: fullwidth letters, ligatures),
-// and combining marks and invisible format characters (zero-width spaces
-// and joiners, soft hyphens) are dropped, so that "Ｐａｙ", "pa\u200By" and
-// "pày" all read "pay". Look-alike letters of other scripts (Cyrillic "р")
-// are not folded.
+// Words splits the strings into words of their Skeleton and joins them
+// with single spaces, with a space before the first and after the last
+// (" pay now "), so that the policy can match a pattern at the start of a
+// word with one contains(words, " pattern"). A word is a run of letters and
+// digits; camelCase and PascalCase are split ("btnPayNow" is "btn pay now"),
+// judged on the letters' case before folding. Through Skeleton,
+// compatibility forms, accents, invisible format characters and look-alike
+// letters of other scripts are folded: "Ｐａｙ", "pa\u200By", "pày" and
+// "Pаy" (a Cyrillic а) all read "pay".
 func Words(parts ...string) string {
 	var b strings.Builder
 	b.WriteByte(' ')
@@ -25,28 +23,22 @@ func Words(parts ...string) string {
 		if p == "" {
 			continue
 		}
-		if !isPlainASCII(p) {
-			p = norm.NFKD.String(p)
-		}
-		var prev rune // last letter or digit written, 0 after a separator
-		for _, r := range p {
-			switch {
-			case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Cf, r):
+		prevLower, inWord := false, false
+		for r, out := range skeletonRunes(p) {
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				if inWord {
+					b.WriteByte(' ')
+				}
+				prevLower, inWord = false, false
 				continue
-			case unicode.IsLetter(r) || unicode.IsDigit(r):
-				if unicode.IsUpper(r) && unicode.IsLower(prev) {
-					b.WriteByte(' ')
-				}
-				b.WriteRune(unicode.ToLower(r))
-				prev = r
-			default:
-				if prev != 0 {
-					b.WriteByte(' ')
-				}
-				prev = 0
 			}
+			if prevLower && unicode.IsUpper(r) {
+				b.WriteByte(' ')
+			}
+			b.WriteString(out)
+			prevLower, inWord = unicode.IsLower(r), true
 		}
-		if prev != 0 {
+		if inWord {
 			b.WriteByte(' ')
 		}
 	}
