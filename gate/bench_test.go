@@ -82,7 +82,7 @@ func TestNoRecompilationPerDecision(t *testing.T) {
 		t.Fatalf("evaluator is a %T", g.ev)
 	}
 	for name, req := range benchRequests() {
-		in := buildInput(&req, testNow, actionMap(req.Action), elementMap(req.Target))
+		in := buildInput(&req, testNow, actionMap(req.Action), elementMap(req.Target), effectMap(req.Effect))
 		for i := 0; i < 100; i++ {
 			m := metrics.New()
 			if _, err := l.pq.Eval(context.Background(), rego.EvalInput(in), rego.EvalTime(testNow), rego.EvalMetrics(m)); err != nil {

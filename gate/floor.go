@@ -20,6 +20,14 @@ func floor(req *Request) []contract.Reason {
 			out = append(out, contract.Reason{Rule: RuleTargetInvalid, Message: text.CutRunes(err.Error(), maxMessageLen)})
 		}
 	}
+	if req.Effect != nil {
+		if err := checkEffect(req.Effect); err != nil {
+			out = append(out, contract.Reason{Rule: RuleEffectInvalid, Message: text.CutRunes(err.Error(), maxMessageLen)})
+		}
+		if req.Effect.Refused != "" {
+			out = append(out, contract.Reason{Rule: RuleEffectRefused, Message: text.CutRunes("the browser's boundary refused this effect by itself: "+req.Effect.Refused, maxMessageLen)})
+		}
+	}
 	if req.Action.Type == contract.ActNavigate {
 		f := NormalizeURL(req.Action.URL)
 		if !f.Valid || (f.Scheme != "http" && f.Scheme != "https") || f.Userinfo || f.Host == "" {

@@ -208,7 +208,8 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 	}()
 	action := actionMap(req.Action)
 	target := elementMap(req.Target)
-	hash = g.actionHash(req.SessionID, req.ActiveURL, action, target)
+	effect := effectMap(req.Effect)
+	hash = g.actionHash(req.SessionID, req.ActiveURL, action, target, effect)
 	d = g.skeleton(&req, now, hash)
 	if g == nil {
 		return g.failClosed(&req, now, hash, errors.New("gate: nil Gate"))
@@ -221,7 +222,7 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 		return g.failClosed(&req, now, hash, err)
 	}
 
-	input := buildInput(&req, now, action, target)
+	input := buildInput(&req, now, action, target, effect)
 	if err := ctx.Err(); err != nil {
 		return g.failClosed(&req, now, hash, fmt.Errorf("gate: %w", err))
 	}
@@ -303,6 +304,9 @@ func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 	r.ActionHash = hash
 	if req.Target != nil && req.Target.Validate() == nil { // an invalid one is denied (target_invalid), not recorded
 		r.Target = req.Target // the element judged, recorded so that the decision can be judged again
+	}
+	if req.Effect != nil && checkEffect(req.Effect) == nil { // likewise: an invalid one is denied (effect_invalid), not recorded
+		r.Effect = req.Effect
 	}
 	r.ActionName = "browser.unknown"
 	if req.Action.Type.Valid() {

@@ -20,9 +20,15 @@ import (
 // where ACTION is the action as the policy sees it, except that the text of
 // an action with redact true is replaced by "hmac-sha256:" and the
 // HMAC-SHA-256, in lowercase hex, of the text under the gate's redaction key.
-// The step index, the time and the approval are not part of it:
-// re-proposing the same action on the same page of the same session after a
-// pause yields the same hash.
+// For a request about an effect of the action (Request.Effect), the
+// document also holds "effect": EFFECT, the effect as the policy sees it
+// (its members as contract.Effect encodes them): an approval of "click
+// #continue causing POST /pay" approves neither another effect of that
+// click nor the click itself. Without an effect the document, and so the
+// hash, is what it always was. ELEMENT holds the element's origin only when
+// the driver reported one, for the same reason. The step index, the time
+// and the approval are not part of it: re-proposing the same action on the
+// same page of the same session after a pause yields the same hash.
 //
 // The decision record, and so the evidence bundle, stores the hash while it
 // masks a redacted text everywhere else; a plain SHA-256 over a short text
@@ -38,7 +44,7 @@ import (
 // action, target, page and session. Two gates hash a redacted action
 // differently: an approval binds within the gate that paused the action.
 func (g *Gate) ActionHash(req Request) string {
-	return g.actionHash(req.SessionID, req.ActiveURL, actionMap(req.Action), elementMap(req.Target))
+	return g.actionHash(req.SessionID, req.ActiveURL, actionMap(req.Action), elementMap(req.Target), effectMap(req.Effect))
 }
 
 // redactKeySize is the size of a gate's redaction key, in bytes: the
@@ -69,7 +75,7 @@ func (g *Gate) redactKey() []byte {
 // redacted text.
 const redactedTextPrefix = "hmac-sha256:"
 
-func (g *Gate) actionHash(sessionID, activeURL string, action, target map[string]any) string {
+func (g *Gate) actionHash(sessionID, activeURL string, action, target, effect map[string]any) string {
 	if action["redact"] == true {
 		if text, ok := action["text"].(string); ok {
 			m := make(map[string]any, len(action))
@@ -82,14 +88,17 @@ func (g *Gate) actionHash(sessionID, activeURL string, action, target map[string
 			action = m
 		}
 	}
-	return plainActionHash(sessionID, activeURL, action, target)
+	return plainActionHash(sessionID, activeURL, action, target, effect)
 }
 
 // plainActionHash is the SHA-256 of the canonical hashed document.
-func plainActionHash(sessionID, activeURL string, action, target map[string]any) string {
+func plainActionHash(sessionID, activeURL string, action, target, effect map[string]any) string {
 	doc := map[string]any{"action": action, "activeUrl": activeURL, "sessionId": sessionID, "target": nil}
 	if target != nil {
 		doc["target"] = target
+	}
+	if effect != nil {
+		doc["effect"] = effect
 	}
 	b, err := canonjson.EncodeValue(doc)
 	if err != nil {

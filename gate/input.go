@@ -66,8 +66,9 @@ func actionMap(a contract.Action) map[string]any {
 
 // elementMap is the target as the policy sees it and as the action hash
 // covers it: every page-controlled field, even empty, and sensitiveSelector
-// only when the browser reported one (so the hash of an element that
-// matches no sensitive selector is what it always was).
+// and origin only when the browser reported them (so the hash of an element
+// that matches no sensitive selector, described by a driver that reports
+// no origin, is what it always was).
 func elementMap(e *contract.Element) map[string]any {
 	if e == nil {
 		return nil
@@ -78,6 +79,9 @@ func elementMap(e *contract.Element) map[string]any {
 	}
 	if e.SensitiveSelector != "" {
 		m["sensitiveSelector"] = e.SensitiveSelector
+	}
+	if e.Origin != "" {
+		m["origin"] = e.Origin
 	}
 	return m
 }
@@ -168,23 +172,32 @@ func newSessionFacts(req *Request) *sessionFacts {
 }
 
 // buildInput builds the policy input document: the seed's shape (state,
-// action, step_index, policy), the session, the target element, the pinned
-// time, and the facts computed in Go (derived) that the policy matches on.
-// action and target are actionMap and elementMap of the request's. The
-// embedded engine and a remote OPA evaluate the same document. See
-// policy/README.md for the document.
-func buildInput(req *Request, now time.Time, action, target map[string]any) map[string]any {
+// action, step_index, policy), the session, the target element, the
+// effect, the pinned time, and the facts computed in Go (derived) that the
+// policy matches on. action, target and effect are actionMap, elementMap
+// and effectMap of the request's. The embedded engine and a remote OPA
+// evaluate the same document. See policy/README.md for the document.
+//
+// The words risk and sensitivity are matched on come from the element the
+// browser described (subject_tails: its text, label, name and id;
+// field_tails: its name, id and label), through Skeleton. The model's own
+// words (its selector, a select's value) are model_tails, which the policy
+// may only raise risk on: a model that writes "#pay" makes its click high
+// risk, and a model cannot make an element's words read otherwise.
+func buildInput(req *Request, now time.Time, action, target, effect map[string]any) map[string]any {
 	a := &req.Action
 	sf := newSessionFacts(req)
 	var tgt contract.Element
 	if req.Target != nil {
 		tgt = *req.Target
 	}
+	active := NormalizeURL(req.ActiveURL)
 	derived := map[string]any{
 		"now_ns":                now.UnixNano(),
-		"active":                urlFactsMap(NormalizeURL(req.ActiveURL)),
+		"active":                urlFactsMap(active),
 		"decision_log_id_valid": isID(req.Session.DecisionLogID),
-		"subject_tails":         Tails(Words(a.Selector, tgt.Text, tgt.Label, tgt.Name, tgt.ID, a.Value)),
+		"subject_tails":         Tails(Words(tgt.Text, tgt.Label, tgt.Name, tgt.ID)),
+		"model_tails":           Tails(Words(a.Selector, a.Value)),
 		"field_tails":           Tails(Words(tgt.Name, tgt.ID, tgt.Label)),
 		"action_field_types":    fieldTypes(action),
 		"has_target":            target != nil,
@@ -217,6 +230,17 @@ func buildInput(req *Request, now time.Time, action, target map[string]any) map[
 	if target != nil {
 		derived["target"] = targetFacts(tgt)
 		doc["target"] = target
+		// The element is in a frame of another origin than the page: the
+		// action is judged on that origin too (input.derived.frame).
+		if tgt.Origin != "" {
+			if f := originFacts(tgt.Origin); !f.Valid || f.Origin != active.Origin || active.Origin == "" {
+				derived["frame"] = urlFactsMap(f)
+			}
+		}
+	}
+	if effect != nil {
+		doc["effect"] = effect
+		derived["effect"] = effectFacts(req.Effect)
 	}
 	return doc
 }

@@ -166,11 +166,17 @@ func (f *URLFacts) parse(raw string) error {
 	if tail == "" || tail[0] == '?' {
 		f.Address = f.Origin + "/" + tail
 	}
+	f.PathWords = pathWords(tail)
+	return nil
+}
+
+// pathWords is the path and query, percent-decoded when it decodes,
+// split into words (see URLFacts.PathWords).
+func pathWords(tail string) []string {
 	if dec, err := url.PathUnescape(tail); err == nil {
 		tail = dec
 	}
-	f.PathWords = strings.Fields(Words(tail))
-	return nil
+	return strings.Fields(Words(tail))
 }
 
 // PathTerms is the set the high-risk URL patterns are looked up in: every
