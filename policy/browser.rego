@@ -16,11 +16,18 @@ import data.aegis.config
 
 # decision is the only rule the gate queries. It is built from the named
 # checks below: the action's form, the step budget, the decision log, the
-# permission level, the URL (allowed origins, blocked domains), the target
+# permission level, the URLs (allowed origins, blocked domains: of the page,
+# the element's frame and the effect), the effect's kind, the target
 # element, sensitive fields and the session's own policy; then the risk
 # tag, the approvals it requires and the governed exceptions it applies. An
 # undefined decision, or one without every field, is a deny in Go (fail
 # closed).
+#
+# A decision is about the action itself, or, when input.effect is present,
+# about an effect of it: a navigation or a state-changing request the
+# browser reported the action caused. An effect is judged by every check of
+# its action and by its own (its origin, its kind, the permission level's
+# effects), and its risk follows the effect alone (see Risk).
 decision := {
 	"allow": allow,
 	"deny": deny,
@@ -72,6 +79,11 @@ fired contains r if {
 }
 
 fired contains r if {
+	not check_effect
+	some r in explain("effect", effect_reasons)
+}
+
+fired contains r if {
 	not check_target
 	some r in explain("target", target_reasons)
 }
@@ -120,6 +132,8 @@ default check_decision_log := false
 default check_permission := false
 
 default check_url := false
+
+default check_effect := false
 
 default check_target := false
 
@@ -237,7 +251,20 @@ permission_of(level, preset) := object.get(
 	level,
 )
 
-check_permission if input.action.type in config.permissions[permission].allow
+check_permission if {
+	input.action.type in config.permissions[permission].allow
+	effect_permitted
+}
+
+# An effect needs its class among the level's effects: "read" for an
+# effect that changes no state (GET, HEAD, OPTIONS), "write" for one that
+# may. An observe-only session causes no state-changing effect.
+effect_permitted if not effect_given
+
+effect_permitted if {
+	effect_given
+	effect_class in object.get(config.permissions[permission], "effects", [])
+}
 
 permission_reasons contains reason("permission_unknown", sprintf("%v %v is not a known permission level or preset (levels: %v; presets: %v)", [
 	permission_source,
@@ -251,47 +278,68 @@ permission_reasons contains reason("permission_denied", sprintf("permission leve
 	not action_type in level.allow
 }
 
+permission_reasons contains reason("permission_denied", sprintf("permission level %v does not allow %v effects: the %v", [permission, effect_class_words[effect_class], effect_label])) if {
+	effect_given
+	level := config.permissions[permission]
+	not effect_class in object.get(level, "effects", [])
+}
+
 # ---------------------------------------------------------------------------
-# Origins: the URL the action runs on (the navigation target for navigate,
-# the active page otherwise), parsed and normalized in Go. The policy
-# matches normalized hosts exactly or by dot-suffix: Go lists the keys a
-# URL can match (origin_keys: its exact origin, and a wildcard origin for
-# its host and each parent domain) and the host's dot-suffixes
-# (host_suffixes: a.b.example, b.example, example).
+# Origins: the URLs the action is judged on, each parsed and normalized in
+# Go. A navigate is judged on its target, any other action on the active
+# page; an action on an element in a frame of another origin than the page
+# also on that frame's origin (input.derived.frame: the element is where
+# the action happens); a decision about an effect also on where the effect
+# goes (input.derived.effect.url). The policy matches normalized hosts
+# exactly or by dot-suffix: Go lists the keys a URL can match (origin_keys:
+# its exact origin, and a wildcard origin for its host and each parent
+# domain) and the host's dot-suffixes (host_suffixes: a.b.example,
+# b.example, example).
 # ---------------------------------------------------------------------------
 
-# Two definitions, not an else: a navigate without target_url facts must
-# leave url_fact undefined (and be denied), not fall back to the active page.
-url_fact := input.derived.target_url if action_type == "navigate"
+# places holds the label of every URL the action is judged on. A place
+# whose facts are missing fails the check (a navigate without target_url
+# facts is denied, never judged on the active page instead).
+places contains "navigation target" if action_type == "navigate"
 
-url_fact := input.derived.active if action_type != "navigate"
+places contains "active page" if action_type != "navigate"
 
-url_label := "navigation target" if {
-	action_type == "navigate"
-} else := "active page"
+places contains "element's frame" if "frame" in object.keys(input.derived)
+
+places contains effect_label if effect_given
+
+# place_facts maps each place to its URL facts.
+place_facts["navigation target"] := input.derived.target_url if action_type == "navigate"
+
+place_facts["active page"] := input.derived.active if action_type != "navigate"
+
+place_facts["element's frame"] := input.derived.frame
+
+place_facts[effect_label] := input.derived.effect.url if effect_given
 
 check_url if {
-	u := url_fact
+	every place in places {
+		place_passes(place)
+	}
+}
+
+place_passes(place) if {
+	u := place_facts[place]
 	u.valid == true
 	u.userinfo == false
 	u.scheme in config.urls.allowed_schemes
-	origin_allowed
-	not host_blocked
+	place_allowed(place)
+	not place_blocked(place)
 }
 
-origin_allowed if {
-	some k in url_fact.origin_keys
+place_allowed(place) if {
+	some k in place_facts[place].origin_keys
 	input.derived.allowed_origin_keys[k]
 }
 
-host_blocked if {
-	some s in url_fact.host_suffixes
-	s in config.urls.blocked_domains
-}
-
-host_blocked if {
-	some s in url_fact.host_suffixes
-	s in input.derived.blocked_domains
+place_blocked(place) if {
+	some s in place_facts[place].host_suffixes
+	blocked_host[s]
 }
 
 blocked_host[d] := "policy data" if some d in config.urls.blocked_domains
@@ -301,34 +349,86 @@ blocked_host[d] := "session" if {
 	not d in config.urls.blocked_domains
 }
 
-url_str(key) := s if {
-	s := url_fact[key]
+place_str(place, key) := s if {
+	s := place_facts[place][key]
 	is_string(s)
 } else := "(missing)"
 
-url_valid if url_fact.valid == true
+place_valid(place) if place_facts[place].valid == true
 
-url_reasons contains reason("url_invalid", sprintf("%v URL %v is not a valid URL: %v", [url_label, json.marshal(url_str("raw")), url_str("error")])) if not url_valid
-
-url_reasons contains reason("url_scheme", sprintf("%v URL scheme %v is not allowed (allowed: %v)", [url_label, json.marshal(url_str("scheme")), concat(", ", config.urls.allowed_schemes)])) if {
-	url_valid
-	not object.get(url_fact, "scheme", null) in config.urls.allowed_schemes
+url_reasons contains reason("url_invalid", sprintf("%v URL %v is not a valid URL: %v", [place, json.marshal(place_str(place, "raw")), place_str(place, "error")])) if {
+	some place in places
+	not place_valid(place)
 }
 
-url_reasons contains reason("url_userinfo", sprintf("%v URL %v carries a user name or password before its host %v; refused because it disguises the real host", [url_label, json.marshal(url_str("raw")), url_str("host")])) if {
-	url_valid
-	not url_fact.userinfo == false
+url_reasons contains reason("url_scheme", sprintf("%v URL scheme %v is not allowed (allowed: %v)", [place, json.marshal(place_str(place, "scheme")), concat(", ", config.urls.allowed_schemes)])) if {
+	some place in places
+	place_valid(place)
+	not object.get(place_facts[place], "scheme", null) in config.urls.allowed_schemes
 }
 
-url_reasons contains reason("origin_not_allowed", sprintf("%v origin %v is not one of the session's allowed origins (%v)", [url_label, url_str("origin"), concat(", ", input.derived.allowed_origins)])) if {
-	url_valid
-	not origin_allowed
+url_reasons contains reason("url_userinfo", sprintf("%v URL %v carries a user name or password before its host %v; refused because it disguises the real host", [place, json.marshal(place_str(place, "raw")), place_str(place, "host")])) if {
+	some place in places
+	place_valid(place)
+	not place_facts[place].userinfo == false
 }
 
-url_reasons contains reason("blocked_domain", sprintf("%v host %v is in the blocked domain %v (%v)", [url_label, url_str("host"), s, blocked_host[s]])) if {
-	url_valid
-	some s in url_fact.host_suffixes
+url_reasons contains reason("origin_not_allowed", sprintf("%v origin %v is not one of the session's allowed origins (%v)", [place, place_str(place, "origin"), concat(", ", input.derived.allowed_origins)])) if {
+	some place in places
+	place_valid(place)
+	not place_allowed(place)
+}
+
+url_reasons contains reason("blocked_domain", sprintf("%v host %v is in the blocked domain %v (%v)", [place, place_str(place, "host"), s, blocked_host[s]])) if {
+	some place in places
+	place_valid(place)
+	some s in place_facts[place].host_suffixes
 	blocked_host[s]
+}
+
+# ---------------------------------------------------------------------------
+# Effects (issue 15): what the action caused in the browser, as the browser
+# reported it. The browser's boundary refuses what leaves the allowlist by
+# itself; what it holds for the policy (state-changing requests to allowed
+# origins, and navigations a caller asks about) is judged here on its kind,
+# method, origin, path and field names, never on the words that led to it.
+# ---------------------------------------------------------------------------
+
+effect_given if "effect" in object.keys(input)
+
+# effect_class is "read" only for an effect Go found to change no state;
+# anything else (a missing fact included) is "write".
+effect_class := "read" if {
+	input.derived.effect.changes_state == false
+} else := "write"
+
+effect_class_words := {"read": "read-only", "write": "state-changing"}
+
+effect_changes_state if effect_class == "write"
+
+effect_label := sprintf("effect (%v)", [concat(" ", [w |
+	some k in ["method", "kind"]
+	w := object.get(input.effect, k, "")
+	is_string(w)
+	w != ""
+])]) if {
+	is_object(input.effect)
+} else := "effect (malformed)"
+
+effect_target := sprintf("%v%v", [object.get(input.effect, "origin", ""), object.get(input.effect, "path", "")]) if {
+	is_object(input.effect)
+} else := "(nowhere)"
+
+check_effect if not effect_given
+
+check_effect if {
+	effect_given
+	input.effect.kind in config.effects.allowed_kinds
+}
+
+effect_reasons contains reason("effect_kind_denied", sprintf("the %v to %v is of a kind the policy does not allow (allowed: %v)", [effect_label, effect_target, concat(", ", config.effects.allowed_kinds)])) if {
+	is_object(input.effect)
+	not object.get(input.effect, "kind", null) in config.effects.allowed_kinds
 }
 
 # ---------------------------------------------------------------------------
@@ -408,10 +508,31 @@ session_policy_reasons contains reason("session_policy_invalid", sprintf("%v ent
 
 risk_reason(rule, message, level) := {"rule": rule, "message": message, "risk": level}
 
-risk_reasons contains risk_reason("high_risk_pattern", sprintf("a %v on an element matching %q is high risk", [action_type, p]), "high") if {
+# The risk of a decision about an effect follows the effect alone: what
+# the action's element or the model said does not raise it (the action was
+# judged, and approved if it had to be, on its own) nor lower it.
+risk_reasons := effect_risk_reasons if {
+	effect_given
+} else := action_risk_reasons
+
+# A click or select is high risk when the element's words match a
+# high-risk pattern: its text, label, name and id as the browser described
+# them (subject_tails), normalized in Go (case, compatibility forms,
+# invisible characters, look-alike letters of other scripts).
+action_risk_reasons contains risk_reason("high_risk_pattern", sprintf("a %v on an element matching %q is high risk", [action_type, p]), "high") if {
 	spec.high_risk_patterns == true
 	some p in config.risk.high_risk_patterns
 	strings.any_prefix_match(input.derived.subject_tails, p)
+}
+
+# The model's own words (its selector, a select's value: model_tails) may
+# raise the risk of its action, never lower it: a model that writes
+# "#pay-now" asks for approval, a model that writes "#continue" for a Pay
+# button changes nothing, since the element's words are judged above.
+action_risk_reasons contains risk_reason("high_risk_model_words", sprintf("a %v whose selector or value, as the model wrote it, matches %q is high risk", [action_type, p]), "high") if {
+	spec.high_risk_patterns == true
+	some p in config.risk.high_risk_patterns
+	strings.any_prefix_match(input.derived.model_tails, p)
 }
 
 # A navigation is high risk when a high-risk URL pattern is one of the
@@ -422,7 +543,7 @@ risk_reasons contains risk_reason("high_risk_pattern", sprintf("a %v on an eleme
 # when navigated to exactly (start_url_target): their names are the
 # person's choice, not the model's. The origin and blocked-domain checks
 # still apply to them.
-risk_reasons contains risk_reason("high_risk_url", sprintf("navigating to a URL whose path or query holds the words %q is high risk", [p]), "high") if {
+action_risk_reasons contains risk_reason("high_risk_url", sprintf("navigating to a URL whose path or query holds the words %q is high risk", [p]), "high") if {
 	input.action.type == "navigate"
 	not start_url_target
 	some p in config.risk.high_risk_url_patterns
@@ -433,18 +554,64 @@ risk_reasons contains risk_reason("high_risk_url", sprintf("navigating to a URL 
 # with its origin normalized, one of the task's start URLs.
 start_url_target if input.derived.start_addresses[input.derived.target_url.address]
 
-risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {
+action_risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {
 	input.action.type == "type"
 	sensitive
 }
 
-risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {
+action_risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {
 	input.action.type == "select"
 	sensitive
 }
 
-base_risk := spec.risk if {
+# An effect that may change state on the server, to a payment, checkout,
+# order, delete, account-closure or transfer endpoint (the words of its
+# path, whole words as for navigations), is high risk, whatever the
+# button said.
+effect_risk_reasons contains risk_reason("effect_high_risk_path", sprintf("a state-changing %v to %v, whose path holds the words %q, is high risk", [effect_label, effect_target, p]), "high") if {
+	effect_changes_state
+	some p in config.risk.high_risk_effect_path_patterns
+	input.derived.effect.url.path_terms[p]
+}
+
+# So is one that sends a field whose name holds payment words (a card
+# number, a CVV, an IBAN, an amount): the names only, never the values.
+effect_risk_reasons contains risk_reason("effect_high_risk_field", sprintf("a state-changing %v to %v sending a field named %q is high risk", [effect_label, effect_target, p]), "high") if {
+	effect_changes_state
+	some p in config.risk.high_risk_effect_field_patterns
+	input.derived.effect.field_terms[p]
+}
+
+# And one whose method destroys what it names (DELETE).
+effect_risk_reasons contains risk_reason("effect_high_risk_method", sprintf("a %v to %v is high risk", [effect_label, effect_target]), "high") if {
+	input.effect.method in config.effects.high_risk_methods
+}
+
+# A navigation the action caused (a followed link, a form submission, a
+# script's location=) follows the rules of a navigate action: high risk
+# when its path holds a high-risk URL pattern. No start-URL exemption: the
+# page chose this URL, not the person.
+effect_risk_reasons contains risk_reason("high_risk_url", sprintf("a %v to %v, whose path holds the words %q, is high risk", [effect_label, effect_target, p]), "high") if {
+	input.effect.kind in {"navigation", "frame"}
+	some p in config.risk.high_risk_url_patterns
+	input.derived.effect.url.path_terms[p]
+}
+
+# base_risk: an action type's own risk; for an effect, that of a
+# state-changing effect (config.effects.risk.changes_state), else that of
+# its kind; high when the data has none.
+base_risk := effect_base_risk if {
+	effect_given
+} else := spec.risk if {
 	config.action_types[action_type]
+} else := "high"
+
+effect_base_risk := r if {
+	effect_changes_state
+	r := config.effects.risk.changes_state
+} else := r if {
+	not effect_changes_state
+	r := config.effects.risk[input.effect.kind]
 } else := "high"
 
 risk_levels contains base_risk
@@ -463,7 +630,10 @@ risk := "high" if {
 
 approval_reasons contains reason("risk_requires_approval", sprintf("%v risk requires human approval", [risk])) if risk in config.risk.approval_required
 
+# The permission level's confirmation is for the action: an effect of an
+# action the person confirmed needs approval for its own risk only.
 approval_reasons contains reason("permission_requires_confirmation", sprintf("permission level %v requires confirmation for %v actions", [permission, action_type])) if {
+	not effect_given
 	action_type in config.permissions[permission].confirm
 }
 

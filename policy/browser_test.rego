@@ -69,6 +69,7 @@ base := {
 		"decision_log_id_valid": true,
 		"has_target": false,
 		"subject_tails": ["next "],
+		"model_tails": ["next "],
 		"field_tails": [],
 		"action_field_types": {"id": "string", "type": "string", "reason": "string", "policyTags": "array", "selector": "string"},
 		"exceptions": [],
@@ -680,6 +681,235 @@ test_policy_tags_from_the_model_change_nothing if {
 	decide(inp) == decide(base)
 }
 
+# The model's own words (selector, value) raise risk, never lower it; the
+# element's words are judged on their own.
+test_model_words_raise_risk if {
+	inp := object.union(base, {"derived": {"subject_tails": ["continue "], "model_tails": ["pay now ", "now "]}})
+	d := decide(inp)
+	d.risk == "high"
+	d.requires_approval == true
+	some r in d.risk_reasons
+	r.rule == "high_risk_model_words"
+}
+
+test_model_words_do_not_lower_risk if {
+	inp := object.union(base, {"derived": {"subject_tails": ["pay now ", "now "], "model_tails": ["continue "]}})
+	d := decide(inp)
+	d.risk == "high"
+	{r.rule | some r in d.risk_reasons} == {"high_risk_pattern"}
+}
+
+test_element_words_without_risk_words_are_not_high if {
+	# "Continue" on the button, "#continue" from the model: not high by
+	# words (what the click causes is judged as an effect)
+	inp := object.union(base, {"derived": {"subject_tails": ["continue "], "model_tails": ["continue "]}})
+	d := decide(inp)
+	d.risk == "medium"
+	d.requires_approval == false
+}
+
+# ---------------------------------------------------------------------------
+# The element's frame (issue 15): an element in a frame of another origin
+# than the page is judged on that origin too.
+# ---------------------------------------------------------------------------
+
+in_frame(u) := object.union(with_target(base, "button", "submit", []), {"derived": {"frame": u}})
+
+test_element_in_foreign_frame_denied if {
+	inp := in_frame(url("https", "evil.example", 443, []))
+	denied_by(inp, "origin_not_allowed")
+	some r in decide(inp).deny
+	contains(r.message, "element's frame origin https://evil.example")
+}
+
+test_element_in_allowed_frame_of_another_origin_allowed if {
+	u := object.union(url("https", "a.docs.example", 443, []), {"origin_keys": ["https://a.docs.example:443", "https://*.a.docs.example:443", "https://*.docs.example:443", "https://*.example:443"]})
+	denied_by(in_frame(u), "origin_not_allowed") # only shop.example is allowed
+	inp := object.union(in_frame(u), {"derived": {"allowed_origin_keys": {"https://*.docs.example:443": "https://*.docs.example"}}})
+	decide(inp).allow == true
+}
+
+test_element_in_opaque_frame_denied if {
+	null_origin := {"raw": "null", "valid": false, "error": "not an absolute URL (no scheme)", "scheme": "", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "address": "", "path_terms": {}, "origin_keys": [], "host_suffixes": []}
+	denied_by(in_frame(null_origin), "url_invalid")
+}
+
+test_element_in_frame_of_blocked_domain_denied if {
+	u := object.union(url("https", "pay.payments.example", 443, []), {"host_suffixes": ["pay.payments.example", "payments.example", "example"]})
+	inp := object.union(in_frame(u), {"derived": {"allowed_origin_keys": {"https://pay.payments.example:443": "x"}}})
+	denied_by(inp, "blocked_domain")
+}
+
+# ---------------------------------------------------------------------------
+# Effects (issue 15): judged on what the action caused, not on its words.
+# ---------------------------------------------------------------------------
+
+changes_state(method) := false if {
+	method in {"GET", "HEAD", "OPTIONS"}
+} else := true
+
+# with_effect makes inp a decision about an effect of its action: of kind
+# and method, to u (URL facts, as for a navigation) at path, sending fields
+# whose words (as gate.PathTerms lists them) are field_terms.
+with_effect(inp, kind, method, u, path, fields, field_terms) := object.union(inp, {
+	"effect": {"kind": kind, "method": method, "origin": u.origin, "path": path, "fields": fields},
+	"derived": {"effect": {
+		"url": u,
+		"changes_state": changes_state(method),
+		"field_terms": {t: true | some t in field_terms},
+	}},
+})
+
+shop(terms) := url("https", "shop.example", 443, terms)
+
+post_pay := with_effect(base, "request", "POST", shop(["pay"]), "/pay", [], [])
+
+post_cart := with_effect(base, "request", "POST", shop(["api", "cart", "api cart"]), "/api/cart", ["qty", "sku"], ["qty", "sku"])
+
+test_effect_post_pay_is_high_risk if {
+	d := decide(post_pay)
+	d.allow == true
+	d.risk == "high"
+	d.requires_approval == true
+	some r in d.risk_reasons
+	r.rule == "effect_high_risk_path"
+	contains(r.message, "effect (POST request) to https://shop.example/pay")
+}
+
+test_effect_post_cart_is_medium_and_allowed_balanced if {
+	d := decide(with_session(post_cart, "", "balanced"))
+	d.permission == "control"
+	d.allow == true
+	d.risk == "medium"
+	d.requires_approval == false
+	count(d.risk_reasons) == 0
+}
+
+test_effect_get_navigation_follows_navigate_rules if {
+	d := decide(with_effect(base, "navigation", "GET", shop(["pay"]), "/pay", [], []))
+	d.risk == "high"
+	{r.rule | some r in d.risk_reasons} == {"high_risk_url"}
+	d2 := decide(with_effect(base, "navigation", "GET", shop(["products"]), "/products", [], []))
+	d2.allow == true
+	d2.risk == "medium"
+	d2.requires_approval == false
+	# a page's navigation to a start URL is not exempt: the page chose it
+	d3 := decide(object.union(with_effect(base, "navigation", "GET", shop(["checkout"]), "/checkout", [], []), {"derived": {"start_addresses": {"https://shop.example/checkout": "https://shop.example/checkout"}}}))
+	d3.risk == "high"
+}
+
+test_effect_read_request_is_low_risk if {
+	d := decide(with_effect(base, "request", "GET", shop(["api", "pay", "api pay"]), "/api/pay", [], []))
+	d.allow == true
+	d.risk == "low"
+}
+
+test_effect_to_foreign_origin_denied if {
+	inp := with_effect(base, "request", "POST", url("https", "evil.example", 443, ["collect"]), "/collect", ["q"], ["q"])
+	denied_by(inp, "origin_not_allowed")
+	some r in decide(inp).deny
+	contains(r.message, "effect (POST request) origin https://evil.example")
+}
+
+test_effect_to_blocked_domain_denied if {
+	u := object.union(url("https", "pay.payments.example", 443, []), {"host_suffixes": ["pay.payments.example", "payments.example", "example"]})
+	inp := object.union(with_effect(base, "request", "POST", u, "/", [], []), {"derived": {"allowed_origin_keys": {"https://pay.payments.example:443": "x", "https://shop.example:443": "y"}}})
+	denied_by(inp, "blocked_domain")
+}
+
+test_effect_risk_follows_the_effect_not_the_words if {
+	# a "Pay now" button whose click posts to the cart: the effect is medium
+	worded := object.union(post_cart, {"derived": {"subject_tails": ["pay now ", "now "], "model_tails": ["pay "]}})
+	d := decide(worded)
+	d.risk == "medium"
+	d.requires_approval == false
+	# a "Continue" button whose click posts to /pay: the effect is high
+	plain := object.union(post_pay, {"derived": {"subject_tails": ["continue "], "model_tails": ["continue "]}})
+	decide(plain).risk == "high"
+}
+
+test_effect_field_names_raise_risk if {
+	inp := with_effect(base, "request", "POST", shop(["api", "step", "api step"]), "/api/step", ["cardNumber", "name"], ["card", "number", "card number", "name"])
+	d := decide(inp)
+	d.risk == "high"
+	some r in d.risk_reasons
+	r.rule == "effect_high_risk_field"
+	contains(r.message, `"card number"`)
+}
+
+test_effect_delete_method_is_high_risk if {
+	d := decide(with_effect(base, "request", "DELETE", shop(["api", "items", "3"]), "/api/items/3", [], []))
+	d.risk == "high"
+	{r.rule | some r in d.risk_reasons} == {"effect_high_risk_method"}
+}
+
+test_effect_observe_permission_denies_state_changes if {
+	ext := with_action(base, {"type": "extract", "extract": "text"}, {"type": "string", "extract": "string"})
+	inp := with_session(with_effect(ext, "request", "POST", shop(["api", "cart"]), "/api/cart", [], []), "observe", "")
+	denied_by(inp, "permission_denied")
+	some r in decide(inp).deny
+	contains(r.message, "does not allow state-changing effects")
+	read := with_session(with_effect(ext, "request", "GET", shop(["api", "cart"]), "/api/cart", [], []), "observe", "")
+	decide(read).allow == true
+}
+
+test_effect_without_changes_state_fact_counts_as_state_changing if {
+	ext := with_action(base, {"type": "extract", "extract": "text"}, {"type": "string", "extract": "string"})
+	inp := json.remove(with_session(with_effect(ext, "request", "GET", shop(["api"]), "/api", [], []), "observe", ""), ["/derived/effect/changes_state"])
+	denied_by(inp, "permission_denied")
+	decide(inp).risk == "medium"
+}
+
+test_effect_control_does_not_confirm_effects if {
+	d := decide(with_session(post_cart, "control", ""))
+	not "permission_requires_confirmation" in {r.rule | some r in d.approval_reasons}
+	d.requires_approval == false
+}
+
+test_effect_kind_peer_denied if {
+	inp := object.union(base, {
+		"effect": {"kind": "peer"},
+		"derived": {"effect": {"url": {"raw": "", "valid": false, "error": "empty URL", "scheme": "", "host": "", "port": 0, "origin": "", "userinfo": false, "ip": "", "address": "", "path_terms": {}, "origin_keys": [], "host_suffixes": []}, "changes_state": true, "field_terms": {}}},
+	})
+	denied_by(inp, "effect_kind_denied")
+	denied_by(inp, "url_invalid")
+	d := decide(inp)
+	d.risk == "medium"
+	some r in d.deny
+	r.rule == "effect_kind_denied"
+	contains(r.message, "effect (peer)")
+}
+
+test_effect_kind_without_risk_data_is_high if {
+	inp := with_effect(base, "teleport", "GET", shop([]), "/", [], [])
+	denied_by(inp, "effect_kind_denied")
+	decide(inp).risk == "high"
+}
+
+test_effect_download_is_high_risk_and_denied if {
+	inp := with_effect(base, "download", "GET", shop(["file"]), "/file", [], [])
+	denied_by(inp, "effect_kind_denied")
+	decide(inp).risk == "high"
+}
+
+test_effect_malformed_denied if {
+	inp := object.union(base, {"effect": "POST /pay"})
+	denied_by(inp, "effect_rejected")
+	denied_by(inp, "url_invalid")
+	some r in decide(inp).deny
+	r.rule == "url_invalid"
+	contains(r.message, "effect (malformed)")
+}
+
+test_effect_missing_url_facts_denied if {
+	inp := json.remove(post_pay, ["/derived/effect/url"])
+	denied_by(inp, "url_invalid")
+}
+
+test_effect_of_denied_action_denied if {
+	denied_by(with_effect(outside, "request", "POST", shop(["api"]), "/api", [], []), "origin_not_allowed")
+}
+
 # ---------------------------------------------------------------------------
 # Governed exceptions.
 # ---------------------------------------------------------------------------
@@ -765,6 +995,28 @@ test_data_patterns_are_normalized_words if {
 	}
 	every p in config.sensitive.name_patterns {
 		word_pattern(p)
+	}
+	every p in array.concat(config.risk.high_risk_effect_path_patterns, config.risk.high_risk_effect_field_patterns) {
+		word_pattern(p)
+		count(split(p, " ")) <= 3 # gate.MaxURLPatternWords
+	}
+}
+
+test_data_effects_are_complete if {
+	every k in config.effects.allowed_kinds {
+		k in {"navigation", "frame", "request", "download", "peer"}
+		config.effects.risk[k] in {"low", "medium", "high"}
+	}
+	config.effects.risk.changes_state in {"medium", "high"}
+	every m in config.effects.high_risk_methods {
+		m == upper(m)
+	}
+	config.permissions.disabled.effects == []
+	config.permissions.observe.effects == ["read"]
+	every level in object.keys(config.permissions) {
+		every c in config.permissions[level].effects {
+			c in {"read", "write"}
+		}
 	}
 }
 
