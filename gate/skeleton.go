@@ -25,8 +25,8 @@ import (
 //     (Hangul fillers) removed;
 //   - look-alike letters of other scripts mapped to the Latin letter they
 //     pass for (the table below: Cyrillic, Greek, Armenian, Cherokee, Lisu,
-//     Latin small capitals and IPA letters), capitals and small letters
-//     each by their own shape (Greek Η is h, η is n);
+//     Latin small capitals and IPA letters), capitals by their own shape
+//     where it differs from their small letter's (Greek Η is h, η is n);
 //   - case-folded (upper then lower case, rune by rune, so that ı, ſ and
 //     the Kelvin sign fold too; ß is "ss").
 //
@@ -52,7 +52,9 @@ func Skeleton(s string) string {
 func skeletonRunes(s string) iter.Seq2[rune, string] {
 	return func(yield func(rune, string) bool) {
 		if !isPlainASCII(s) {
-			s = norm.NFKD.String(s)
+			// Invalid bytes read as U+FFFD, before the folding, which
+			// would otherwise leave the characters after them unfolded.
+			s = norm.NFKD.String(strings.ToValidUTF8(s, "\uFFFD"))
 		}
 		for _, r := range s {
 			if r < 0x80 {
@@ -88,11 +90,8 @@ func ignorable(r rune) bool {
 // skeletonOf is the text written for a non-ASCII character: its Latin
 // look-alike, else its case fold.
 func skeletonOf(r rune) string {
-	if unicode.IsUpper(r) {
-		if s, ok := confusableCapitals[r]; ok {
-			return s
-		}
-		return string(fold(r))
+	if s, ok := confusableCapitals[r]; ok {
+		return s
 	}
 	f := fold(r)
 	if s, ok := confusableSmall[f]; ok {
@@ -108,8 +107,9 @@ func fold(r rune) rune {
 }
 
 // confusableCapitals maps capitals that pass for a Latin capital to that
-// letter, lowercased. A capital absent here is case-folded only, not looked
-// up among the small letters: Greek Σ is not an o, Cyrillic П not an n.
+// letter, lowercased, where it is not the letter their small letter passes
+// for (Greek Η is an H, η an n). A capital absent here reads as its small
+// letter, so that a skeleton is its own skeleton.
 var confusableCapitals = map[rune]string{
 	// Cyrillic
 	'А': "a", 'В': "b", 'Е': "e", 'Ѕ': "s", 'І': "i", 'Ј': "j", 'К': "k", 'М': "m", 'Н': "h",
@@ -117,7 +117,7 @@ var confusableCapitals = map[rune]string{
 	'Ԝ': "w", 'Ӏ': "l",
 	// Greek
 	'Α': "a", 'Β': "b", 'Ε': "e", 'Ζ': "z", 'Η': "h", 'Ι': "i", 'Κ': "k", 'Μ': "m", 'Ν': "n",
-	'Ο': "o", 'Ρ': "p", 'Τ': "t", 'Υ': "y", 'Χ': "x", 'Ϲ': "c", 'Ϳ': "j",
+	'Ο': "o", 'Ρ': "p", 'Τ': "t", 'Υ': "y", 'Χ': "x", 'Ϳ': "j",
 	// Armenian
 	'Օ': "o", 'Ս': "u",
 	// Cherokee
@@ -136,7 +136,7 @@ var confusableSmall = map[rune]string{
 	'ԁ': "d", 'һ': "h", 'ԛ': "q", 'ԝ': "w", 'ү': "y", 'ӏ': "l", 'ꙇ': "i",
 	// Greek
 	'α': "a", 'β': "b", 'γ': "y", 'ε': "e", 'η': "n", 'ι': "i", 'κ': "k", 'μ': "u", 'ν': "v",
-	'ο': "o", 'ρ': "p", 'σ': "o", 'τ': "t", 'υ': "u", 'χ': "x", 'ω': "w", 'ϲ': "c", 'ϳ': "j",
+	'ο': "o", 'ρ': "p", 'σ': "o", 'τ': "t", 'υ': "u", 'χ': "x", 'ω': "w", 'ϳ': "j",
 	// Armenian
 	'օ': "o", 'ս': "u", 'ո': "n", 'հ': "h", 'զ': "q", 'ց': "g",
 	// Cherokee small letters
@@ -145,7 +145,7 @@ var confusableSmall = map[rune]string{
 	'ᴀ': "a", 'ʙ': "b", 'ᴄ': "c", 'ᴅ': "d", 'ᴇ': "e", 'ꜰ': "f", 'ɢ': "g", 'ʜ': "h", 'ɪ': "i",
 	'ᴊ': "j", 'ᴋ': "k", 'ʟ': "l", 'ᴍ': "m", 'ɴ': "n", 'ᴏ': "o", 'ᴘ': "p", 'ʀ': "r", 'ꜱ': "s",
 	'ᴛ': "t", 'ᴜ': "u", 'ᴠ': "v", 'ᴡ': "w", 'ʏ': "y", 'ᴢ': "z",
-	'ɑ': "a", 'ɡ': "g", 'ı': "i", 'ȷ': "j", 'ɩ': "i", 'ǀ': "l", 'ß': "ss",
+	'ɑ': "a", 'ɡ': "g", 'ȷ': "j", 'ɩ': "i", 'ǀ': "l", 'ß': "ss",
 	// Lisu (letters without case, shaped as Latin capitals)
 	'ꓮ': "a", 'ꓐ': "b", 'ꓚ': "c", 'ꓓ': "d", 'ꓰ': "e", 'ꓝ': "f", 'ꓖ': "g", 'ꓧ': "h", 'ꓲ': "i",
 	'ꓙ': "j", 'ꓗ': "k", 'ꓡ': "l", 'ꓟ': "m", 'ꓠ': "n", 'ꓳ': "o", 'ꓑ': "p", 'ꓣ': "r", 'ꓢ': "s",
