@@ -72,7 +72,10 @@ the session fields it leaves out:
    "target": {"tag": "button", "text": "Submit"},
    "now": "2026-01-23T10:00:00Z"}
 Without session.allowed_origins the allowlist is the origin of activeUrl;
-without a permission or preset the policy's default preset applies.
+without a permission or preset the policy's default preset applies. With
+"effect": {"kind": "request", "method": "POST", "origin": "https://example.com",
+"path": "/pay", "fields": ["amount"]} the input asks about that effect of
+the action (a request or navigation it caused), judged on the effect.
 
 Exit status: 0 allowed (or approved), 1 denied or paused for approval
 (the record says which), 2 usage or unreadable input.`, stdio)

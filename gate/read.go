@@ -51,6 +51,8 @@ func (e *InputError) Unwrap() error { return e.Err }
 //	  "session": {"id": "s-1", "allowed_origins": ["https://example.com"],
 //	              "permission": "full", "preset": "power", "approval_id": ""},
 //	  "target": {"tag": "input", "type": "password", ...},
+//	  "effect": {"kind": "request", "method": "POST", "origin": "https://example.com",
+//	             "path": "/pay", "fields": ["amount"]},
 //	  "now": "2026-01-23T10:00:00Z"
 //	}
 //
@@ -63,7 +65,9 @@ func (e *InputError) Unwrap() error { return e.Err }
 //
 // When the document has no session.allowed_origins (the seed's bare shape),
 // the allowlist is the origin of state.activeUrl: the session may stay where
-// it is. A missing "now" leaves Request.Now zero (the gate's clock).
+// it is. A missing "now" leaves Request.Now zero (the gate's clock). An
+// "effect" (contract.Effect) makes the document a question about that
+// effect of the action (Request.Effect).
 func ReadInput(doc []byte) (Request, error) {
 	var req Request
 	if len(doc) > MaxInputBytes {
@@ -78,7 +82,7 @@ func ReadInput(doc []byte) (Request, error) {
 	if err := json.Unmarshal(doc, &top); err != nil {
 		return req, &InputError{Err: fmt.Errorf("not a JSON object: %w", err)}
 	}
-	known := map[string]bool{"state": true, "action": true, "step_index": true, "policy": true, "session": true, "target": true, "now": true}
+	known := map[string]bool{"state": true, "action": true, "step_index": true, "policy": true, "session": true, "target": true, "effect": true, "now": true}
 	var unknown []string
 	for k := range top {
 		if !known[k] {
@@ -189,6 +193,13 @@ func ReadInput(doc []byte) (Request, error) {
 			return req, &InputError{Field: "target", Err: err}
 		}
 		req.Target = &e
+	}
+	if raw, ok := top["effect"]; ok {
+		var e contract.Effect
+		if err := decodeStrict(raw, &e); err != nil {
+			return req, &InputError{Field: "effect", Err: err}
+		}
+		req.Effect = &e
 	}
 	if raw, ok := top["now"]; ok {
 		var s string

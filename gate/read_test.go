@@ -67,6 +67,32 @@ func TestReadInputFull(t *testing.T) {
 	}
 }
 
+// TestReadInputEffect: an input with an effect asks about that effect of
+// the action.
+func TestReadInputEffect(t *testing.T) {
+	doc := `{
+	  "state": {"sessionId": "s-1", "activeUrl": "https://shop.example/cart",
+	            "policyContext": {"maxStepBudget": 25, "decisionLogId": "dec-1"}},
+	  "action": {"id": "a1", "type": "click", "reason": "r", "policyTags": [], "selector": "#continue"},
+	  "step_index": 2,
+	  "target": {"tag": "button", "text": "Continue"},
+	  "effect": {"kind": "request", "method": "POST", "origin": "https://shop.example", "path": "/pay",
+	             "fields": ["amount", "card"], "resourceType": "fetch"},
+	  "now": "2026-01-23T10:00:00Z"
+	}`
+	req, err := ReadInput([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Effect == nil || req.Effect.Method != "POST" || req.Effect.Path != "/pay" || len(req.Effect.Fields) != 2 {
+		t.Fatalf("effect %+v", req.Effect)
+	}
+	d := sharedGate(t).Decide(context.Background(), req)
+	if d.Result != "paused" || d.Risk != "high" || d.Effect == nil {
+		t.Errorf("got %s %s effect %+v, want paused high with the effect", d.Result, d.Risk, d.Effect)
+	}
+}
+
 func TestReadInputErrors(t *testing.T) {
 	for _, tc := range []struct{ name, doc, field string }{
 		{"not JSON", `{`, ""},
@@ -89,6 +115,8 @@ func TestReadInputErrors(t *testing.T) {
 		{"session id mismatch", `{"state": {"sessionId": "a"}, "action": {"type": "wait"}, "step_index": 1, "session": {"id": "b"}}`, "session.id"},
 		{"unknown target field", `{"state": {}, "action": {"type": "wait"}, "step_index": 1, "target": {"value": "x"}}`, "target"},
 		{"bad now", `{"state": {}, "action": {"type": "wait"}, "step_index": 1, "now": "yesterday"}`, "now"},
+		{"unknown effect field", `{"state": {}, "action": {"type": "wait"}, "step_index": 1, "effect": {"kind": "request", "body": "x"}}`, "effect"},
+		{"effect not an object", `{"state": {}, "action": {"type": "wait"}, "step_index": 1, "effect": "POST /pay"}`, "effect"},
 		{"too large", `{"state": {"activeUrl": "` + strings.Repeat("a", MaxInputBytes) + `"}}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,6 +141,7 @@ func FuzzReadInput(f *testing.F) {
 	f.Add([]byte(`{"state": {"activeUrl": "javascript:1"}, "action": {"type": "navigate", "url": "https://a@b/"}, "step_index": -1}`))
 	f.Add([]byte(`{"state": {}, "action": {"type": "type", "selector": "#pw", "text": "x", "redact": false}, "step_index": 0, "target": {"tag": "input", "type": "password"}}`))
 	f.Add([]byte(`{"state": {}, "action": {}, "step_index": 1e400}`))
+	f.Add([]byte(`{"state": {"activeUrl": "https://shop.example/"}, "action": {"type": "click", "selector": "#c"}, "step_index": 1, "session": {"allowed_origins": ["https://shop.example"]}, "target": {"tag": "button", "text": "Pаy", "origin": "https://shop.example"}, "effect": {"kind": "request", "method": "POST", "origin": "https://shop.example", "path": "/pay", "fields": ["cvv"]}}`))
 	g := sharedGate(f)
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		req, err := ReadInput(doc)
@@ -127,6 +156,9 @@ func FuzzReadInput(f *testing.F) {
 		d := g.Decide(context.Background(), req)
 		if d.Allow && (d.FailClosed || len(d.Reasons) > 0) {
 			t.Fatalf("allow with reasons: %+v", d.DecisionRecord)
+		}
+		if d.Allow && req.Effect != nil && (req.Effect.Refused != "" || req.Effect.Kind == "peer" || req.Effect.Kind == "download") {
+			t.Fatalf("allowed effect %+v", req.Effect)
 		}
 		if d.Allow && req.Action.Type == "navigate" {
 			if u := NormalizeURL(req.Action.URL); !u.Valid || u.Userinfo || (u.Scheme != "http" && u.Scheme != "https") {
