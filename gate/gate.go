@@ -16,7 +16,18 @@
 // action's hash.
 //
 // Hosts are parsed and normalized in Go (NormalizeURL) and handed to the
-// policy, which matches on normalized hosts, never on raw URL strings.
+// policy, which matches on normalized hosts, never on raw URL strings. The
+// words of the element (its caption, label, name, id) are normalized too
+// (Skeleton: compatibility forms, invisible characters and look-alike
+// letters of other scripts folded) before the policy matches risk and
+// sensitivity words on them; the model's own words may raise risk, never
+// lower it, and make no field sensitive.
+//
+// Besides actions, the gate judges their effects (Request.Effect): a
+// navigation or state-changing request the browser reported an action
+// caused, judged on its kind, method, origin, path and field names, with
+// risk that follows the effect whatever the action's words said. An
+// approval of an effect is bound to the action and the effect together.
 package gate
 
 import (
