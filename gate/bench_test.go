@@ -14,8 +14,8 @@ import (
 )
 
 // benchRequests are realistic requests: allowed clicks, types, selects
-// and page extracts (the common case), a high-risk click that pauses and a
-// denied navigation.
+// and page extracts (the common case), a high-risk click that pauses, a
+// denied navigation, and an allowed state-changing effect of a click.
 func benchRequests() map[string]Request {
 	allowed := baseRequest()
 	pay := baseRequest()
@@ -25,9 +25,12 @@ func benchRequests() map[string]Request {
 	typed := baseRequest()
 	typeInto("#search", &contract.Element{Tag: "input", Type: "search", Label: "Search products"}, false)(&typed)
 	common := commonRequests()
+	effect := baseRequest()
+	causing(contract.EffectRequest, "POST", "https://shop.example", "/api/cart", "qty", "sku")(&effect)
 	return map[string]Request{
 		"allowed_click": allowed, "allowed_type": typed, "paused_high_risk": pay, "denied_origin": denied,
 		"allowed_select": common["select"], "allowed_extract_page": common["extract_page"],
+		"allowed_effect": effect,
 	}
 }
 

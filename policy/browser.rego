@@ -297,48 +297,59 @@ permission_reasons contains reason("permission_denied", sprintf("permission leve
 # b.example, example).
 # ---------------------------------------------------------------------------
 
-# places holds the label of every URL the action is judged on. A place
-# whose facts are missing fails the check (a navigate without target_url
-# facts is denied, never judged on the active page instead).
-places contains "navigation target" if action_type == "navigate"
+# places holds the label of every URL the action is judged on: the
+# action's own (main_place) and the others (extra_places). A place whose
+# facts are missing fails the check (a navigate without target_url facts
+# is denied, never judged on the active page instead).
+main_place := "navigation target" if {
+	action_type == "navigate"
+} else := "active page"
 
-places contains "active page" if action_type != "navigate"
+extra_places contains "element's frame" if {
+	_ = input.derived.frame
+}
 
-places contains "element's frame" if "frame" in object.keys(input.derived)
+extra_places contains effect_label if effect_given
 
-places contains effect_label if effect_given
+places := extra_places | {main_place}
+
+# main_facts: the URL facts of the main place. Two definitions, not an
+# else: a navigate without target_url facts leaves them undefined.
+main_facts := input.derived.target_url if action_type == "navigate"
+
+main_facts := input.derived.active if action_type != "navigate"
 
 # place_facts maps each place to its URL facts.
-place_facts["navigation target"] := input.derived.target_url if action_type == "navigate"
-
-place_facts["active page"] := input.derived.active if action_type != "navigate"
+place_facts[main_place] := main_facts
 
 place_facts["element's frame"] := input.derived.frame
 
 place_facts[effect_label] := input.derived.effect.url if effect_given
 
 check_url if {
-	every place in places {
-		place_passes(place)
+	url_passes(main_facts)
+	every place in extra_places {
+		url_passes(place_facts[place])
 	}
 }
 
-place_passes(place) if {
-	u := place_facts[place]
+# url_passes: the URL is valid, of an allowed scheme, without userinfo, on
+# an allowed origin and not in a blocked domain.
+url_passes(u) if {
 	u.valid == true
 	u.userinfo == false
 	u.scheme in config.urls.allowed_schemes
-	place_allowed(place)
-	not place_blocked(place)
+	origin_allowed(u)
+	not host_blocked(u)
 }
 
-place_allowed(place) if {
-	some k in place_facts[place].origin_keys
+origin_allowed(u) if {
+	some k in u.origin_keys
 	input.derived.allowed_origin_keys[k]
 }
 
-place_blocked(place) if {
-	some s in place_facts[place].host_suffixes
+host_blocked(u) if {
+	some s in u.host_suffixes
 	blocked_host[s]
 }
 
@@ -376,7 +387,7 @@ url_reasons contains reason("url_userinfo", sprintf("%v URL %v carries a user na
 url_reasons contains reason("origin_not_allowed", sprintf("%v origin %v is not one of the session's allowed origins (%v)", [place, place_str(place, "origin"), concat(", ", input.derived.allowed_origins)])) if {
 	some place in places
 	place_valid(place)
-	not place_allowed(place)
+	not origin_allowed(place_facts[place])
 }
 
 url_reasons contains reason("blocked_domain", sprintf("%v host %v is in the blocked domain %v (%v)", [place, place_str(place, "host"), s, blocked_host[s]])) if {
@@ -394,7 +405,9 @@ url_reasons contains reason("blocked_domain", sprintf("%v host %v is in the bloc
 # method, origin, path and field names, never on the words that led to it.
 # ---------------------------------------------------------------------------
 
-effect_given if "effect" in object.keys(input)
+effect_given if {
+	_ = input.effect
+}
 
 # effect_class is "read" only for an effect Go found to change no state;
 # anything else (a missing fact included) is "write".
@@ -521,6 +534,7 @@ risk_reasons := effect_risk_reasons if {
 # invisible characters, look-alike letters of other scripts).
 action_risk_reasons contains risk_reason("high_risk_pattern", sprintf("a %v on an element matching %q is high risk", [action_type, p]), "high") if {
 	spec.high_risk_patterns == true
+	strings.any_prefix_match(input.derived.subject_tails, config.risk.high_risk_patterns) # any at all, then which
 	some p in config.risk.high_risk_patterns
 	strings.any_prefix_match(input.derived.subject_tails, p)
 }
@@ -531,6 +545,7 @@ action_risk_reasons contains risk_reason("high_risk_pattern", sprintf("a %v on a
 # button changes nothing, since the element's words are judged above.
 action_risk_reasons contains risk_reason("high_risk_model_words", sprintf("a %v whose selector or value, as the model wrote it, matches %q is high risk", [action_type, p]), "high") if {
 	spec.high_risk_patterns == true
+	strings.any_prefix_match(input.derived.model_tails, config.risk.high_risk_patterns)
 	some p in config.risk.high_risk_patterns
 	strings.any_prefix_match(input.derived.model_tails, p)
 }
