@@ -54,6 +54,7 @@ func TestEffectDecisions(t *testing.T) {
 		{"form POST /checkout/confirm navigation: high", causing(contract.EffectNavigation, "POST", shop, "/checkout/confirm", "address", "email"), paused, nil, contract.RiskHigh},
 		{"POST /api/account/delete: high", causing(contract.EffectRequest, "POST", shop, "/api/account/delete"), paused, nil, contract.RiskHigh},
 		{"POST /transfers: high", causing(contract.EffectRequest, "POST", shop, "/transfers"), paused, nil, contract.RiskHigh},
+		{"POST /pаy, Cyrillic а percent-encoded: high", causing(contract.EffectRequest, "POST", shop, "/p%D0%B0y"), paused, nil, contract.RiskHigh},
 		{"POST /api/orders: high", causing(contract.EffectRequest, "POST", shop, "/api/orders"), paused, nil, contract.RiskHigh},
 		{"POST with a card number field: high", causing(contract.EffectRequest, "PUT", shop, "/api/step2", "cardNumber", "name"), paused, nil, contract.RiskHigh},
 		{"POST with an iban field: high", causing(contract.EffectRequest, "POST", shop, "/api/profile", "payout_iban"), paused, nil, contract.RiskHigh},
