@@ -12,8 +12,8 @@ import (
 	"github.com/aegis-run/aegis/driver"
 )
 
-// shared is one browser for the whole test binary: each test opens its own
-// context in it.
+// shared is one browser for the whole test binary, isolated (sandbox
+// sessions need it): each test opens its own context in it.
 var shared struct {
 	once sync.Once
 	b    *driver.Browser
@@ -25,7 +25,7 @@ func browser(tb testing.TB) *driver.Browser {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{})
+		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{Isolate: true})
 	})
 	if shared.err != nil {
 		tb.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", shared.err)
