@@ -149,3 +149,23 @@ func TestNetnsHasNoWayOut(t *testing.T) {
 		t.Error("entering a closed namespace worked")
 	}
 }
+
+// BenchmarkNetns times making a network namespace (loopback up), opening a
+// listener in it, and letting it go: what an isolated launch and a context
+// of an isolated browser add on top of the browser.
+func BenchmarkNetns(b *testing.B) {
+	for b.Loop() {
+		ns, err := newNetns()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ln net.Listener
+		if err := ns.do(func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+			b.Fatal(err)
+		}
+		ln.Close()
+		if err := ns.close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

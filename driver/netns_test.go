@@ -211,6 +211,28 @@ func TestSandboxNetworkIsolation(t *testing.T) {
 	}
 }
 
+// TestPlaywrightInIsolatedBrowser: a playwright session in an isolated
+// browser reaches any origin through its pass-through proxy in the
+// namespace (the site is in the host's namespace).
+func TestPlaywrightInIsolatedBrowser(t *testing.T) {
+	site := startSite(t)
+	d := open(t, contract.ModePlaywright, site.URL(), func(c *driver.Config) { c.Browser = isolatedBrowser(t) })
+	closeDriver(t, d)
+	res, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site.URL() + "/"})
+	if err != nil || !res.OK {
+		t.Fatalf("navigate in a playwright session of an isolated browser: %+v %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	obs, err := d.Observe(ctx, driver.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := obs.State.ActiveURL, site.URL()+"/"; got != want || obs.DOMText == "" {
+		t.Errorf("page %q (%d chars of text), want %q with text", got, len(obs.DOMText), want)
+	}
+}
+
 // TestSandboxRefusesBrowserWithoutNamespace: a sandbox session given a
 // shared browser launched without isolation fails closed and says what to
 // do, unless AllowNoNetworkIsolation.
