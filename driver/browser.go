@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"sync"
 	"time"
 
 	"github.com/playwright-community/playwright-go"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/setup"
 )
 
@@ -24,6 +26,7 @@ type Browser struct {
 	pw      *playwright.Playwright
 	browser playwright.Browser
 	remote  bool
+	ns      *netns // the browser's own network namespace; nil when not isolated
 
 	closeOnce sync.Once
 	closeErr  error
@@ -50,7 +53,22 @@ type BrowserOptions struct {
 	Timeout time.Duration
 	// Log receives the Playwright driver's own output; default discarded.
 	Log io.Writer
+	// Isolate launches the browser in a network namespace of its own
+	// (Linux): its only network is a loopback interface, on which the
+	// filtering proxy of each of its contexts listens, and the proxy is its
+	// only way out. UDP (WebRTC, QUIC), DNS and anything that is not HTTP
+	// cannot leave it. Sandbox sessions need an isolated browser; playwright
+	// sessions in one get a proxy that passes every request on. Launch fails
+	// with ErrNoNetworkIsolation where no namespace can be made (not Linux,
+	// or no CAP_SYS_ADMIN). Not with Endpoint.
+	Isolate bool
 }
+
+// ErrNoNetworkIsolation is the error of a launch that needed a network
+// namespace where none can be made: not Linux, or the process may not
+// unshare its network namespace (not root and no CAP_SYS_ADMIN, as in an
+// unprivileged container).
+var ErrNoNetworkIsolation = errors.New("driver: no network isolation for the browser")
 
 // DefaultArgs are the flags every launched browser gets: quiet on a closed
 // network (no background requests, no component updates, no sync), no GPU,
@@ -84,6 +102,9 @@ func Launch(ctx context.Context, o BrowserOptions) (*Browser, error) {
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 			return nil, fmt.Errorf("driver: browser endpoint %q is not a ws:// or wss:// URL", o.Endpoint)
 		}
+		if o.Isolate {
+			return nil, fmt.Errorf("driver: a remote browser (%s) cannot be isolated by aegis: its network is the remote machine's", o.Endpoint)
+		}
 	}
 	if o.DriverDir == "" || (o.ExecutablePath == "" && o.Endpoint == "") {
 		res, err := setup.Locate(ctx, setup.Options{})
@@ -100,9 +121,19 @@ func Launch(ctx context.Context, o BrowserOptions) (*Browser, error) {
 			o.ExecutablePath = res.Browser.Path
 		}
 	}
+	var ns *netns
+	if o.Isolate {
+		var err error
+		if ns, err = newNetns(); err != nil {
+			return nil, err
+		}
+	}
 	ch := make(chan launched, 1)
 	go func() {
-		b, err := launch(o)
+		b, err := launch(o, ns)
+		if err != nil && ns != nil {
+			_ = ns.close()
+		}
 		ch <- launched{b, err}
 	}()
 	timer := time.NewTimer(o.Timeout)
@@ -136,16 +167,29 @@ func closeLate(ch <-chan launched) {
 // two Launches at once race.
 var runMu sync.Mutex
 
-func launch(o BrowserOptions) (*Browser, error) {
+// launch starts the Playwright driver, inside ns when it is not nil (so
+// that the browser it launches, its child, is in ns too), and launches or
+// connects to the browser.
+func launch(o BrowserOptions, ns *netns) (*Browser, error) {
+	var pw *playwright.Playwright
+	run := func() (err error) {
+		pw, err = playwright.Run(&playwright.RunOptions{
+			DriverDirectory:     o.DriverDir,
+			SkipInstallBrowsers: true,
+			Verbose:             false,
+			Stdout:              o.Log,
+			Stderr:              o.Log,
+			Logger:              quietLogger,
+		})
+		return err
+	}
 	runMu.Lock()
-	pw, err := playwright.Run(&playwright.RunOptions{
-		DriverDirectory:     o.DriverDir,
-		SkipInstallBrowsers: true,
-		Verbose:             false,
-		Stdout:              o.Log,
-		Stderr:              o.Log,
-		Logger:              quietLogger,
-	})
+	var err error
+	if ns != nil {
+		err = ns.do(run)
+	} else {
+		err = run()
+	}
 	runMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("driver: start Playwright driver in %s: %w", o.DriverDir, err)
@@ -176,11 +220,60 @@ func launch(o BrowserOptions) (*Browser, error) {
 			return nil, fmt.Errorf("driver: launch %s: %w", o.ExecutablePath, err)
 		}
 	}
-	return &Browser{pw: pw, browser: br, remote: o.Endpoint != ""}, nil
+	return &Browser{pw: pw, browser: br, remote: o.Endpoint != "", ns: ns}, nil
 }
 
 // Remote reports whether the browser is a connection to a Playwright server.
 func (b *Browser) Remote() bool { return b.remote }
+
+// Isolated reports whether the browser runs in a network namespace of its
+// own (BrowserOptions.Isolate).
+func (b *Browser) Isolated() bool { return b.ns != nil }
+
+// listen opens a loopback listener where the browser's network is: in its
+// namespace when it is isolated, else in the host's.
+func (b *Browser) listen() (net.Listener, error) {
+	if b.ns == nil {
+		return net.Listen("tcp", "127.0.0.1:0")
+	}
+	var ln net.Listener
+	err := b.ns.do(func() (err error) {
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		return err
+	})
+	return ln, err
+}
+
+// sessionBrowser returns the browser a session of cfg runs in and whether
+// the session launched it (and stops it on Close). A sandbox session that
+// launches its own browser launches an isolated one; one given a shared
+// browser needs it isolated. Either fails closed where isolation is not to
+// be had, unless cfg.AllowNoNetworkIsolation. Remote browsers are taken as
+// they are: their network is the remote machine's.
+func sessionBrowser(ctx context.Context, cfg Config) (*Browser, bool, error) {
+	sandbox := cfg.Mode == contract.ModeSandbox
+	if b := cfg.Browser; b != nil {
+		if sandbox && !b.remote && b.ns == nil && !cfg.AllowNoNetworkIsolation {
+			return nil, false, fmt.Errorf("%w: sandbox mode needs a browser in a network namespace of its own and Config.Browser was launched without one: "+
+				"launch it with BrowserOptions{Isolate: true}, leave Config.Browser nil, or set Config.AllowNoNetworkIsolation to accept the proxy and request routing alone", ErrNoNetworkIsolation)
+		}
+		return b, false, nil
+	}
+	o := BrowserOptions{Endpoint: cfg.BrowserEndpoint, Headed: cfg.Headed, Isolate: sandbox && cfg.BrowserEndpoint == ""}
+	b, err := Launch(ctx, o)
+	if err != nil && o.Isolate && errors.Is(err, ErrNoNetworkIsolation) {
+		if !cfg.AllowNoNetworkIsolation {
+			return nil, false, fmt.Errorf("%w; sandbox mode runs the browser where its only way out is the aegis proxy: "+
+				"run aegis as root or with CAP_SYS_ADMIN on Linux, use mode playwright, or set Config.AllowNoNetworkIsolation to accept the proxy and request routing alone", err)
+		}
+		o.Isolate = false
+		b, err = Launch(ctx, o)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
 
 // Version returns the browser's version.
 func (b *Browser) Version() string { return b.browser.Version() }
@@ -194,6 +287,9 @@ func (b *Browser) Close(ctx context.Context) error {
 			err := b.browser.Close()
 			if serr := b.pw.Stop(); serr != nil && err == nil {
 				err = serr
+			}
+			if b.ns != nil {
+				_ = b.ns.close()
 			}
 			done <- err
 		}()

@@ -142,6 +142,13 @@ type Config struct {
 	// opens a fresh context in and leaves running on Close. When nil, Open
 	// launches (or connects to) a browser of its own and Close stops it.
 	Browser *Browser
+	// AllowNoNetworkIsolation lets a sandbox session run in a browser
+	// without a network namespace of its own (BrowserOptions.Isolate) where
+	// none can be made or Browser was launched without one: the proxy and
+	// request routing then filter HTTP, but UDP (WebRTC), DNS and other
+	// non-HTTP traffic are not contained. Off by default: sandbox fails
+	// closed.
+	AllowNoNetworkIsolation bool
 	// PolicyContext is copied into every observed state. Its zero fields
 	// get defaults: classification "public", step budget 100, decision log
 	// id "dec-" + SessionID.

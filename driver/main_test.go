@@ -12,9 +12,12 @@ import (
 	"github.com/aegis-run/aegis/driver"
 )
 
-// shared is one browser for the whole test binary: each test opens its own
-// context in it.
-var shared struct {
+// shared holds one browser for the whole test binary, and one isolated
+// (BrowserOptions.Isolate) for its sandbox sessions: each test opens its
+// own context in them.
+var shared, sharedIsolated sharedBrowser
+
+type sharedBrowser struct {
 	once sync.Once
 	b    *driver.Browser
 	err  error
@@ -22,22 +25,35 @@ var shared struct {
 
 func browser(tb testing.TB) *driver.Browser {
 	tb.Helper()
-	shared.once.Do(func() {
+	return launchShared(tb, &shared, false)
+}
+
+func isolatedBrowser(tb testing.TB) *driver.Browser {
+	tb.Helper()
+	return launchShared(tb, &sharedIsolated, true)
+}
+
+func launchShared(tb testing.TB, s *sharedBrowser, isolate bool) *driver.Browser {
+	tb.Helper()
+	s.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{})
+		s.b, s.err = driver.Launch(ctx, driver.BrowserOptions{Isolate: isolate})
 	})
-	if shared.err != nil {
-		tb.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", shared.err)
+	if s.err != nil {
+		tb.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", s.err)
 	}
-	return shared.b
+	return s.b
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.b != nil {
+	for _, b := range []*driver.Browser{shared.b, sharedIsolated.b} {
+		if b == nil {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := shared.b.Close(ctx); err != nil {
+		if err := b.Close(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "close browser:", err)
 		}
 		cancel()
@@ -45,12 +61,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// open opens a session of mode in the shared browser.
+// open opens a session of mode in the shared browser (the isolated one
+// for sandbox).
 func open(tb testing.TB, mode contract.DriverMode, site string, mutate ...func(*driver.Config)) driver.Driver {
 	tb.Helper()
+	b := browser
+	if mode == contract.ModeSandbox {
+		b = isolatedBrowser
+	}
 	cfg := driver.Config{
 		Mode:           mode,
-		Browser:        browser(tb),
+		Browser:        b(tb),
 		AllowedOrigins: []string{site},
 		ActionTimeout:  3 * time.Second,
 	}

@@ -67,13 +67,8 @@ func openPlaywright(ctx context.Context, cfg Config) (Driver, error) {
 		return nil, err
 	}
 	d.script = script
-	d.browser = cfg.Browser
-	if d.browser == nil {
-		d.browser, err = Launch(ctx, BrowserOptions{Endpoint: cfg.BrowserEndpoint, Headed: cfg.Headed})
-		if err != nil {
-			return nil, err
-		}
-		d.own = true
+	if d.browser, d.own, err = sessionBrowser(ctx, cfg); err != nil {
+		return nil, err
 	}
 	if err := d.start(ctx); err != nil {
 		if d.bctx != nil {
@@ -101,7 +96,7 @@ func (d *pwDriver) start(ctx context.Context) error {
 		// Service workers could fetch behind the request filter's back.
 		opts.ServiceWorkers = playwright.ServiceWorkerPolicyBlock
 		if !d.browser.remote {
-			px, err := startFilterProxy(func(u *url.URL) bool { return d.allowedURL(u.String()) },
+			px, err := startFilterProxy(d.browser.listen, func(u *url.URL) bool { return d.allowedURL(u.String()) },
 				func(hp string) bool { return hostPortAllowed(d.allowed, hp) }, d.recordBlocked)
 			if err != nil {
 				return fmt.Errorf("driver: sandbox proxy: %w", err)
@@ -109,6 +104,15 @@ func (d *pwDriver) start(ctx context.Context) error {
 			d.proxy = px
 			opts.Proxy = &playwright.Proxy{Server: px.URL()}
 		}
+	} else if d.browser.Isolated() {
+		// The browser's only way out is a proxy in its namespace; a
+		// playwright session's passes every request on.
+		px, err := startFilterProxy(d.browser.listen, func(*url.URL) bool { return true }, func(string) bool { return true }, d.recordBlocked)
+		if err != nil {
+			return fmt.Errorf("driver: proxy: %w", err)
+		}
+		d.proxy = px
+		opts.Proxy = &playwright.Proxy{Server: px.URL()}
 	}
 	bctx, err := runCtx(ctx, func() (playwright.BrowserContext, error) { return d.browser.browser.NewContext(opts) })
 	if err != nil {

@@ -33,8 +33,10 @@ type filterProxy struct {
 	conns map[net.Conn]struct{}
 }
 
-func startFilterProxy(allowed func(*url.URL) bool, allowedHostPort func(string) bool, record func(raw, resourceType, reason string)) (*filterProxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startFilterProxy starts a proxy on the loopback listener listen opens
+// (Browser.listen: in the browser's network namespace when it has one).
+func startFilterProxy(listen func() (net.Listener, error), allowed func(*url.URL) bool, allowedHostPort func(string) bool, record func(raw, resourceType, reason string)) (*filterProxy, error) {
+	ln, err := listen()
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +154,9 @@ func (p *filterProxy) Close() error {
 		c.Close()
 	}
 	p.mu.Unlock()
+	if t, ok := p.rp.Transport.(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
 	return err
 }
 

@@ -38,7 +38,7 @@ func demo(t *testing.T) (driver.Driver, string) {
 		if shared.err != nil {
 			return
 		}
-		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{})
+		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{Isolate: true})
 	})
 	if shared.err != nil {
 		t.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", shared.err)
