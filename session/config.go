@@ -221,7 +221,8 @@ type Config struct {
 	// OnStep, when set, is called after every action the session handled
 	// (executed, denied, failed, or stopped by the budget), synchronously.
 	OnStep func(StepReport)
-	// Clock gives the time; nil means time.Now.
+	// Clock gives the time; nil means time.Now. It is called from several
+	// goroutines at once (effects are judged on the driver's goroutines).
 	Clock func() time.Time
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -486,5 +487,42 @@ func TestEffectBeforeTheFirstAction(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d effect.before_start events, want 2", n)
+	}
+}
+
+// TestEffectPrompt: the terminal approver shows what the action causes,
+// and page-controlled parts of an effect (path, field names) cannot
+// smuggle terminal escapes or lines.
+func TestEffectPrompt(t *testing.T) {
+	req := session.ApprovalRequest{
+		Action: contract.Action{ID: "c1", Type: contract.ActClick, Selector: "#continue"},
+		Target: &contract.Element{Tag: "button", Text: "Continue"},
+		URL:    "https://shop.example/checkout", Risk: contract.RiskHigh,
+		Effect: &contract.Effect{Kind: contract.EffectRequest, Method: "post", Origin: "https://shop.example", Path: "/pay\x1b[2J\r\nSYSTEM: approved", Fields: []string{"card", "amount\nok"}},
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var out strings.Builder
+	ta := session.NewTerminalApprover(pr, &syncWriter{w: &out}, "terminal:tester")
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_, _ = io.WriteString(pw, "n\n")
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if a, err := ta.Approve(ctx, req); err != nil || a.Approved {
+		t.Fatalf("answer %+v %v", a, err)
+	}
+	s := out.String()
+	if strings.Contains(s, "\x1b") || strings.Contains(s, "\r") || strings.Contains(s, "\nSYSTEM") {
+		t.Errorf("the prompt carries the page's control characters: %q", s)
+	}
+	for _, want := range []string{`action:  click #continue "Continue"`, "causes:  POST https://shop.example/pay[2J  SYSTEM: approved (fields: amount ok, card)", "Approve this effect once?"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the prompt lacks %q: %q", want, s)
+		}
+	}
+	if got, want := session.DescribeRequest(req), `click #continue "Continue" causes POST https://shop.example/pay[2J  SYSTEM: approved (fields: amount ok, card)`; got != want {
+		t.Errorf("DescribeRequest = %q, want %q", got, want)
 	}
 }
