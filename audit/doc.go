@@ -50,9 +50,11 @@
 // masked in the bundle) and cannot be recomputed: such a reconstruction is
 // never exact, and a replay types the recorded placeholder.
 //
-// Decisions about effects are not re-evaluated by PolicyDiff nor replayed:
-// a replay runs the actions again, and the page's effects are judged again
-// as they happen.
+// PolicyDiff judges again the effects the gate judged (the action's
+// reconstructed request with the effect, at the effect's recorded time);
+// those the browser boundary refused before any policy saw them are not
+// judged again. A replay does not replay effects: it runs the actions
+// again, and the page's effects happen again.
 //
 // A replay judges each action again on the live page: the target is the
 // element the driver resolves there now, compared with the recorded one.

@@ -195,3 +195,25 @@ func TestReportEffects(t *testing.T) {
 		t.Errorf("rendering the report made %d requests besides the report", n)
 	}
 }
+
+// TestPolicyDiffEffects: the effects the gate judged are judged again
+// (the refused navigation is not: no policy saw it), and a change about
+// one names the effect.
+func TestPolicyDiffEffects(t *testing.T) {
+	r, err := audit.DiffPolicy(context.Background(), effectBundle(t), audit.DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// start, c1 and its POST (n1 never ran: unevaluated).
+	if r.Evaluated != 3 || len(r.Unevaluated) != 1 {
+		t.Errorf("evaluated %d, unevaluated %+v", r.Evaluated, r.Unevaluated)
+	}
+	for _, c := range r.Changes {
+		if c.ActionID == "c1" && c.Effect != nil && audit.EffectTitle(*c.Effect) != "POST https://shop.example/pay" {
+			t.Errorf("change %+v", c)
+		}
+		if c.Effect != nil && c.Effect.Refused != "" {
+			t.Errorf("a refused effect was judged again: %+v", c)
+		}
+	}
+}
