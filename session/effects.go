@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -58,7 +59,8 @@ const (
 )
 
 // subject is an action effects are attributed to: its gate request and its
-// final decision (allowed or approved).
+// final decision (allowed or approved). Its counts are guarded by
+// effects.mu.
 type subject struct {
 	req    gate.Request
 	dec    gate.Decision
@@ -155,7 +157,7 @@ func (e *effects) attribute() (s *subject, ok bool) {
 }
 
 // errClosed refuses an effect reported after the session stopped recording.
-var errClosed = fmt.Errorf("session: the session is over: nothing more may happen on its page")
+var errClosed = errors.New("session: the session is over: nothing more may happen on its page")
 
 // Judge asks the gate about a state-changing request the page makes; see
 // driver.Effects. A non-nil error refuses the request.
