@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -149,12 +150,53 @@ type Step struct {
 	Artifacts []contract.Artifact
 	// Images are the image artifacts (screenshots) recorded in the step.
 	Images []contract.ImageArtifact
+	// Effects are what the page did on the network while or after the
+	// action ran (requests, navigations, downloads, peer channels), each
+	// with the decisions about it, in order: the decision records whose
+	// Effect is set and whose ActionID is the action's. They follow the
+	// action's record in the bundle.
+	Effects []*StepEffect
 	// ActiveURL is the URL of the active page when the action was judged,
 	// as the session tracks it: the last observation's or action result's
 	// URL, about:blank at first.
 	ActiveURL string
 	// FirstEntry is the ledger index of the step's first record.
 	FirstEntry int
+}
+
+// StepEffect is one effect of a step's action with the decisions about
+// it, in order: usually one; a paused decision is followed by the approved
+// or refused one.
+type StepEffect struct {
+	// Effect is the effect as the first decision records it.
+	Effect contract.Effect
+	// Decisions are the decisions about it.
+	Decisions []contract.DecisionRecord
+}
+
+// Final returns the effect's last decision: whether it happened.
+func (e *StepEffect) Final() contract.DecisionRecord {
+	return e.Decisions[len(e.Decisions)-1]
+}
+
+// addEffect adds a decision about an effect of the step's action: to the
+// last effect when it continues its pause (the same effect and hash),
+// else as a new effect.
+func (s *Step) addEffect(d contract.DecisionRecord) {
+	if n := len(s.Effects); n > 0 {
+		last := s.Effects[n-1]
+		prev := last.Final()
+		if prev.Result == contract.ResultPaused && prev.ActionHash == d.ActionHash && sameEffect(last.Effect, *d.Effect) {
+			last.Decisions = append(last.Decisions, d)
+			return
+		}
+	}
+	s.Effects = append(s.Effects, &StepEffect{Effect: *d.Effect, Decisions: []contract.DecisionRecord{d}})
+}
+
+func sameEffect(a, b contract.Effect) bool {
+	return a.Kind == b.Kind && a.Method == b.Method && a.Origin == b.Origin && a.Path == b.Path &&
+		slices.Equal(a.Fields, b.Fields) && a.ResourceType == b.ResourceType && a.Refused == b.Refused
 }
 
 // Final returns the step's last decision: the one the session acted on.
@@ -437,6 +479,19 @@ func (r *reader) add(e contract.LedgerEntry, rec []byte) error {
 		if err := json.Unmarshal(rec, &d); err != nil {
 			return err
 		}
+		if d.Effect != nil {
+			// About an effect of an action that ran: under that action.
+			s := b.executed(d.ActionID)
+			if s == nil {
+				// The verifier refuses a bundle in which it precedes its
+				// action (and Open reads no further); keep it anyway.
+				s = r.step
+			}
+			if s != nil {
+				s.addEffect(d)
+			}
+			return nil
+		}
 		if s := r.step; s != nil && s.Action == nil && len(s.Decisions) > 0 && continues(s.Final(), d) {
 			s.Decisions = append(s.Decisions, d)
 			return nil
@@ -514,6 +569,17 @@ func (r *reader) add(e contract.LedgerEntry, rec []byte) error {
 		}
 		if r.step != nil {
 			r.step.Artifacts = append(r.step.Artifacts, a)
+		}
+	}
+	return nil
+}
+
+// executed returns the last step whose action, of id id, ran; nil when
+// none.
+func (b *Bundle) executed(id string) *Step {
+	for i := len(b.Steps) - 1; i >= 0; i-- {
+		if s := b.Steps[i]; s.Action != nil && s.Action.ID == id {
+			return s
 		}
 	}
 	return nil

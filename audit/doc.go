@@ -8,7 +8,9 @@
 // tampered bundle is refused, or for Report only shown up to the place of
 // the tampering), then reads the ledger in order and groups its records
 // into steps, one per proposed action: the decisions about it, the executed
-// action and its result, the observations that followed, the events and
+// action and its result, the effects it caused (the requests and
+// navigations the page made while or after it ran, each with the decisions
+// about it: Step.Effects), the observations that followed, the events and
 // artifacts. One package rather than three because the reader, the step
 // model and the rebuilding of the gate's inputs (Reconstruct) are what all
 // three are made of.
@@ -47,6 +49,12 @@
 // action with redact true is keyed by the gate that judged it (its text is
 // masked in the bundle) and cannot be recomputed: such a reconstruction is
 // never exact, and a replay types the recorded placeholder.
+//
+// PolicyDiff judges again the effects the gate judged (the action's
+// reconstructed request with the effect, at the effect's recorded time);
+// those the browser boundary refused before any policy saw them are not
+// judged again. A replay does not replay effects: it runs the actions
+// again, and the page's effects happen again.
 //
 // A replay judges each action again on the live page: the target is the
 // element the driver resolves there now, compared with the recorded one.

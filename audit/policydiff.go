@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/gate"
@@ -74,6 +75,10 @@ type Change struct {
 	// (the action hash recomputes); Gaps says what was not.
 	Exact bool     `json:"exact"`
 	Gaps  []string `json:"gaps,omitempty"`
+	// Effect, when set, makes the change one about an effect of the
+	// action (a request the page made that the gate judged), not the
+	// action itself.
+	Effect *contract.Effect `json:"effect,omitempty"`
 }
 
 // Unevaluated is a recorded decision that could not be re-evaluated.
@@ -129,8 +134,11 @@ func PolicyDiff(ctx context.Context, bundlePath, policyPath string) ([]Change, e
 // asked a person) or deny; two denials for different rules are a change
 // too. A step whose action never ran cannot be judged again (the bundle
 // keeps only its hash), nor one on an element in a bundle that predates
-// target recording: they are listed in Unevaluated, saying why. A bundle
-// that does not verify is refused.
+// target recording: they are listed in Unevaluated, saying why. The
+// effects the gate judged (requests the page made, see Step.Effects) are
+// judged again too, after the steps, each as the action's request with the
+// effect; a change about one names it (Change.Effect). A bundle that does
+// not verify is refused.
 func DiffPolicy(ctx context.Context, bundlePath string, opts DiffOptions) (*DiffReport, error) {
 	b, err := Open(ctx, bundlePath, OpenOptions{AllowUnsealed: opts.AllowUnsealed, PubKey: opts.PubKey})
 	if err != nil {
@@ -195,7 +203,71 @@ func DiffPolicy(ctx context.Context, bundlePath string, opts DiffOptions) (*Diff
 			Kind: kind, Recorded: recorded, Now: now, Exact: rec.Exact, Gaps: rec.Gaps,
 		})
 	}
+	if err := diffEffects(ctx, b, g, opts, r); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// diffEffects judges again the effects the gate judged (not those the
+// browser boundary refused before any policy saw them), each as the gate
+// was asked: the action's reconstructed request with the effect, at the
+// effect's recorded time. The action's reconstruction says how exact it is.
+func diffEffects(ctx context.Context, b *Bundle, g *gate.Gate, opts DiffOptions, r *DiffReport) error {
+	for _, s := range b.Steps {
+		if len(s.Effects) == 0 || len(s.Decisions) == 0 {
+			continue
+		}
+		rec, err := b.Reconstruct(s, 0)
+		for _, e := range s.Effects {
+			first := e.Decisions[0]
+			if e.Effect.Refused != "" {
+				continue
+			}
+			recorded := verdictOf(first)
+			if first.Result == contract.ResultApproved {
+				recorded.Verdict = VerdictApproval
+			}
+			if err != nil {
+				r.Unevaluated = append(r.Unevaluated, Unevaluated{
+					Step: s.Index, DecisionID: first.DecisionID, ActionID: first.ActionID, ActionName: first.ActionName,
+					Recorded: recorded, Why: "an effect of an action that cannot be judged again: " + err.Error(),
+				})
+				continue
+			}
+			req := rec.Request
+			eff := e.Effect
+			req.Effect = &eff
+			if now, perr := time.Parse(time.RFC3339Nano, first.EvaluatedAt); perr == nil {
+				req.Now = now
+			}
+			if opts.Preset != "" || opts.Permission != "" {
+				req.Session.Permission, req.Session.Preset = opts.Permission, opts.Preset
+			}
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("audit: policy diff: %w", err)
+			}
+			now := verdictOf(g.Decide(ctx, req).DecisionRecord)
+			r.Evaluated++
+			if rec.Exact {
+				r.Exact++
+			}
+			kind := ""
+			switch {
+			case now.Verdict != recorded.Verdict:
+				kind = ChangeVerdict
+			case now.Verdict == VerdictDeny && !slices.Equal(rules(now.Reasons), rules(recorded.Reasons)):
+				kind = ChangeReasons
+			}
+			if kind != "" {
+				r.Changes = append(r.Changes, Change{
+					Step: s.Index, DecisionID: first.DecisionID, ActionID: first.ActionID, ActionName: first.ActionName,
+					Kind: kind, Recorded: recorded, Now: now, Exact: rec.Exact, Gaps: rec.Gaps, Effect: &eff,
+				})
+			}
+		}
+	}
+	return nil
 }
 
 // recordedVerdict is the gate's first answer about the step's proposal;

@@ -47,8 +47,10 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 // verified: valid, tampered (with the place: only what precedes it is
 // shown), or unsealed. Then the goal, the plan, each step (the action with
 // typed secrets masked, every decision with its reasons, risk, approval and
-// who gave it, the result and its latencies, the observations with their
-// DOM hash, the screenshots), and the final output. Everything taken from
+// who gave it, the effects the action caused with their method,
+// destination, field names and decisions, the result and its latencies,
+// the observations with their DOM hash, the screenshots), and the final
+// output. Everything taken from
 // the bundle is escaped: pages and models are hostile.
 //
 // A bundle that cannot be read at all (not a bundle, no ledger) is an
@@ -108,6 +110,7 @@ type stepView struct {
 	Class     string // ok, warn, bad
 	Action    []kv
 	Decisions []decisionView
+	Effects   []effectView
 	Result    []kv
 	Observed  []obsView
 	Images    []imageView
@@ -124,6 +127,16 @@ type decisionView struct {
 	Approval  string
 	ApprovWhy []kv
 	Facts     []kv
+}
+
+// effectView is one effect of a step's action: what the page did, and
+// the decisions about it.
+type effectView struct {
+	Title     string // "POST https://shop.example/pay"
+	Outcome   string // "approved", "denied", ...
+	Class     string
+	Facts     []kv
+	Decisions []decisionView
 }
 
 type obsView struct {
@@ -305,6 +318,19 @@ func buildStep(b *Bundle, s *Step, budget, omitted *int) stepView {
 	for _, d := range s.Decisions {
 		sv.Decisions = append(sv.Decisions, decisionFacts(d))
 	}
+	denied := 0
+	for _, e := range s.Effects {
+		sv.Effects = append(sv.Effects, effectFacts(e))
+		if !e.Final().Allow {
+			denied++
+		}
+	}
+	if denied > 0 {
+		sv.Outcome += fmt.Sprintf("; %d of its effects denied", denied)
+		if sv.Class == "ok" {
+			sv.Class = "warn"
+		}
+	}
 	if r := s.Result; r != nil {
 		res := "done"
 		if !r.OK {
@@ -439,6 +465,68 @@ func actionFacts(a contract.Action) []kv {
 	return out
 }
 
+// EffectTitle names an effect in a few words: its method and destination
+// (origin and path), such as "POST https://shop.example/pay", or what it
+// is ("a peer-to-peer (WebRTC) connection", "a download from ...").
+func EffectTitle(e contract.Effect) string {
+	switch e.Kind {
+	case contract.EffectPeer:
+		if e.Origin != "" {
+			return "a peer-to-peer (WebRTC) connection to " + e.Origin
+		}
+		return "a peer-to-peer (WebRTC) connection"
+	case contract.EffectDownload:
+		return "a download from " + e.Origin + e.Path
+	}
+	m := e.Method
+	if m == "" {
+		m = "GET"
+	}
+	return m + " " + e.Origin + e.Path
+}
+
+// effectFacts lists an effect's facts (never values: the bundle holds
+// none) and its decisions.
+func effectFacts(e *StepEffect) effectView {
+	final := e.Final()
+	ev := effectView{Title: EffectTitle(e.Effect), Outcome: string(final.Result)}
+	switch {
+	case final.Result == contract.ResultApproved:
+		ev.Class = "warn"
+	case final.Allow:
+		ev.Class = "ok"
+	default:
+		ev.Class, ev.Outcome = "bad", "not done: "+string(final.Result)
+	}
+	kind := map[contract.EffectKind]string{
+		contract.EffectNavigation: "navigation of the page",
+		contract.EffectFrame:      "navigation of a frame in the page",
+		contract.EffectRequest:    "request",
+		contract.EffectDownload:   "download",
+		contract.EffectPeer:       "peer-to-peer connection (WebRTC)",
+	}[e.Effect.Kind]
+	ev.Facts = []kv{{"Kind", orDash(kind)}}
+	if e.Effect.Method != "" {
+		ev.Facts = append(ev.Facts, kv{"Method", e.Effect.Method})
+	}
+	if e.Effect.Origin != "" || e.Effect.Path != "" {
+		ev.Facts = append(ev.Facts, kv{"Destination", e.Effect.Origin + e.Effect.Path + " (origin and path; the query is not recorded)"})
+	}
+	if len(e.Effect.Fields) > 0 {
+		ev.Facts = append(ev.Facts, kv{"Fields sent", strings.Join(e.Effect.Fields, ", ") + " (names only; values are never recorded)"})
+	}
+	if e.Effect.ResourceType != "" {
+		ev.Facts = append(ev.Facts, kv{"Resource type", e.Effect.ResourceType})
+	}
+	if e.Effect.Refused != "" {
+		ev.Facts = append(ev.Facts, kv{"Refused by the browser boundary", e.Effect.Refused})
+	}
+	for _, d := range e.Decisions {
+		ev.Decisions = append(ev.Decisions, decisionFacts(d))
+	}
+	return ev
+}
+
 func reasonsKV(rs []contract.Reason) []kv {
 	out := make([]kv, 0, len(rs))
 	for _, r := range rs {
@@ -457,7 +545,10 @@ func decisionFacts(d contract.DecisionRecord) decisionView {
 	default:
 		dv.Class = "bad"
 	}
-	if IsSessionDenial(d) {
+	switch {
+	case d.Effect != nil && len(d.Reasons) == 1 && d.Reasons[0].Rule == "effect_refused":
+		dv.Result += " (by the session: the browser boundary refused it before any policy saw it)"
+	case IsSessionDenial(d):
 		dv.Result += " (by the session: the approval or secret was refused)"
 	}
 	switch {

@@ -155,7 +155,7 @@ func (d *demoApprover) Approve(ctx context.Context, req session.ApprovalRequest)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.n++
-	fmt.Fprintf(d.out, "aegis demo: approval required (%s risk): %s: approved automatically (the demo's own shop)\n", req.Risk, session.DescribeAction(req.Action, req.Target))
+	fmt.Fprintf(d.out, "aegis demo: approval required (%s risk): %s: approved automatically (the demo's own shop)\n", req.Risk, session.DescribeRequest(req))
 	return session.ApprovalAnswer{Approved: true, Approver: "aegis demo (auto-approved)"}, nil
 }
 

@@ -181,6 +181,15 @@ func runVerify(ctx context.Context, args []string, stdio Stdio) error {
 	return nil
 }
 
+// effectsNote says how many effects of actions the bundle judged, when
+// any: "; 3 effects judged (2 denied, 1 approved)".
+func effectsNote(c evidence.EffectCounts) string {
+	if c.Decisions == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d effect decisions (%d denied, %d approved)", c.Decisions, c.Denied, c.Approved)
+}
+
 // printVerify writes the human-readable verdict: successes on stdout,
 // failures on stderr.
 func printVerify(stdio Stdio, res verifyResult, bundleErr, proofErr error, proofGiven bool) {
@@ -200,8 +209,8 @@ func printVerify(stdio Stdio, res verifyResult, bundleErr, proofErr error, proof
 					sig = "signed by " + r.Signer + ", authenticated"
 				}
 			}
-			fmt.Fprintf(stdio.Out, "%s: valid: session %s %s, sealed, %d entries, merkle root %s, %s\n",
-				res.Path, r.SessionID, r.Status, r.Entries, r.MerkleRoot, sig)
+			fmt.Fprintf(stdio.Out, "%s: valid: session %s %s, sealed, %d entries, merkle root %s, %s%s\n",
+				res.Path, r.SessionID, r.Status, r.Entries, r.MerkleRoot, sig, effectsNote(r.Effects))
 		default:
 			msg := fmt.Sprintf("%s: unsealed, %d intact entries, all verified", res.Path, r.Entries)
 			if r.Incomplete != "" {

@@ -90,7 +90,11 @@ func printDiff(stdio Stdio, r *audit.DiffReport) {
 		if !c.Exact {
 			exact = "approximate"
 		}
-		fmt.Fprintf(w, "step %d %s (%s, decision %s, %s): %s -> %s\n", c.Step, termSafe(c.ActionID, 40), c.ActionName, c.DecisionID, exact, c.Recorded.Verdict, c.Now.Verdict)
+		what := ""
+		if c.Effect != nil {
+			what = " effect " + termSafe(audit.EffectTitle(*c.Effect), 200)
+		}
+		fmt.Fprintf(w, "step %d %s%s (%s, decision %s, %s): %s -> %s\n", c.Step, termSafe(c.ActionID, 40), what, c.ActionName, c.DecisionID, exact, c.Recorded.Verdict, c.Now.Verdict)
 		printReasons(stdio, "recorded", c.Recorded)
 		printReasons(stdio, "now", c.Now)
 		for _, g := range c.Gaps {

@@ -22,8 +22,9 @@ self-contained HTML file: no script and no external asset, so it opens
 offline in any browser. At the top, whether the bundle verifies (valid,
 tampered with the place where it breaks, or unsealed); then the goal, the
 plan, each step with its action (typed secrets masked), the policy's
-decision and reasons, the risk, the approval and who gave it, latencies,
-DOM hashes and screenshots, and the final output. Of a tampered bundle,
+decision and reasons, the risk, the approval and who gave it, the effects
+the action caused (requests and navigations of its page, with their
+decisions), latencies, DOM hashes and screenshots, and the final output. Of a tampered bundle,
 only what precedes the tampered place is shown.
 
 Exit status: 0 the report was written and the bundle is valid, 1 the

@@ -486,9 +486,17 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 
 // progressLine renders one action for stderr, such as
 // `step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms`.
+//
+// An effect of an action reads `effect of step 3  click #continue
+// "Continue" causes POST https://shop.example/pay (fields: card)  DENIED
+// (high): approval_denied`.
 func progressLine(r session.StepReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "step %d/%d  %s  ", r.Index, r.Budget, session.DescribeAction(r.Action, r.Target))
+	if r.Effect != nil {
+		fmt.Fprintf(&b, "effect of step %d  %s  ", r.Index, session.DescribeEffect(r.Action, r.Target, *r.Effect))
+	} else {
+		fmt.Fprintf(&b, "step %d/%d  %s  ", r.Index, r.Budget, session.DescribeAction(r.Action, r.Target))
+	}
 	switch {
 	case r.Decision == "":
 		b.WriteString("not run")

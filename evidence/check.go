@@ -167,6 +167,7 @@ type decisionFacts struct {
 	Allow      bool
 	Result     string
 	Approval   *contract.ApprovalRef
+	Effect     bool // a decision about an effect of the action
 }
 
 func decisionOf(r rec) decisionFacts {
@@ -176,6 +177,7 @@ func decisionOf(r rec) decisionFacts {
 		ActionHash: r.at("actionHash").str(),
 		Result:     r.at("result").str(),
 		Allow:      r.at("allow").isTrue(),
+		Effect:     r.at("effect").present(),
 	}
 	if a := r.at("approval"); a.present() {
 		d.Approval = &contract.ApprovalRef{ID: a.at("id").str(), ActionHash: a.at("actionHash").str()}
@@ -183,11 +185,15 @@ func decisionOf(r rec) decisionFacts {
 	return d
 }
 
-// check applies the rules of a decision: the bundle's session, and an
-// approval bound to the decided action and used once.
-func (d decisionFacts) check(sid string, consumed map[string]bool) error {
+// check applies the rules of a decision: the bundle's session, an
+// approval bound to the decided action and used once, and for a decision
+// about an effect, an action of that id executed before it (ran).
+func (d decisionFacts) check(sid string, consumed, ran map[string]bool) error {
 	if d.SessionID != "" && d.SessionID != sid {
 		return fmt.Errorf("sessionId %q, want %q", d.SessionID, sid)
+	}
+	if d.Effect && !ran[d.ActionID] {
+		return fmt.Errorf("a decision about an effect of action %q, which no action line before it records", d.ActionID)
 	}
 	if d.Result == string(contract.ResultApproved) {
 		if d.Approval == nil {
@@ -204,9 +210,10 @@ func (d decisionFacts) check(sid string, consumed map[string]bool) error {
 }
 
 // apply records the decision: the action it decides is allowed to run
-// once or not, and a presented approval is used up.
+// once or not (a decision about an effect of an action that ran decides
+// no action), and a presented approval is used up.
 func (d decisionFacts) apply(allow, consumed map[string]bool) {
-	if d.ActionID != "" {
+	if d.ActionID != "" && !d.Effect {
 		allow[d.ActionID] = d.Allow
 	}
 	if d.Approval != nil {

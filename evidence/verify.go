@@ -46,6 +46,9 @@ type Report struct {
 	Status contract.SessionStatus `json:"status,omitempty"`
 	// Counts are the records counted.
 	Counts contract.Counts `json:"counts"`
+	// Effects counts the decision records about effects of actions (also
+	// in Counts.Decisions); see FORMAT.md, "Effects".
+	Effects EffectCounts `json:"effects"`
 	// HeadHash and MerkleRoot are the seal's (recomputed), or those of the
 	// intact entries of an unsealed bundle.
 	HeadHash   string `json:"headHash,omitempty"`
@@ -58,6 +61,25 @@ type Report struct {
 	// Files and Bytes count the files and bytes verified.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
+}
+
+// EffectCounts counts the decision records about effects of actions.
+type EffectCounts struct {
+	// Decisions counts them all; Denied those that denied an effect, and
+	// Approved those that allowed one with a person's approval.
+	Decisions int `json:"decisions"`
+	Denied    int `json:"denied"`
+	Approved  int `json:"approved"`
+}
+
+func (c *EffectCounts) add(d decisionFacts) {
+	c.Decisions++
+	switch d.Result {
+	case string(contract.ResultDenied):
+		c.Denied++
+	case string(contract.ResultApproved):
+		c.Approved++
+	}
 }
 
 // VerifyError is the first failure Verify found: where, and what was

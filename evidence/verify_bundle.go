@@ -51,6 +51,7 @@ type verifier struct {
 	images     map[string]Hash
 	allow      map[string]bool
 	consumed   map[string]bool
+	ran        map[string]bool // ids of the actions executed so far
 }
 
 func newVerifier(ctx context.Context, fsys fs.FS, opts VerifyOptions) *verifier {
@@ -58,7 +59,7 @@ func newVerifier(ctx context.Context, fsys fs.FS, opts VerifyOptions) *verifier 
 		ctx: ctx, fsys: fsys, opts: opts, report: &Report{},
 		files: map[string]int64{}, folded: map[string]string{}, data: map[string][]byte{},
 		ends: map[string][]int{}, lines: map[string]int{}, used: map[string]bool{},
-		images: map[string]Hash{}, allow: map[string]bool{}, consumed: map[string]bool{},
+		images: map[string]Hash{}, allow: map[string]bool{}, consumed: map[string]bool{}, ran: map[string]bool{},
 	}
 }
 

@@ -46,11 +46,14 @@ func (v *verifier) record(p *prepared) error {
 		v.plans++
 	case contract.LedgerDecision:
 		d := decisionOf(r)
-		if err := d.check(v.sid, v.consumed); err != nil {
+		if err := d.check(v.sid, v.consumed, v.ran); err != nil {
 			return bad("decision", err)
 		}
 		d.apply(v.allow, v.consumed)
 		v.counts.Decisions++
+		if d.Effect {
+			v.report.Effects.add(d)
+		}
 	case contract.LedgerAction:
 		facts, err := checkActionLine(r, v.sid)
 		if err != nil {
@@ -60,6 +63,7 @@ func (v *verifier) record(p *prepared) error {
 			return bad("authorization", fmt.Errorf("action %q executed without an allow decision before it", facts.id))
 		}
 		delete(v.allow, facts.id)
+		v.ran[facts.id] = true
 		v.counts.Actions++
 	case contract.LedgerEvent:
 		if err := checkEvent(r, v.sid); err != nil {

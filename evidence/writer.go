@@ -142,6 +142,7 @@ type Writer struct {
 	images map[string]Hash          // image uri -> its SHA-256
 	allow  map[string]bool          // action id -> its last decision allowed it
 	apprv  map[string]bool          // approval ids consumed
+	ran    map[string]bool          // ids of the actions recorded
 	dirs   map[string]bool          // directories created
 	synced map[string]bool          // files to fsync at the seal
 	err    error                    // sticky
@@ -210,7 +211,7 @@ func Create(root string, m contract.Manifest, opts Options) (*Writer, error) {
 	w := &Writer{
 		dir: dir, opts: opts, clock: clock, mask: mask, start: start, sid: start.SessionID,
 		jsonl: map[string]*os.File{}, lines: map[string]int{}, used: map[string]string{},
-		images: map[string]Hash{}, allow: map[string]bool{}, apprv: map[string]bool{},
+		images: map[string]Hash{}, allow: map[string]bool{}, apprv: map[string]bool{}, ran: map[string]bool{},
 		dirs: map[string]bool{}, synced: map[string]bool{},
 	}
 	for _, d := range []string{"provenance"} {

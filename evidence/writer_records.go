@@ -49,7 +49,7 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
 	d := decisionOf(r)
-	if err := d.check(w.sid, w.apprv); err != nil {
+	if err := d.check(w.sid, w.apprv, w.ran); err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
 	if err := w.appendLine(contract.LedgerDecision, FileDecisions, canon); err != nil {
@@ -93,6 +93,7 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 	w.counts.Actions++
 	allowed := w.allow[facts.id]
 	delete(w.allow, facts.id)
+	w.ran[facts.id] = true
 	if err := w.noteMasked(masked, FileActions); err != nil {
 		return err
 	}

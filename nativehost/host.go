@@ -541,8 +541,12 @@ func stepEvent(r session.StepReport) StepEvent {
 	ev := StepEvent{
 		Index: r.Index, Budget: r.Budget, ActionID: bound(r.Action.ID, 128), Type: r.Action.Type,
 		Action:   session.DescribeAction(r.Action, r.Target),
+		Effect:   r.Effect,
 		Decision: r.Decision, Risk: r.Risk, Executed: r.Executed, OK: r.OK,
 		Error: bound(r.Error, 1000), Ms: r.Duration.Milliseconds(),
+	}
+	if r.Effect != nil {
+		ev.Action = session.DescribeEffect(r.Action, r.Target, *r.Effect)
 	}
 	for _, rs := range r.Reasons {
 		ev.Reasons = append(ev.Reasons, bound(rs.Rule+": "+rs.Message, 500))
@@ -608,7 +612,7 @@ func (p *popupApprover) Approve(ctx context.Context, req session.ApprovalRequest
 	}()
 	ev := ApprovalRequestEvent{
 		ActionID: req.Action.ID, ActionHash: req.ActionHash, Type: req.Action.Type,
-		Action: session.DescribeAction(req.Action, req.Target), Target: req.Target,
+		Action: session.DescribeRequest(req), Target: req.Target,
 		Page: session.Sanitize(req.URL, 2048), Risk: req.Risk, Reasons: req.Reasons,
 	}
 	if ev.Reasons == nil {

@@ -452,6 +452,10 @@ type StepEvent struct {
 	OK       bool                    `json:"ok"`
 	Error    string                  `json:"error,omitempty"`
 	Ms       int64                   `json:"ms"`
+	// Effect, when set, makes the event one about an effect of the action
+	// (a request or navigation the page made): Decision, Risk and Reasons
+	// are the effect's, and Executed is false.
+	Effect *contract.Effect `json:"effect,omitempty"`
 }
 
 // ApprovalRequestEvent asks the person about one action: its id and hash

@@ -21,6 +21,10 @@ import (
 func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *ending) {
 	cfg := r.cfg
 	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a}
+	// What the page did since the last action is recorded before this one.
+	if e := r.drainEffects(); e != nil {
+		return outcome{}, ptr(r.fail("evidence", "cannot record", e))
+	}
 	before := r.curURL
 
 	// Resolve the target on the page, so the gate judges what the action
@@ -52,7 +56,7 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 	}
 
 	req := gate.Request{
-		SessionID: r.id, StepIndex: r.executed + 1, Action: a, Target: target, ActiveURL: r.curURL,
+		SessionID: r.id, StepIndex: r.executed + 1, Action: a, Target: target, ActiveURL: activeURL(r.curURL, target),
 		Session: gate.Session{
 			AllowedOrigins: cfg.Task.URLs, Permission: cfg.Permission, Preset: cfg.Preset,
 			MaxStepBudget: r.maxActions, DecisionLogID: r.decLog,
@@ -125,7 +129,8 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		return outcome{}, &end
 	}
 	t0 := time.Now()
-	res, actErr, secretErr := r.act(a)
+	subj := &subject{req: req, dec: d, step: r.step, index: report.Index, budget: r.maxActions}
+	res, actErr, secretErr := r.act(a, subj)
 	dur := time.Since(t0)
 	r.t.Driver += dur
 	if secretErr != nil {
@@ -170,6 +175,11 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		end := r.fail("evidence", "cannot record", e)
 		return outcome{}, &end
 	}
+	// What the page did while the action ran, under the action.
+	if e := r.drainEffects(); e != nil {
+		end := r.fail("evidence", "cannot record", e)
+		return outcome{}, &end
+	}
 	if a.Type == contract.ActExtract {
 		if e := r.takeArtifacts(); e != nil {
 			end := r.fail("evidence", "cannot record an artifact", e)
@@ -185,7 +195,12 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		if res.Error != nil {
 			code, msg = res.Error.Code, res.Error.Message
 		} else if actErr != nil {
-			msg = driverMessage(actErr)
+			code, msg = driver.CodeOf(actErr), driverMessage(actErr)
+		}
+		if code == contract.CodeTargetChanged {
+			// Not a policy violation, and nothing was done: the decision
+			// was about another page or element than the one there now.
+			msg = "the page changed between the decision and the action (" + msg + "), so the action was not run; look at the page again before acting"
 		}
 		report.Error = string(code) + ": " + msg
 		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
@@ -235,7 +250,10 @@ func hasRule(rs []contract.Reason, rule string) bool {
 // in this call (secretVeto has checked them before the decision was
 // final). A placeholder that does not resolve is secretErr, and nothing
 // runs.
-func (r *run) act(a contract.Action) (res contract.ToolResult, actErr, secretErr error) {
+//
+// While the driver acts, what the page does is attributed to subj (see
+// effects), and to it as the last action afterwards.
+func (r *run) act(a contract.Action, subj *subject) (res contract.ToolResult, actErr, secretErr error) {
 	run := a
 	if a.Type == contract.ActType && strings.Contains(a.Text, secrets.Prefix) {
 		text, err := r.cfg.Secrets.Resolve(a.Text)
@@ -244,8 +262,30 @@ func (r *run) act(a contract.Action) (res contract.ToolResult, actErr, secretErr
 		}
 		run.Text = text
 	}
+	r.eff.acts(subj)
 	res, actErr = r.drv.Act(r.ctx, run)
+	r.eff.acts(nil)
 	return res, actErr, nil
+}
+
+// activeURL is the page an action on target runs on, for the gate: the
+// session's URL (from the last observation or action result), unless the
+// browser reported at Describe that the target is in a document of another
+// origin (the page moved, or the element is in a foreign frame): then that
+// origin, so that the policy and the approver judge where the action would
+// really run.
+func activeURL(cur string, target *contract.Element) string {
+	if target == nil || target.Origin == "" {
+		return cur
+	}
+	o := gate.NormalizeURL(target.Origin)
+	if !o.Valid || o.Origin == "" {
+		return target.Origin // "null" (an opaque origin): no allowed page
+	}
+	if f := gate.NormalizeURL(cur); f.Valid && f.Origin == o.Origin {
+		return cur
+	}
+	return o.Origin + "/"
 }
 
 // decide asks the gate and records the decision.
@@ -273,6 +313,9 @@ func (r *run) decide(req gate.Request) (gate.Decision, *ending) {
 // approval bound to the action's hash and asks the gate again; on a no, a
 // timeout or a failure it records the pause as a denial.
 func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.Element) (gate.Decision, *ending) {
+	// One approval at a time: an effect judged meanwhile waits (effects).
+	r.approveMu.Lock()
+	defer r.approveMu.Unlock()
 	a := req.Action
 	evURL := req.ActiveURL
 	reasons := append(append([]contract.Reason(nil), paused.ApprovalReasons...), paused.RiskReasons...)
@@ -358,16 +401,7 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 // denied, the session's rule as its reason, its own time and its own
 // decision id (gate.DecisionID over the same fields).
 func (r *run) sessionDenial(g gate.Decision, rule, msg string) (gate.Decision, *ending) {
-	now := r.now().UTC()
-	d := g
-	d.Allow = false
-	d.Result = contract.ResultDenied
-	d.Reasons = []contract.Reason{{Rule: rule, Message: bound(msg, 1000)}}
-	d.EvaluatedAt = now.Format(time.RFC3339Nano)
-	d.DecisionID = gate.DecisionID(d.PolicyVersion, d.ActionHash, d.StepIndex, now)
-	d.DurationUs = 0
-	d.Approval = nil
-	d.FailClosed, d.Error, d.Err = false, "", nil
+	d := deniedCopy(g, rule, msg, r.now())
 	if e := r.record(func() error { return r.w.Decision(d.DecisionRecord) }); e != nil {
 		end := r.fail("evidence", "cannot record the decision", e)
 		return d, &end

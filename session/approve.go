@@ -46,8 +46,29 @@ type ApprovalRequest struct {
 	Risk contract.RiskTag
 	// Reasons say why approval is required and why the risk is what it is.
 	Reasons []contract.Reason
-	// ActionHash is what the approval will be bound to (gate.ActionHash).
+	// ActionHash is what the approval will be bound to (gate.ActionHash):
+	// for an effect, the hash of the effect's decision, which binds the
+	// effect too.
 	ActionHash string
+	// Effect, when set, is what is to be approved: a request or navigation
+	// the page made while or after Action ran (such as the POST to a
+	// payment endpoint that a click on "Continue" causes), which the policy
+	// holds for approval; Risk and Reasons are the effect's. Action ran
+	// already (it was allowed); refusing stops only the effect. nil for an
+	// approval of the action itself. Page-controlled: sanitize it too (see
+	// DescribeRequest).
+	Effect *contract.Effect
+}
+
+// DescribeRequest renders what an approval request asks about in one
+// line: the action (DescribeAction), and for an effect what the action
+// causes, such as `click #continue "Continue" causes POST
+// https://shop.example/pay (fields: amount, card)`.
+func DescribeRequest(req ApprovalRequest) string {
+	if req.Effect != nil {
+		return DescribeEffect(req.Action, req.Target, *req.Effect)
+	}
+	return DescribeAction(req.Action, req.Target)
 }
 
 // ApprovalAnswer is an approver's answer.
@@ -224,15 +245,23 @@ func (t *TerminalApprover) Approve(ctx context.Context, req ApprovalRequest) (Ap
 	var b strings.Builder
 	b.WriteString("\naegis: approval required\n")
 	fmt.Fprintf(&b, "  action:  %s\n", DescribeAction(req.Action, req.Target))
+	if req.Effect != nil {
+		fmt.Fprintf(&b, "  causes:  %s\n", describeEffect(cleanEffect(*req.Effect)))
+		b.WriteString("           (the action ran already; this approves or refuses only what it causes)\n")
+	}
 	fmt.Fprintf(&b, "  page:    %s\n", Sanitize(req.URL, 300))
 	fmt.Fprintf(&b, "  risk:    %s\n", Sanitize(string(req.Risk), 16))
 	for _, r := range req.Reasons {
 		fmt.Fprintf(&b, "  reason:  %s: %s\n", Sanitize(r.Rule, 64), Sanitize(r.Message, 300))
 	}
+	what := "action"
+	if req.Effect != nil {
+		what = "effect"
+	}
 	if dl, ok := ctx.Deadline(); ok {
-		fmt.Fprintf(&b, "Approve this action once? [y/N] (denied in %s): ", time.Until(dl).Round(time.Second))
+		fmt.Fprintf(&b, "Approve this %s once? [y/N] (denied in %s): ", what, time.Until(dl).Round(time.Second))
 	} else {
-		b.WriteString("Approve this action once? [y/N]: ")
+		fmt.Fprintf(&b, "Approve this %s once? [y/N]: ", what)
 	}
 	if _, err := io.WriteString(t.out, b.String()); err != nil {
 		return deny, fmt.Errorf("session: terminal approver: %w", err)

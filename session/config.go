@@ -155,8 +155,9 @@ type Config struct {
 	// (required; named in the manifest), Browser, BrowserEndpoint, Headed,
 	// timeouts, observation limits. The session adds SessionID,
 	// AllowedOrigins (the origins of Task.URLs), SensitiveSelectors
-	// (Policy's) and PolicyContext before it hands the configuration to
-	// OpenDriver.
+	// (Policy's), PolicyContext and Effects (the session itself judges
+	// what the page does: see "Effects" in the package documentation)
+	// before it hands the configuration to OpenDriver.
 	Driver driver.Config
 	// OpenDriver opens the browser. Required: driver.Open for the
 	// Playwright modes; host mode wraps driver.OpenExtension with its port
@@ -220,7 +221,8 @@ type Config struct {
 	// OnStep, when set, is called after every action the session handled
 	// (executed, denied, failed, or stopped by the budget), synchronously.
 	OnStep func(StepReport)
-	// Clock gives the time; nil means time.Now.
+	// Clock gives the time; nil means time.Now. It is called from several
+	// goroutines at once (effects are judged on the driver's goroutines).
 	Clock func() time.Time
 }
 

@@ -64,6 +64,9 @@ var fakePages = map[string]fakePage{
 	"/orders": {"Orders", "Orders A-1001 A-1003 A-1005", []fakeEl{
 		{"#orders", contract.Element{Tag: "table", ID: "orders", Role: "table", Label: "Orders"}, ""},
 	}},
+	"/checkout": {"Checkout", "Checkout Your basket", []fakeEl{
+		button("continue", "Continue"),
+	}},
 	"/danger": {"Billing", "Billing Your plan renews soon.", []fakeEl{
 		button("pay", "Pay now"), button("delete", "Delete account"), button("harmless", "Say thanks"),
 		{"#out", contract.Element{Tag: "p", ID: "out", Role: "status"}, ""},
@@ -77,6 +80,74 @@ type fakeSite struct {
 	opened  []driver.Config
 	ran     []contract.Action // every action a driver ran, with secrets resolved
 	openErr error
+
+	// What the pages do on the network by themselves, reported to the
+	// session's driver.Effects as a real driver's boundary would: by
+	// trigger: "click SELECTOR" while the click runs, "after click
+	// SELECTOR" before the next observation after it (a timer firing while
+	// the model thinks), "close" while the page closes (a beacon on
+	// pagehide).
+	effects map[string][]fakeEffect
+	// reached are the effects that went through (Judge allowed them): what
+	// the servers received.
+	reached []contract.Effect
+	// origins are the document origins Describe reports, by selector ("":
+	// none reported).
+	origins map[string]string
+	// changed are the selectors whose action finds another page or element
+	// than the one decided on: Act fails with target_changed.
+	changed map[string]bool
+}
+
+// fakeEffect is one effect a fake page causes: judged (a held
+// state-changing request: Effects.Judge) or refused by the boundary
+// (Effects.Refused); n copies at once, each from its own goroutine, all
+// done before the trigger returns (0 means one).
+type fakeEffect struct {
+	effect contract.Effect
+	judge  bool
+	n      int
+}
+
+// fire reports the effects of trigger to the session, concurrently, and
+// waits for every answer.
+func (s *fakeSite) fire(fx driver.Effects, trigger string) {
+	s.mu.Lock()
+	effs := s.effects[trigger]
+	s.mu.Unlock()
+	if fx == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, fe := range effs {
+		for range max(fe.n, 1) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if !fe.judge {
+					fx.Refused(fe.effect)
+					return
+				}
+				if fx.Judge(context.Background(), fe.effect) == nil {
+					s.mu.Lock()
+					s.reached = append(s.reached, fe.effect)
+					s.mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// reachedPaths returns the paths of the effects that went through.
+func (s *fakeSite) reachedPaths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.reached {
+		out = append(out, e.Method+" "+e.Origin+e.Path)
+	}
+	return out
 }
 
 func newFakeSite() *fakeSite { return &fakeSite{} }
@@ -124,6 +195,7 @@ type fakeDriver struct {
 	taken   []driver.Extracted
 	pending []contract.Artifact
 	closed  bool
+	after   string // the trigger of the next observation's effects
 }
 
 func (d *fakeDriver) page() (fakePage, bool) {
@@ -141,6 +213,13 @@ func (d *fakeDriver) page() (fakePage, bool) {
 func (d *fakeDriver) Mode() contract.DriverMode { return d.cfg.Mode }
 
 func (d *fakeDriver) Observe(ctx context.Context, _ driver.ObserveOptions) (contract.Observation, error) {
+	d.mu.Lock()
+	after := d.after
+	d.after = ""
+	d.mu.Unlock()
+	if after != "" {
+		d.site.fire(d.cfg.Effects, after)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -180,7 +259,11 @@ func (d *fakeDriver) Describe(ctx context.Context, selector string) (contract.El
 	p, _ := d.page()
 	for _, e := range p.els {
 		if e.sel == selector {
-			return e.el, nil
+			el := e.el
+			d.site.mu.Lock()
+			el.Origin = d.site.origins[selector]
+			d.site.mu.Unlock()
+			return el, nil
 		}
 	}
 	return contract.Element{}, &driver.Error{Code: contract.CodeElementNotFound, Selector: selector, Msg: "no element matches"}
@@ -198,10 +281,24 @@ func (d *fakeDriver) Act(ctx context.Context, a contract.Action) (contract.ToolR
 		}
 	}
 	d.site.mu.Lock()
+	changed := d.site.changed[a.Selector]
+	d.site.mu.Unlock()
+	if changed {
+		res.EndedAt = stampMs(time.Now())
+		res.Error = &contract.ToolError{Code: contract.CodeTargetChanged, Message: "the element's document is now on another origin"}
+		return res, &driver.Error{Code: contract.CodeTargetChanged, Selector: a.Selector, Msg: "the element's document is now on another origin"}
+	}
+	d.site.mu.Lock()
 	d.site.ran = append(d.site.ran, a)
 	d.site.mu.Unlock()
+	if a.Type == contract.ActClick {
+		d.site.fire(d.cfg.Effects, "click "+a.Selector)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if a.Type == contract.ActClick {
+		d.after = "after click " + a.Selector
+	}
 	switch a.Type {
 	case contract.ActNavigate:
 		d.url, d.marks, d.out = a.URL, nil, ""
@@ -243,6 +340,7 @@ func (d *fakeDriver) TakeArtifacts() []driver.Extracted {
 }
 
 func (d *fakeDriver) Close(ctx context.Context) error {
+	d.site.fire(d.cfg.Effects, "close")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true

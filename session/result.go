@@ -32,6 +32,11 @@ type StepReport struct {
 	Risk contract.RiskTag
 	// Reasons are the deny rules, for a denial.
 	Reasons []contract.Reason
+	// Effect, when set, makes the report one about an effect of Action (a
+	// request or navigation the page made, see session effects): Decision,
+	// Risk and Reasons are the effect's, Index and Step the action's, and
+	// Executed is false.
+	Effect *contract.Effect
 	// Executed says the driver ran the action; OK that it succeeded.
 	Executed, OK bool
 	// Error is the driver's error code and message, when it failed.
@@ -125,6 +130,9 @@ func (r *run) finish(end ending) (Result, error) {
 		end.summary = string(end.status)
 	}
 	bg := context.WithoutCancel(r.ctx)
+	if r.eff != nil {
+		r.eff.end() // no more approvals: paused effects are refused
+	}
 	if r.drv != nil && !r.fresh && r.ctx.Err() == nil && r.rec != nil {
 		// The page as the session left it, and the records of what was
 		// extracted last, belong in the evidence.
@@ -144,6 +152,16 @@ func (r *run) finish(end ending) (Result, error) {
 		_ = r.drv.Close(cctx)
 		r.t.Driver += time.Since(t0)
 		cancel()
+	}
+	if r.eff != nil && r.rec != nil {
+		// What the page did until it closed (beacons on pagehide) belongs
+		// to the last action.
+		r.eff.close()
+		if err := r.drainEffects(); err != nil && end.err == nil {
+			end = r.fail("evidence", "the evidence bundle cannot be written", err)
+		}
+	} else if r.eff != nil {
+		r.eff.close()
 	}
 	res := Result{Status: end.status, Denied: r.denied, Approved: r.approved, Artifacts: r.artifacts}
 	if r.rec != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,11 @@ type run struct {
 	w   Recorder
 	rec *writeQueue
 	drv driver.Driver
+	eff *effects // the driver's Effects: what the page does, judged
+
+	// approveMu makes approvals one at a time: the session's own and those
+	// of effects, asked from the driver's goroutines.
+	approveMu sync.Mutex
 
 	maxActions int
 	maxSteps   int
@@ -230,6 +236,8 @@ func (r *run) execute() ending {
 		Classification: dc.PolicyContext.Classification, AllowVisionEscalation: dc.PolicyContext.AllowVisionEscalation,
 		MaxStepBudget: r.maxActions, DecisionLogID: r.decLog,
 	}
+	r.eff = newEffects(r)
+	dc.Effects = r.eff
 	t0 = time.Now()
 	drv, err := cfg.OpenDriver(r.ctx, dc)
 	r.t.Driver += time.Since(t0)
@@ -285,6 +293,11 @@ func (r *run) execute() ending {
 			if err := r.observe(); err != nil {
 				return r.errorEnding("observe", "cannot observe the page", err)
 			}
+		}
+		// What the page did meanwhile, before the Navigator is asked (its
+		// denials are feedback).
+		if e := r.drainEffects(); e != nil {
+			return r.fail("evidence", "cannot record", e)
 		}
 		r.step++
 		r.t.Steps++

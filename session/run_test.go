@@ -554,6 +554,10 @@ func TestDriverOpen(t *testing.T) {
 		t.Fatalf("OpenDriver called %d times", len(site.opened))
 	}
 	got := site.opened[0]
+	if got.Effects == nil {
+		t.Error("OpenDriver got no Effects: the page's effects would go unjudged")
+	}
+	got.Effects = nil
 	want := driver.Config{
 		Mode: contract.ModeSandbox, SessionID: "s-open-1", Headed: true,
 		AllowedOrigins:     []string{fakeOrigin},

@@ -60,6 +60,29 @@
 // a revision of the plan; once the revisions (Config.MaxReplans) are used
 // up, the next loop fails the session.
 //
+// Effects: what the page does on the network, whatever made it (a link, a
+// form, a script, a timer), is an effect of the action that caused it: the
+// action the driver is running, else the last one it ran. The driver tells
+// the session (driver.Effects, which the session hands it in
+// driver.Config.Effects) of every request its boundary refused, and asks it
+// about every state-changing request it holds; the session asks the gate
+// (gate.Request.Effect, with the action's request), sends a paused effect
+// to the approver like a paused action (ApprovalRequest.Effect), and
+// records each effect as decision records of that action (Effect set),
+// written after the action's own record; a refused one is the session's
+// denial (RuleEffectRefused). A denied effect is also an error event
+// (effect.denied), a progress report (StepReport.Effect) and, for a
+// navigation, a state-changing request, a download or a peer channel,
+// feedback to the Navigator. At most MaxEffectRecords effects are recorded
+// per action (effect.limit counts the rest, which are refused). An effect
+// before the first action reached the driver is refused and recorded as
+// an error event (effect.before_start). Denied effects do not count as
+// denied actions. An action the driver did not run because the page or the
+// element changed since the decision (contract.CodeTargetChanged) fails
+// with feedback saying so; it is no denial either. When Describe reports
+// that the target is in a document of another origin than the session's
+// URL, the gate judges the action on that origin (the active URL).
+//
 // Secrets: the model, the gate, the evidence and the events only ever see
 // {{secret:NAME}} placeholders. Config.Secrets resolves them in the copy of
 // a type action handed to driver.Act, and nowhere else, and only when the

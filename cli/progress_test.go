@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/session"
+)
+
+// TestProgressLine: an action's line and the line of an effect it caused.
+func TestProgressLine(t *testing.T) {
+	click := contract.Action{ID: "c1", Type: contract.ActClick, Selector: "#continue"}
+	target := &contract.Element{Tag: "button", Text: "Continue"}
+	post := &contract.Effect{Kind: contract.EffectRequest, Method: "POST", Origin: "https://shop.example", Path: "/pay", Fields: []string{"card"}}
+	tests := []struct {
+		r    session.StepReport
+		want string
+	}{
+		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond},
+			`step 3/50  click #continue "Continue"  allowed (low)  12ms`},
+		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Effect: post, Decision: contract.ResultDenied, Risk: contract.RiskHigh, Reasons: []contract.Reason{{Rule: "approval_denied", Message: "no"}}},
+			`effect of step 3  click #continue "Continue" causes POST https://shop.example/pay (fields: card)  DENIED (high): approval_denied`},
+		{session.StepReport{Index: 4, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, Duration: time.Millisecond, Error: "target_changed: the page changed between the decision and the action"},
+			`step 4/50  click #continue "Continue"  allowed (low)  1ms  failed: target_changed: the page changed between the decision and the action`},
+	}
+	for _, tc := range tests {
+		if got := progressLine(tc.r); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+}
