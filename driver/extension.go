@@ -109,6 +109,7 @@ type extCallParams struct {
 	Args       []any       `json:"args"`
 	Origins    []string    `json:"origins"`
 	Navigation *extNavWait `json:"navigation,omitempty"`
+	Allow      *extAllow   `json:"allow,omitempty"`
 }
 
 type extCallResult struct {
@@ -154,6 +155,8 @@ type extDriver struct {
 	lastURL  string
 
 	arts artifactLog
+
+	bound *boundary // the tab's boundary, refusals, remembered targets
 }
 
 // OpenExtension opens the extension driver on target (the port to the
@@ -195,6 +198,13 @@ func openExtension(ctx context.Context, cfg Config, t ExtensionTarget) (Driver, 
 	d.tabID = info.TabID
 	d.windowID = info.WindowID
 	d.lastURL = boundURL(info.URL)
+	if err := d.startBoundary(ctx); err != nil {
+		// Fail closed: no session runs on a tab without its boundary.
+		if d.own {
+			_, _ = d.port.Call(ctx, extTabClose, extTabRef{TabID: d.tabID})
+		}
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -214,8 +224,9 @@ func (d *extDriver) Close(ctx context.Context) error {
 	}
 	d.closed = true
 	d.stateMu.Unlock()
+	berr := d.stopBoundary(ctx)
 	if !d.own {
-		return nil
+		return berr
 	}
 	_, err := d.port.Call(ctx, extTabClose, extTabRef{TabID: d.tabID})
 	if err != nil && ctx.Err() == nil {
@@ -290,11 +301,17 @@ func (d *extDriver) callJSON(ctx context.Context, method string, params, out any
 // call runs one function of the content script in the tab and returns its
 // JSON answer and the tab's URL after it.
 func (d *extDriver) call(ctx context.Context, sel, fn string, nav *extNavWait, args ...any) (extCallResult, error) {
+	return d.callAllowing(ctx, sel, fn, nav, nil, args...)
+}
+
+// callAllowing is call with the judged form submission allow let through
+// the tab's boundary for the length of the call.
+func (d *extDriver) callAllowing(ctx context.Context, sel, fn string, nav *extNavWait, allow *extAllow, args ...any) (extCallResult, error) {
 	if args == nil {
 		args = []any{}
 	}
 	var r extCallResult
-	if err := d.callJSON(ctx, extTabCall, extCallParams{TabID: d.tabID, Fn: fn, Args: args, Origins: d.origins, Navigation: nav}, &r); err != nil {
+	if err := d.callJSON(ctx, extTabCall, extCallParams{TabID: d.tabID, Fn: fn, Args: args, Origins: d.origins, Navigation: nav, Allow: allow}, &r); err != nil {
 		if e, ok := err.(*Error); ok && e.Selector == "" {
 			e.Selector = sel
 		}
@@ -395,7 +412,11 @@ func (d *extDriver) Describe(ctx context.Context, selector string) (contract.Ele
 	if r.Element == nil {
 		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
 	}
-	return describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
+	el, err := describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
+	if err == nil {
+		d.remember(selector, *r.Element)
+	}
+	return el, err
 }
 
 // Act carries out one action.
@@ -555,10 +576,24 @@ func (d *extDriver) click(ctx context.Context, a contract.Action, lat *latencies
 		CommitMs: remaining(ctx, d.cfg.ActionTimeout).Milliseconds(),
 		LoadMs:   remaining(ctx, d.cfg.NavigationTimeout).Milliseconds(),
 	}
+	expect := d.expect(sel)
+	var judged judgedSubmit
 	var took time.Duration
 	_, err := d.untilReady(ctx, d.actionWait(a), sel, func() (pageResult, error) {
+		args := []any{sel, expect}
+		var allow *extAllow
+		if d.bound.hold {
+			// Judge the form submission the click would cause before
+			// anything is dispatched; the click re-checks it.
+			submit, al, err := d.judgeSubmission(ctx, sel, &judged)
+			if err != nil {
+				return pageResult{}, err
+			}
+			args = append(args, submit)
+			allow = al
+		}
 		t0 := time.Now()
-		r, err := d.call(ctx, sel, "click", nav, sel)
+		r, err := d.callAllowing(ctx, sel, "click", nav, allow, args...)
 		took = time.Since(t0)
 		if err != nil {
 			return pageResult{}, err
@@ -574,13 +609,14 @@ func (d *extDriver) typeText(ctx context.Context, a contract.Action, lat *latenc
 		return err
 	}
 	sel := a.Selector
+	expect := d.expect(sel)
 	var took time.Duration
 	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
 		t0 := time.Now()
-		r, err := d.call(ctx, sel, "type", nil, sel, a.Text)
+		r, err := d.call(ctx, sel, "type", nil, sel, a.Text, expect)
 		took = time.Since(t0)
 		if err != nil {
-			if retryable(err) || ctx.Err() != nil {
+			if retryable(err) || ctx.Err() != nil || CodeOf(err) == contract.CodeTargetChanged {
 				return pageResult{}, err
 			}
 			// Never pass on a message that could quote the text.
@@ -597,10 +633,11 @@ func (d *extDriver) selectOption(ctx context.Context, a contract.Action, lat *la
 		return err
 	}
 	sel := a.Selector
+	expect := d.expect(sel)
 	var took time.Duration
 	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
 		t0 := time.Now()
-		r, err := d.callResult(ctx, sel, "select", sel, a.Value)
+		r, err := d.callResult(ctx, sel, "select", sel, a.Value, expect)
 		took = time.Since(t0)
 		return r, err
 	})
