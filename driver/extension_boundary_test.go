@@ -125,6 +125,8 @@ func TestExtensionBoundary(t *testing.T) {
 		"/post":   `<form method="post" action="/pay?x=1"><input name="card" value="4111"><input name="amount"><button id="go">Pay</button></form>`,
 		"/fetch":  `<button id="f" onclick="fetch('/api', {method: 'POST', body: 'x'})">fetch</button>`,
 		"/popup":  `<button id="p" onclick="window.open('` + F + `/popup')">open</button>`,
+		"/ws":     `<script>new WebSocket('ws` + strings.TrimPrefix(F, "http") + `/ws')</script><p>ws</p>`,
+		"/meta":   `<meta http-equiv="refresh" content="0;url=` + F + `/meta"><p>meta</p>`,
 		"/swap":   `<button id="go">Go</button><button id="swap" onclick="document.getElementById('go').textContent = 'Delete account'">swap</button>`,
 	}
 	site := newRecorder(t, http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
@@ -229,6 +231,23 @@ func TestExtensionBoundary(t *testing.T) {
 		if got.Method != "POST" || got.ResourceType != "ping" {
 			t.Errorf("refusal %+v", got)
 		}
+	})
+	t.Run("WebSocket", func(t *testing.T) {
+		eff := newEffects(never(nil))
+		d := open(t, eff)
+		do(t, d, nav("/ws"))
+		got := eff.waitRefused(t, "the WebSocket", refusedAt(contract.EffectRequest, "/ws"))
+		if got.ResourceType != "websocket" {
+			t.Errorf("refusal %+v", got)
+		}
+	})
+	t.Run("MetaRefresh", func(t *testing.T) {
+		eff := newEffects(never(nil))
+		d := open(t, eff)
+		_ = act(t, d, nav("/meta"))
+		eff.waitRefused(t, "the meta refresh", refusedAt(contract.EffectNavigation, "/meta"))
+		// Sent back once, refused again, and left there: not a loop.
+		eff.waitRefused(t, "the meta refresh, again", refusedAt(contract.EffectNavigation, "/meta"))
 	})
 	t.Run("ForeignFormPost", func(t *testing.T) {
 		eff := newEffects(never(nil))

@@ -346,6 +346,7 @@ async function tabNavigate(h, p) {
   if (!o) throw new ProtoError(CODE.NavigationFailed, 'only http and https URLs are navigated');
   if (origins.length && !origins.includes(o)) throw new ProtoError(CODE.OriginNotAllowed, 'origin ' + o + ' is not one of the session\'s allowed origins');
   await registerListeners(h, origins.length ? origins : [o]);
+  boundaryCall(p.tabId);
   const timeout = boundMs(p.timeoutMs, 30000, 120000);
   const deadline = Date.now() + timeout;
   const n = navOf(p.tabId);
@@ -393,6 +394,7 @@ async function tabCall(h, p) {
   const n = navOf(p.tabId);
   const commits = n.commits, errors = n.errors;
   let navigated = false;
+  boundaryCall(p.tabId);
   const value = await withAllowance(h, p.tabId, p.allow, async () => {
     const v = await inTab(p.tabId, p.fn, Array.isArray(p.args) ? p.args : [], origins);
     let r = null;

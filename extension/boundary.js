@@ -91,7 +91,7 @@ async function setBoundary(h, p) {
   if (origins.length !== p.origins.length) throw new ProtoError(CODE.BadParams, 'origins must be at most 64 http(s) origins');
   const old = boundaries.get(p.tabId);
   if (old && old.h !== h) throw new ProtoError(CODE.BadParams, 'tab ' + p.tabId + ' has a boundary of another conversation');
-  const b = old || { h, tabId: p.tabId, tabs: new Set([p.tabId]), ruleIds: [], allowanceId: 0, lastURL: '', restoring: null };
+  const b = old || { h, tabId: p.tabId, tabs: new Set([p.tabId]), ruleIds: [], allowanceId: 0, lastURL: '', restoring: null, restoredFrom: '' };
   if (!old) {
     // The page the tab shows now, if allowed, is where a refused
     // navigation sends it back.
@@ -180,11 +180,17 @@ async function withAllowance(h, tabId, allow, fn) {
 // webNavigation.onErrorOccurred listener, before it wakes the calls
 // waiting on the tab's navigations, so that a waiting call sees
 // b.restoring and waits for the page to be back.
+//
+// A page that navigates away by itself again once loaded (a meta refresh,
+// a timer) is sent back once per call of the host, not in a loop: it is
+// left on the error page the second time.
 function boundaryNavError(d) {
   if (d.frameId !== 0 || d.error !== 'net::ERR_BLOCKED_BY_CLIENT') return;
   const b = boundaries.get(d.tabId);
   if (!b || !b.lastURL) return;
   const url = b.lastURL;
+  if (b.restoredFrom === url) return;
+  b.restoredFrom = url;
   const n = navOf(d.tabId);
   const loads = n.loads;
   b.restoring = (async () => {
@@ -195,12 +201,20 @@ function boundaryNavError(d) {
   })();
 }
 
+// boundaryCall notes that the host acts on the tab: a refused navigation
+// may send it back again.
+function boundaryCall(tabId) {
+  const b = boundaries.get(tabId);
+  if (b) b.restoredFrom = '';
+}
+
 // boundaryCommitted remembers the page the session's tab shows, when its
 // origin is allowed.
 function boundaryCommitted(d) {
   if (d.frameId !== 0) return;
   const b = boundaries.get(d.tabId);
   if (!b) return;
+  if (d.url !== b.restoredFrom) b.restoredFrom = '';
   const o = originOf(d.url);
   if (o && (!b.origins.length || b.origins.includes(o))) b.lastURL = d.url;
 }
