@@ -35,7 +35,17 @@ import (
 // The extension refuses to touch a tab that shows a page outside
 // Config.AllowedOrigins (navigation_blocked), checked in the page in the
 // same task as the call, so a page that navigated away between the gate's
-// decision and the action is never acted on.
+// decision and the action is never acted on. The element an action was
+// judged on (the last Describe of its selector) is re-checked there too,
+// in the same turn as the action: a change fails it with target_changed,
+// and nothing is done.
+//
+// While the driver is open, the tab is under the extension's network
+// boundary (extension_boundary.go): the browser blocks every request of
+// the tab outside the allowed origins and, when Config.Effects is set,
+// every state-changing request but the form submission Effects.Judge
+// allowed for the click that causes it; refusals go to Effects.Refused
+// and BlockedRequests.
 
 // ExtensionPort carries the extension driver's requests to the extension.
 // nativehost.Conn implements it.

@@ -168,7 +168,9 @@ type recordEvents struct {
 	events chan string
 }
 
-func (r recordEvents) HandleEvent(_ context.Context, name string, _ json.RawMessage) { r.events <- name }
+func (r recordEvents) HandleEvent(_ context.Context, name string, _ json.RawMessage) {
+	r.events <- name
+}
 
 // TestConnSubscribe: subscribers get every event before the Handler, and
 // none after they cancel.
