@@ -152,7 +152,7 @@ func (d *extDriver) startBoundary(ctx context.Context) error {
 	}
 	var r extBoundaryResult
 	if err := d.callJSON(ctx, extBoundarySet, extBoundaryParams{TabID: d.tabID, Origins: d.origins, Hold: b.hold}, &r); err != nil {
-		b.close()
+		b.close(ctx)
 		return fmt.Errorf("driver: install the boundary of tab %d: %w", d.tabID, err)
 	}
 	return nil
@@ -165,7 +165,7 @@ func (d *extDriver) stopBoundary(ctx context.Context) error {
 	if b == nil {
 		return nil
 	}
-	defer b.close()
+	defer b.close(ctx)
 	if d.own || (len(d.origins) == 0 && !b.hold) {
 		return nil
 	}
@@ -178,9 +178,9 @@ func (d *extDriver) stopBoundary(ctx context.Context) error {
 	return nil
 }
 
-// close stops the subscription and the delivery of refusals (after the
-// queued ones are delivered).
-func (b *boundary) close() {
+// close stops the subscription and the delivery of refusals, after the
+// queued ones are delivered or ctx ends.
+func (b *boundary) close(ctx context.Context) {
 	b.mu.Lock()
 	if b.cancel != nil {
 		b.cancel()
@@ -194,7 +194,10 @@ func (b *boundary) close() {
 	}
 	close(b.stop)
 	b.mu.Unlock()
-	<-b.stopped
+	select {
+	case <-b.stopped:
+	case <-ctx.Done():
+	}
 }
 
 // refused takes one boundary.refused event of the conversation: one of
