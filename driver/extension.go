@@ -3,14 +3,9 @@ package driver
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +35,17 @@ import (
 // The extension refuses to touch a tab that shows a page outside
 // Config.AllowedOrigins (navigation_blocked), checked in the page in the
 // same task as the call, so a page that navigated away between the gate's
-// decision and the action is never acted on.
+// decision and the action is never acted on. The element an action was
+// judged on (the last Describe of its selector) is re-checked there too,
+// in the same turn as the action: a change fails it with target_changed,
+// and nothing is done.
+//
+// While the driver is open, the tab is under the extension's network
+// boundary (extension_boundary.go): the browser blocks every request of
+// the tab outside the allowed origins and, when Config.Effects is set,
+// every state-changing request but the form submission Effects.Judge
+// allowed for the click that causes it; refusals go to Effects.Refused
+// and BlockedRequests.
 
 // ExtensionPort carries the extension driver's requests to the extension.
 // nativehost.Conn implements it.
@@ -109,6 +114,7 @@ type extCallParams struct {
 	Args       []any       `json:"args"`
 	Origins    []string    `json:"origins"`
 	Navigation *extNavWait `json:"navigation,omitempty"`
+	Allow      *extAllow   `json:"allow,omitempty"`
 }
 
 type extCallResult struct {
@@ -154,6 +160,8 @@ type extDriver struct {
 	lastURL  string
 
 	arts artifactLog
+
+	bound *boundary // the tab's boundary, refusals, remembered targets
 }
 
 // OpenExtension opens the extension driver on target (the port to the
@@ -195,6 +203,13 @@ func openExtension(ctx context.Context, cfg Config, t ExtensionTarget) (Driver, 
 	d.tabID = info.TabID
 	d.windowID = info.WindowID
 	d.lastURL = boundURL(info.URL)
+	if err := d.startBoundary(ctx); err != nil {
+		// Fail closed: no session runs on a tab without its boundary.
+		if d.own {
+			_, _ = d.port.Call(ctx, extTabClose, extTabRef{TabID: d.tabID})
+		}
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -214,8 +229,9 @@ func (d *extDriver) Close(ctx context.Context) error {
 	}
 	d.closed = true
 	d.stateMu.Unlock()
+	berr := d.stopBoundary(ctx)
 	if !d.own {
-		return nil
+		return berr
 	}
 	_, err := d.port.Call(ctx, extTabClose, extTabRef{TabID: d.tabID})
 	if err != nil && ctx.Err() == nil {
@@ -290,11 +306,17 @@ func (d *extDriver) callJSON(ctx context.Context, method string, params, out any
 // call runs one function of the content script in the tab and returns its
 // JSON answer and the tab's URL after it.
 func (d *extDriver) call(ctx context.Context, sel, fn string, nav *extNavWait, args ...any) (extCallResult, error) {
+	return d.callAllowing(ctx, sel, fn, nav, nil, args...)
+}
+
+// callAllowing is call with the judged form submission allow let through
+// the tab's boundary for the length of the call.
+func (d *extDriver) callAllowing(ctx context.Context, sel, fn string, nav *extNavWait, allow *extAllow, args ...any) (extCallResult, error) {
 	if args == nil {
 		args = []any{}
 	}
 	var r extCallResult
-	if err := d.callJSON(ctx, extTabCall, extCallParams{TabID: d.tabID, Fn: fn, Args: args, Origins: d.origins, Navigation: nav}, &r); err != nil {
+	if err := d.callJSON(ctx, extTabCall, extCallParams{TabID: d.tabID, Fn: fn, Args: args, Origins: d.origins, Navigation: nav, Allow: allow}, &r); err != nil {
 		if e, ok := err.(*Error); ok && e.Selector == "" {
 			e.Selector = sel
 		}
@@ -395,7 +417,11 @@ func (d *extDriver) Describe(ctx context.Context, selector string) (contract.Ele
 	if r.Element == nil {
 		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
 	}
-	return describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
+	el, err := describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
+	if err == nil {
+		d.remember(selector, *r.Element)
+	}
+	return el, err
 }
 
 // Act carries out one action.
@@ -467,246 +493,4 @@ func (d *extDriver) act(ctx context.Context, a contract.Action, lat *latencies) 
 	default:
 		return d.extract(ctx, a, lat)
 	}
-}
-
-// allowedURL reports whether raw's origin is one of the session's (every
-// http(s) URL when the session names none).
-func (d *extDriver) allowedURL(u *url.URL) bool {
-	if len(d.origins) == 0 {
-		return true
-	}
-	o, ok := originOf(u)
-	if !ok {
-		return false
-	}
-	for _, a := range d.origins {
-		if a == o {
-			return true
-		}
-	}
-	return false
-}
-
-func (d *extDriver) navigate(ctx context.Context, a contract.Action) error {
-	u, err := url.Parse(a.URL)
-	if err != nil || !u.IsAbs() {
-		return newErr(contract.CodeNavigationBlocked, "", "the URL is not absolute", nil)
-	}
-	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", text.CutRunes(s, 32)), nil)
-	}
-	if u.Host == "" {
-		return newErr(contract.CodeNavigationBlocked, "", "the URL has no host", nil)
-	}
-	if !d.allowedURL(u) {
-		o, _ := originOf(u)
-		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("origin %s is not one of the session's allowed origins", o), nil)
-	}
-	t := remaining(ctx, d.cfg.NavigationTimeout)
-	if t <= 0 {
-		return ctxErr(ctx)
-	}
-	var info extTabInfo
-	err = d.callJSON(ctx, extTabNavigate, extNavigateParams{TabID: d.tabID, URL: a.URL, TimeoutMs: t.Milliseconds(), Origins: d.origins}, &info)
-	if info.URL != "" {
-		d.stateMu.Lock()
-		d.lastURL = boundURL(info.URL)
-		d.stateMu.Unlock()
-	}
-	var e *Error
-	if errors.As(err, &e) && e.Code == contract.CodeTimeout && ctx.Err() != nil {
-		return newErr(contract.CodeTimeout, "", fmt.Sprintf("the page did not load within %v", t.Round(time.Millisecond)), e.Err)
-	}
-	return err
-}
-
-// untilReady waits for the element as the Playwright driver does (see
-// pwDriver.untilReady, which uses none of its receiver's state).
-func (d *extDriver) untilReady(ctx context.Context, wait time.Duration, sel string, prepare func() (pageResult, error)) (pageResult, error) {
-	return (&pwDriver{}).untilReady(ctx, wait, sel, func() (pageResult, error) {
-		r, err := prepare()
-		if err != nil && retryable(err) {
-			// A document being replaced: as the Playwright driver's
-			// navigation race, worth another attempt.
-			var e *Error
-			if errors.As(err, &e) {
-				c := *e
-				c.Err = fmt.Errorf("navigation race (execution context was destroyed): %w", e.Err)
-				return r, &c
-			}
-		}
-		return r, err
-	})
-}
-
-func (d *extDriver) actionWait(a contract.Action) time.Duration {
-	if a.TimeoutMs > 0 {
-		return time.Duration(a.TimeoutMs) * time.Millisecond
-	}
-	return d.cfg.ActionTimeout
-}
-
-func (d *extDriver) click(ctx context.Context, a contract.Action, lat *latencies) error {
-	if err := needSelector(a); err != nil {
-		return err
-	}
-	sel := a.Selector
-	nav := &extNavWait{
-		CommitMs: remaining(ctx, d.cfg.ActionTimeout).Milliseconds(),
-		LoadMs:   remaining(ctx, d.cfg.NavigationTimeout).Milliseconds(),
-	}
-	var took time.Duration
-	_, err := d.untilReady(ctx, d.actionWait(a), sel, func() (pageResult, error) {
-		t0 := time.Now()
-		r, err := d.call(ctx, sel, "click", nav, sel)
-		took = time.Since(t0)
-		if err != nil {
-			return pageResult{}, err
-		}
-		return parseResult([]byte(r.Value), sel)
-	})
-	lat.input = millis(took)
-	return err
-}
-
-func (d *extDriver) typeText(ctx context.Context, a contract.Action, lat *latencies) error {
-	if err := needSelector(a); err != nil {
-		return err
-	}
-	sel := a.Selector
-	var took time.Duration
-	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
-		t0 := time.Now()
-		r, err := d.call(ctx, sel, "type", nil, sel, a.Text)
-		took = time.Since(t0)
-		if err != nil {
-			if retryable(err) || ctx.Err() != nil {
-				return pageResult{}, err
-			}
-			// Never pass on a message that could quote the text.
-			return pageResult{}, newErr(CodeOf(err), sel, "typing failed", nil)
-		}
-		return parseResult([]byte(r.Value), sel)
-	})
-	lat.input = millis(took)
-	return err
-}
-
-func (d *extDriver) selectOption(ctx context.Context, a contract.Action, lat *latencies) error {
-	if err := needSelector(a); err != nil {
-		return err
-	}
-	sel := a.Selector
-	var took time.Duration
-	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
-		t0 := time.Now()
-		r, err := d.callResult(ctx, sel, "select", sel, a.Value)
-		took = time.Since(t0)
-		return r, err
-	})
-	lat.input = millis(took)
-	return err
-}
-
-func (d *extDriver) scroll(ctx context.Context, a contract.Action, lat *latencies) error {
-	switch a.Direction {
-	case contract.ScrollDown, contract.ScrollUp:
-	default:
-		return newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown scroll direction %q", text.CutRunes(string(a.Direction), 16)), nil)
-	}
-	t0 := time.Now()
-	// An amount of 0 scrolls one viewport (the window's height).
-	_, err := d.callResult(ctx, "", "scrollPage", string(a.Direction), float64(max(a.AmountPx, 0)))
-	lat.input = millis(time.Since(t0))
-	return err
-}
-
-func (d *extDriver) extract(ctx context.Context, a contract.Action, lat *latencies) ([]string, error) {
-	t0 := time.Now()
-	var ex Extracted
-	switch a.Extract {
-	case contract.ExtractText, contract.ExtractTable, contract.ExtractLink:
-		opts := map[string]any{"sensitive": nonNil(d.cfg.SensitiveSelectors), "maxTextChars": MaxTextChars, "maxElements": DefaultMaxElements}
-		r, err := d.callResult(ctx, a.Selector, "extract", string(a.Extract), a.Selector, opts)
-		if err != nil {
-			return nil, err
-		}
-		v := boundText(r.Value, MaxTextChars)
-		ex.Artifact = contract.Artifact{Type: contract.ArtifactType(a.Extract), Value: v, Hash: sha(v)}
-	case contract.ExtractScreenshot:
-		img, err := d.screenshot(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		ex = img
-	default:
-		return nil, newErr(contract.CodeUnsupported, "", fmt.Sprintf("unknown extraction %q", text.CutRunes(string(a.Extract), 32)), nil)
-	}
-	lat.capture = millis(time.Since(t0))
-	return d.arts.add(ex, a, d.currentURL()), nil
-}
-
-// maxCaptureBase64 bounds the base64 of a screenshot the driver decodes.
-var maxCaptureBase64 = base64.StdEncoding.EncodedLen(contract.MaxImageBytes)
-
-func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracted, error) {
-	var clip *extClip
-	if a.Selector != "" {
-		r, err := d.callResult(ctx, a.Selector, "rect", a.Selector)
-		if err != nil {
-			return Extracted{}, err
-		}
-		clip = &extClip{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
-	}
-	shoot := func(format string, quality int) ([]byte, string, error) {
-		var r extCaptureResult
-		if err := d.callJSON(ctx, extTabCapture, extCaptureParams{TabID: d.tabID, Format: format, Quality: quality, Clip: clip, Origins: d.origins}, &r); err != nil {
-			if e, ok := err.(*Error); ok && e.Selector == "" {
-				e.Selector = a.Selector
-			}
-			return nil, "", err
-		}
-		if len(r.Data) > maxCaptureBase64 {
-			return nil, "", newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("screenshot of more than %d bytes", contract.MaxImageBytes), nil)
-		}
-		b, err := base64.StdEncoding.DecodeString(r.Data)
-		if err != nil {
-			return nil, "", newErr(contract.CodeInternal, a.Selector, "the extension sent a screenshot that is not base64", err)
-		}
-		if r.URL != "" {
-			d.stateMu.Lock()
-			d.lastURL = boundURL(r.URL)
-			d.stateMu.Unlock()
-		}
-		return b, r.MIME, nil
-	}
-	data, mime, err := shoot("png", 0)
-	if err == nil && len(data) > contract.MaxImageBytes {
-		data, mime, err = shoot("jpeg", 70)
-	}
-	if err != nil {
-		return Extracted{}, err
-	}
-	if len(data) == 0 || len(data) > contract.MaxImageBytes {
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("screenshot of %d bytes is outside 1..%d", len(data), contract.MaxImageBytes), nil)
-	}
-	// The bytes must be what they claim: decode the header.
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
-	switch {
-	case err != nil:
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, "the extension sent a screenshot that is not an image", err)
-	case format == "png" && mime == contract.MIMEPNG, format == "jpeg" && mime == contract.MIMEJPEG:
-	default:
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("the extension sent a %s image labelled %q", format, text.CutRunes(mime, 32)), nil)
-	}
-	h := sha256.Sum256(data)
-	img := &contract.ImageArtifact{MIMEType: mime, ByteSize: int64(len(data)), ContentHash: hex.EncodeToString(h[:])}
-	if cfg.Width > 0 && cfg.Height > 0 && cfg.Width <= 65535 && cfg.Height <= 65535 {
-		img.Width, img.Height = cfg.Width, cfg.Height
-	}
-	return Extracted{
-		Artifact: contract.Artifact{Type: contract.ArtifactScreenshot, Hash: img.ContentHash},
-		Image:    img,
-		Data:     data,
-	}, nil
 }

@@ -14,6 +14,14 @@
 //     origins is refused (checked in the page, in the same task as the
 //     action, so a page that navigated away is never acted on);
 //   - only http and https URLs are navigated, and only to allowed origins;
+//   - while the host holds a boundary on a tab (boundary.set), every
+//     request of that tab (navigations, frames, fetches, beacons,
+//     WebSockets...) to an origin outside the session's is blocked by the
+//     browser (declarativeNetRequest session rules), and so is every
+//     state-changing request but the one form submission the host judged
+//     for the click it is running; each refusal is reported to the host
+//     (boundary.refused), windows the page opens are closed and reported,
+//     and WebRTC sends nothing outside a proxy;
 //   - only this extension's popup may send commands.
 // Nothing from a page ever reaches this worker: content scripts answer
 // executeScript calls and send no messages.
@@ -30,6 +38,7 @@ const CODE = Object.freeze({
   BadParams: 6, SessionRunning: 7, NoSession: 8, UnexpectedResponse: 9, ApprovalMismatch: 10,
   NoPendingApproval: 11, OriginRefused: 12, Config: 13, Internal: 14, Timeout: 15, TabClosed: 16,
   NavigationFailed: 17, OriginNotAllowed: 18, ScriptFailed: 19, Unsupported: 20, ShuttingDown: 21,
+  TargetChanged: 22,
 });
 
 class ProtoError extends Error {
@@ -61,6 +70,7 @@ function wake(n) {
 
 chrome.webNavigation.onCommitted.addListener((d) => {
   if (d.frameId !== 0) return;
+  boundaryCommitted(d);
   const n = navOf(d.tabId);
   n.commits++;
   n.loading = true;
@@ -75,6 +85,7 @@ chrome.webNavigation.onCompleted.addListener((d) => {
 });
 chrome.webNavigation.onErrorOccurred.addListener((d) => {
   if (d.frameId !== 0) return;
+  boundaryNavError(d);
   const n = navOf(d.tabId);
   n.loading = false;
   if (d.error === 'net::ERR_ABORTED') {
@@ -130,6 +141,7 @@ function connectHost() {
     h.pending.clear();
     if (host === h) host = null;
     unregisterListeners();
+    clearBoundaries(h);
     onHostGone(h);
   });
   host = h;
@@ -145,6 +157,7 @@ function closeHost(h) {
   h.pending.clear();
   if (host === h) host = null;
   unregisterListeners();
+  clearBoundaries(h);
   try { h.port.disconnect(); } catch (e) { /* gone */ }
 }
 
@@ -333,6 +346,7 @@ async function tabNavigate(h, p) {
   if (!o) throw new ProtoError(CODE.NavigationFailed, 'only http and https URLs are navigated');
   if (origins.length && !origins.includes(o)) throw new ProtoError(CODE.OriginNotAllowed, 'origin ' + o + ' is not one of the session\'s allowed origins');
   await registerListeners(h, origins.length ? origins : [o]);
+  boundaryCall(p.tabId);
   const timeout = boundMs(p.timeoutMs, 30000, 120000);
   const deadline = Date.now() + timeout;
   const n = navOf(p.tabId);
@@ -369,29 +383,40 @@ async function tabNavigate(h, p) {
   return tabInfo(p.tabId);
 }
 
+// tabCall runs one function of the content scripts in the tab; with
+// allow, the judged form submission is allowed through the tab's boundary
+// for the length of the call (the navigation it starts included).
 async function tabCall(h, p) {
   checkTab(h, p.tabId);
   if (typeof p.fn !== 'string' || p.fn.length > 64) throw new ProtoError(CODE.BadParams, 'fn must be a function name');
   const origins = checkOrigins(p.origins);
   if (origins.length) await registerListeners(h, origins);
   const n = navOf(p.tabId);
-  const commits = n.commits;
-  const value = await inTab(p.tabId, p.fn, Array.isArray(p.args) ? p.args : [], origins);
+  const commits = n.commits, errors = n.errors;
   let navigated = false;
-  const nav = p.navigation;
-  if (nav && typeof nav === 'object') {
+  boundaryCall(p.tabId);
+  const value = await withAllowance(h, p.tabId, p.allow, async () => {
+    const v = await inTab(p.tabId, p.fn, Array.isArray(p.args) ? p.args : [], origins);
     let r = null;
-    try { r = JSON.parse(value); } catch (e) { r = null; }
-    if (r && r.ok) {
+    try { r = JSON.parse(v); } catch (e) { r = null; }
+    // The element the host judged is no longer the element here: nothing
+    // was done (the executor checked before acting).
+    if (r && !r.ok && r.code === 'target_changed') throw new ProtoError(CODE.TargetChanged, String(r.msg || 'the target changed').slice(0, 1000));
+    const nav = p.navigation;
+    if (nav && typeof nav === 'object' && r && r.ok) {
       if (r.navigating && !r.download) {
-        await waitNav(p.tabId, (x) => x.commits > commits || x.removed, boundMs(nav.commitMs, 5000, 60000));
+        // A navigation the boundary refused ends in an error, not a commit.
+        await waitNav(p.tabId, (x) => x.commits > commits || x.errors > errors || x.removed, boundMs(nav.commitMs, 5000, 60000));
       }
       if (n.commits > commits) {
         navigated = true;
         await waitNav(p.tabId, (x) => !x.loading || x.removed, boundMs(nav.loadMs, 30000, 120000));
       }
+      // A navigation the boundary refused: the tab is being sent back.
+      await restored(p.tabId, boundMs(nav.loadMs, 30000, 120000));
     }
-  }
+    return v;
+  });
   let url = '';
   try { url = (await chrome.tabs.get(p.tabId)).url || ''; } catch (e) { url = ''; }
   return { value, url, navigated };
@@ -477,6 +502,7 @@ async function handleHostRequest(h, method, p) {
       if (!h.opened || !h.opened.has(p.tabId)) throw new ProtoError(CODE.BadParams, 'only a tab the host opened may be closed');
       h.tabs.delete(p.tabId);
       h.opened.delete(p.tabId);
+      await clearBoundary(h, p.tabId);
       try { await chrome.tabs.remove(p.tabId); } catch (e) { /* already gone */ }
       return {};
     case 'tab.info':
@@ -488,6 +514,11 @@ async function handleHostRequest(h, method, p) {
       return tabCall(h, p);
     case 'tab.capture':
       return tabCapture(h, p);
+    case 'boundary.set':
+      return setBoundary(h, p);
+    case 'boundary.clear':
+      checkTab(h, p.tabId);
+      return clearBoundary(h, p.tabId);
   }
   throw new ProtoError(CODE.UnknownMethod, 'unknown method ' + String(method).slice(0, 64));
 }
@@ -652,6 +683,10 @@ self.connectDriverPort = async function connectDriverPort() {
   const hello = await hostCall(h, 'hello', { protocol: [PROTOCOL], extension: chrome.runtime.getManifest().version });
   return hello.protocol;
 };
+
+// The session boundary (declarativeNetRequest rules, refusals, popups,
+// WebRTC): boundary.js, which uses what is defined above.
+importScripts('boundary.js');
 
 // The worker's top-level code has run: everything above is defined. A
 // harness that evaluates code in this worker (nativehost/nativehosttest)

@@ -70,7 +70,7 @@ const observerFile = "observer.js"
 // static are the extension's files other than the observer, as Chrome
 // loads them.
 //
-//go:embed manifest.json background.js executor.js listeners.js popup.html popup.js popup.css
+//go:embed manifest.json background.js boundary.js executor.js listeners.js popup.html popup.js popup.css
 var static embed.FS
 
 // DefaultGlobal is the name the observer installs its API under when it

@@ -19,6 +19,21 @@
 // there) and the typing (the editing command insertText on the focused
 // element, else its value setter).
 //
+// Time of use: click, type and select take an "expect", {element,
+// sensitive}: the observer's describe answer for the selector when the
+// host judged the action, and the describe options. In the same turn as
+// the action, before anything is dispatched, the element the selector
+// addresses now is checked against it (the observer's check); any change
+// fails with code "target_changed" and nothing is done. A click also
+// takes the form submission the host judged for it ({method, url}, or
+// null): the submission the click would cause is predicted again in that
+// turn, and a different one fails with "target_changed" too.
+//
+// submission(sel) predicts the form submission a click on sel would cause
+// (the submit control under the element's centre and its form): the
+// method, the action URL without query, and the names of the form's
+// fields, never their values; {"ok": true, "submit": null} when none.
+//
 // The text of a type action is never put into an answer or an error.
 (function (root) {
   'use strict';
@@ -58,7 +73,14 @@
   // element (visible, enabled, on top at its centre) and armed its
   // navigation watch; finishClick reports whether the click started a
   // navigation.
-  function click(sel) {
+  function click(sel, expect, judged) {
+    const changed = recheck(sel, expect);
+    if (changed) return changed;
+    if (judged !== undefined) {
+      const now = predict(sel);
+      if (now.fail) return now.fail;
+      if (!sameSubmit(now.submit, judged)) return fail('target_changed', 'the form submission the click would cause changed since it was judged', true);
+    }
     const p = JSON.parse(api.prepareClick(sel));
     if (!p.ok) return JSON.stringify(p);
     const hit = deepHit(p.x, p.y);
@@ -109,8 +131,10 @@
   // command insertText (or delete, for an empty text) then replaces the
   // selection as typing would, with beforeinput and input events. Date,
   // time, colour and range inputs get their value set instead.
-  function type(sel, text) {
+  function type(sel, text, expect) {
     text = String(text);
+    const changed = recheck(sel, expect);
+    if (changed) return changed;
     const p = JSON.parse(api.prepareType(sel));
     if (!p.ok) return JSON.stringify(p);
     if (p.mode === 'value') return api.setValue(sel, text);
@@ -135,6 +159,108 @@
     return JSON.stringify({ ok: true });
   }
 
+  function select(sel, value, expect) {
+    const changed = recheck(sel, expect);
+    if (changed) return changed;
+    return api.select(sel, value);
+  }
+
+  // recheck returns null when sel addresses the element the host judged
+  // (expect.element), else the failure answer: target_changed, or the
+  // observer's own failure (element_not_found...) to be waited out.
+  function recheck(sel, expect) {
+    if (!expect || typeof expect !== 'object' || !expect.element || typeof expect.element !== 'object') return null;
+    let r;
+    try {
+      r = typeof api.check === 'function' ? api.check(sel, expect.element) : checkByDescribe(sel, expect);
+      if (typeof r === 'string') r = JSON.parse(r);
+    } catch (e) {
+      return fail('target_changed', 'the target could not be checked: ' + (e && e.message), true);
+    }
+    if (!r || typeof r !== 'object') return fail('target_changed', 'the target could not be checked', true);
+    const changed = Array.isArray(r.changed) ? r.changed.map(String) : [];
+    if (changed.length) return fail('target_changed', 'the target changed since the decision: ' + changed.slice(0, 16).join(', '), true);
+    if (r.ok === false) {
+      if (typeof r.code === 'string' && r.code !== 'target_changed') return JSON.stringify(r);
+      return fail('target_changed', String(r.msg || 'the target changed since the decision'), true);
+    }
+    return null;
+  }
+
+  // checkByDescribe compares the element's description now with the one
+  // judged, field by field: the stand-in for an observer without check.
+  function checkByDescribe(sel, expect) {
+    const r = JSON.parse(api.describe(sel, { sensitive: Array.isArray(expect.sensitive) ? expect.sensitive : [] }));
+    if (!r.ok) return r;
+    const now = r.element || {};
+    const was = expect.element;
+    const keys = new Set(Object.keys(now).concat(Object.keys(was)));
+    const changed = [];
+    for (const k of keys) {
+      if (String(now[k] === undefined ? '' : now[k]) !== String(was[k] === undefined ? '' : was[k])) changed.push(k);
+    }
+    return { ok: true, changed };
+  }
+
+  const SUBMIT_INPUTS = new Set(['submit', 'image']);
+  const MAX_FIELDS = 64;
+
+  // submitterOf returns the submit control that a click on el activates
+  // (el or its closest button or submit input), or null.
+  function submitterOf(el) {
+    let n = el;
+    let guard = 0;
+    while (n && guard++ < 256) {
+      const t = lname(n);
+      if (t === 'button') return String(n.type || '').toLowerCase() === 'submit' ? n : null;
+      if (t === 'input') return SUBMIT_INPUTS.has(String(n.type || '').toLowerCase()) ? n : null;
+      if (t === 'a' || t === 'select' || t === 'textarea' || t === 'label' || t === 'form') return null;
+      n = composedParent(n);
+    }
+    return null;
+  }
+
+  // predict returns {submit} (null when the click submits nothing) or
+  // {fail: answer} when the element is not clickable.
+  function predict(sel) {
+    const p = JSON.parse(api.prepareClick(sel));
+    if (!p.ok) return { fail: JSON.stringify(p) };
+    const hit = deepHit(p.x, p.y);
+    api.finishClick();
+    const s = hit && submitterOf(hit.el);
+    const form = s && s.form;
+    if (!form) return { submit: null };
+    const method = String(s.hasAttribute('formmethod') ? s.formMethod : form.method).toUpperCase();
+    if (method === 'DIALOG') return { submit: null };
+    let url = '';
+    try {
+      const u = new URL(s.hasAttribute('formaction') ? s.formAction : form.action);
+      url = u.origin + u.pathname;
+    } catch (e) { url = ''; }
+    const names = new Set();
+    const els = form.elements;
+    for (let i = 0; i < els.length && names.size < MAX_FIELDS; i++) {
+      const c = els[i];
+      const nm = c.getAttribute && c.getAttribute('name');
+      if (!nm || c.disabled) continue;
+      const t = lname(c), ty = String(c.type || '').toLowerCase();
+      if ((t === 'button' || (t === 'input' && (SUBMIT_INPUTS.has(ty) || ty === 'reset' || ty === 'button'))) && c !== s) continue;
+      names.add(String(nm).slice(0, 256));
+    }
+    return { submit: { method, url, fields: Array.from(names).sort() } };
+  }
+
+  function sameSubmit(a, b) {
+    if (!a || !b) return !a && !b;
+    return a.method === b.method && a.url === b.url;
+  }
+
+  function submission(sel) {
+    const r = predict(sel);
+    if (r.fail) return r.fail;
+    return JSON.stringify({ ok: true, submit: r.submit });
+  }
+
   // scrollPage scrolls by amount CSS pixels (one viewport for 0) up or down.
   function scrollPage(direction, amount) {
     let a = Number(amount);
@@ -146,7 +272,8 @@
     observe: (o) => api.observe(o),
     describe: (sel, o) => api.describe(sel, o),
     rect: (sel) => api.rect(sel),
-    select: (sel, value) => api.select(sel, value),
+    select,
+    submission,
     extract: (kind, sel, o) => api.extract(kind, sel, o),
     split: (sel) => api.split(sel),
     click,

@@ -69,6 +69,8 @@ type Conn struct {
 	closed    bool
 	closeErr  *Error
 	done      chan struct{}
+	subs      map[int]func(name string, data json.RawMessage)
+	lastSub   int
 }
 
 // NewConn returns a Conn reading frames from r and writing them to w.
@@ -186,9 +188,38 @@ func (c *Conn) dispatch(ctx context.Context, b []byte) {
 		}
 		_ = c.respond(m.ID, res, nil)
 	case KindEvent:
+		c.mu.Lock()
+		subs := make([]func(string, json.RawMessage), 0, len(c.subs))
+		for _, fn := range c.subs {
+			subs = append(subs, fn)
+		}
+		c.mu.Unlock()
+		for _, fn := range subs {
+			fn(m.Event, m.Params)
+		}
 		if c.opts.Handler != nil {
 			c.opts.Handler.HandleEvent(ctx, m.Event, m.Params)
 		}
+	}
+}
+
+// Subscribe calls fn with the name and data of every event the other
+// side sends, on the reading goroutine (so fn must not block), before the
+// Handler sees it, until the returned cancel is called. The extension
+// driver takes its tab's boundary.refused events this way.
+func (c *Conn) Subscribe(fn func(name string, data json.RawMessage)) (cancel func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.subs == nil {
+		c.subs = map[int]func(string, json.RawMessage){}
+	}
+	c.lastSub++
+	id := c.lastSub
+	c.subs[id] = fn
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.subs, id)
 	}
 }
 

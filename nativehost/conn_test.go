@@ -161,3 +161,44 @@ func TestConnFrameTooLargeEnds(t *testing.T) {
 		t.Fatalf("call after the end: %v", err)
 	}
 }
+
+// recordEvents is a Handler that passes events on.
+type recordEvents struct {
+	echo
+	events chan string
+}
+
+func (r recordEvents) HandleEvent(_ context.Context, name string, _ json.RawMessage) {
+	r.events <- name
+}
+
+// TestConnSubscribe: subscribers get every event before the Handler, and
+// none after they cancel.
+func TestConnSubscribe(t *testing.T) {
+	h := recordEvents{events: make(chan string, 8)}
+	p := pair(t, h)
+	got := make(chan string, 8)
+	cancel := p.b.Subscribe(func(name string, data json.RawMessage) { got <- name + " " + string(data) })
+	if err := p.a.Notify(EventBoundaryRefused, BoundaryRefusedEvent{TabID: 7, URL: "http://x.test/", Method: "GET", Type: "main_frame", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; !strings.HasPrefix(s, EventBoundaryRefused+` {"tabId":7,`) {
+		t.Errorf("subscriber got %q", s)
+	}
+	if n := <-h.events; n != EventBoundaryRefused {
+		t.Errorf("handler got %q", n)
+	}
+	cancel()
+	if err := p.a.Notify("other", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The handler sees the event after the subscribers would have.
+	if n := <-h.events; n != "other" {
+		t.Errorf("handler got %q", n)
+	}
+	select {
+	case s := <-got:
+		t.Errorf("a cancelled subscriber got %q", s)
+	default:
+	}
+}

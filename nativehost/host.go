@@ -299,9 +299,13 @@ func (h *host) HandleRequest(ctx context.Context, method string, params json.Raw
 	return nil, errorf(CodeUnknownMethod, "unknown method %q", bound(method, 64))
 }
 
-// HandleEvent takes the extension's events; the protocol defines none, so
-// they are logged and dropped.
+// HandleEvent takes the extension's events: boundary.refused goes to the
+// session's extension driver (it subscribed to the conversation); any
+// other is logged and dropped.
 func (h *host) HandleEvent(ctx context.Context, name string, data json.RawMessage) {
+	if name == EventBoundaryRefused {
+		return
+	}
 	h.log.printf("dropped an event %q of the extension", bound(name, 64))
 }
 
@@ -565,6 +569,11 @@ func stepEvent(r session.StepReport) StepEvent {
 type sessionPort struct {
 	conn *Conn
 	s    *session.Session
+}
+
+// Subscribe delivers the extension's events to the session's driver.
+func (p sessionPort) Subscribe(fn func(name string, data json.RawMessage)) (cancel func()) {
+	return p.conn.Subscribe(fn)
 }
 
 func (p sessionPort) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {

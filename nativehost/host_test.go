@@ -92,6 +92,10 @@ func (f *fakeExt) HandleRequest(ctx context.Context, method string, params json.
 	switch method {
 	case nativehost.MethodTabInfo, nativehost.MethodTabNavigate:
 		return info, nil
+	case nativehost.MethodBoundarySet:
+		return map[string]any{"rules": 3}, nil
+	case nativehost.MethodBoundaryClear:
+		return map[string]any{}, nil
 	case nativehost.MethodTabCall:
 		value := `{"ok":true}`
 		switch p.Fn {

@@ -57,6 +57,20 @@ const (
 	MethodTabNavigate = "tab.navigate"
 	MethodTabCall     = "tab.call"
 	MethodTabCapture  = "tab.capture"
+	// MethodBoundarySet installs the network and navigation boundary of
+	// a tab (declarativeNetRequest session rules scoped to it): its
+	// allowed origins, and whether state-changing requests are held.
+	MethodBoundarySet = "boundary.set"
+	// MethodBoundaryClear removes the boundary of a tab.
+	MethodBoundaryClear = "boundary.clear"
+)
+
+// Events the extension sends to the host.
+const (
+	// EventBoundaryRefused reports one request, navigation or window of a
+	// tab under a boundary that the browser refused: BoundaryRefusedEvent.
+	// The extension driver of the tab takes it (Conn.Subscribe).
+	EventBoundaryRefused = "boundary.refused"
 )
 
 // Events the host sends to the extension.
@@ -226,6 +240,10 @@ const (
 	CodeUnsupported Code = 20
 	// CodeShuttingDown: the sender is ending the conversation.
 	CodeShuttingDown Code = 21
+	// CodeTargetChanged: the element or the page an action was judged on
+	// changed before it ran (checked in the page, in the same turn as the
+	// action): nothing was done.
+	CodeTargetChanged Code = 22
 )
 
 var codeNames = map[Code]string{
@@ -250,6 +268,7 @@ var codeNames = map[Code]string{
 	CodeScriptFailed:       "script_failed",
 	CodeUnsupported:        "unsupported",
 	CodeShuttingDown:       "shutting_down",
+	CodeTargetChanged:      "target_changed",
 }
 
 // Codes returns every code, in order.
@@ -283,6 +302,8 @@ func (c Code) DriverCode() contract.ErrorCode {
 		return contract.CodeNavigationBlocked
 	case CodeUnsupported, CodeUnknownMethod:
 		return contract.CodeUnsupported
+	case CodeTargetChanged:
+		return contract.CodeTargetChanged
 	}
 	return contract.CodeInternal
 }
@@ -431,6 +452,21 @@ type ApprovalAnswerParams struct {
 type PingParams struct {
 	// Data is any text.
 	Data string `json:"data"`
+}
+
+// --- Events of the extension ---------------------------------------------
+
+// BoundaryRefusedEvent is one refusal of a tab's boundary: the request's
+// URL, method and resource type (Chrome's webRequest names: main_frame,
+// sub_frame, xmlhttprequest, ping, websocket...), the frame it came from
+// (0 for the top frame), and why it was refused.
+type BoundaryRefusedEvent struct {
+	TabID   int    `json:"tabId"`
+	URL     string `json:"url"`
+	Method  string `json:"method"`
+	Type    string `json:"type"`
+	FrameID int    `json:"frameId"`
+	Reason  string `json:"reason"`
 }
 
 // --- Events of the host --------------------------------------------------

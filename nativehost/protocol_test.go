@@ -74,6 +74,7 @@ var wantCodes = []string{
 	"bad_params", "session_running", "no_session", "unexpected_response", "approval_mismatch",
 	"no_pending_approval", "origin_refused", "config", "internal", "timeout", "tab_closed",
 	"navigation_failed", "origin_not_allowed", "script_failed", "unsupported", "shutting_down",
+	"target_changed",
 }
 
 func TestCodesAppendOnly(t *testing.T) {
@@ -122,6 +123,7 @@ func TestDriverCodes(t *testing.T) {
 		CodeUnsupported:      contract.CodeUnsupported,
 		CodeScriptFailed:     contract.CodeInternal,
 		CodeBadParams:        contract.CodeInternal,
+		CodeTargetChanged:    contract.CodeTargetChanged,
 	}
 	for c, want := range tests {
 		if got := (&Error{Code: c}).DriverCode(); got != want {
