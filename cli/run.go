@@ -133,6 +133,7 @@ type runOptions struct {
 	approve      string
 	approvalWait time.Duration
 	endpoint     string
+	noIsolation  bool
 	headed       bool
 	signKey      string
 	listen       string
@@ -159,6 +160,7 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
 	fs.StringVar(&o.endpoint, "browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
 	fs.BoolVar(&o.headed, "headed", false, "show the browser window")
+	fs.BoolVar(&o.noIsolation, "no-network-isolation", false, "let the sandbox run where the browser cannot get a network namespace of its own (not Linux, no CAP_SYS_ADMIN): the allowlist is then held by the filtering proxy and request routing alone, and UDP/WebRTC/DNS are not contained")
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
 	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
 	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
@@ -409,7 +411,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	}
 	cfg := session.Config{
 		Task:            in,
-		Driver:          driver.Config{Mode: mode, BrowserEndpoint: o.endpoint, Headed: o.headed},
+		Driver:          driver.Config{Mode: mode, BrowserEndpoint: o.endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation},
 		OpenDriver:      driver.Open,
 		Gate:            g,
 		Approvals:       approvals,

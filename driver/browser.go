@@ -264,7 +264,7 @@ func sessionBrowser(ctx context.Context, cfg Config) (*Browser, bool, error) {
 	if err != nil && o.Isolate && errors.Is(err, ErrNoNetworkIsolation) {
 		if !cfg.AllowNoNetworkIsolation {
 			return nil, false, fmt.Errorf("%w; sandbox mode runs the browser where its only way out is the aegis proxy: "+
-				"run aegis as root or with CAP_SYS_ADMIN on Linux, use mode playwright, or set Config.AllowNoNetworkIsolation to accept the proxy and request routing alone", err)
+				"run aegis as root or with CAP_SYS_ADMIN on Linux, use mode playwright, or set Config.AllowNoNetworkIsolation (aegis run --no-network-isolation) to accept the proxy and request routing alone", err)
 		}
 		o.Isolate = false
 		b, err = Launch(ctx, o)

@@ -58,7 +58,7 @@ func browser(t testing.TB) *driver.Browser {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{})
+		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{Isolate: true})
 	})
 	if shared.err != nil {
 		t.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", shared.err)
