@@ -288,8 +288,8 @@ func (d *pwDriver) click(ctx context.Context, p playwright.Page, a contract.Acti
 	return nil
 }
 
-// awaitNavigation waits for a navigation the click started to commit (or
-// fail) and load, within the action timeout; a navigation that never
+// awaitNavigation waits for a navigation the click started to commit and
+// load, within the action timeout; a navigation that never
 // commits (a cancelled or refused one) is not an error of the click. The
 // timeout does not run while Effects.Judge holds a request (an approval
 // may take minutes): it starts again when the last answer comes.

@@ -104,8 +104,9 @@ func (d *pwDriver) route(r playwright.Route) {
 	req := r.Request()
 	raw := req.URL()
 	if !d.allowedURL(raw) {
-		d.refuse(raw, effectFor(requestKind(req), req.Method(), raw, req.ResourceType()), reasonOrigin)
-		_ = r.Abort("blockedbyclient")
+		e := effectFor(requestKind(req), req.Method(), raw, req.ResourceType())
+		d.refuse(raw, e, reasonOrigin)
+		d.abort(r, e.Kind)
 		return
 	}
 	if d.cfg.Effects == nil {
@@ -121,10 +122,27 @@ func (d *pwDriver) route(r playwright.Route) {
 	e.Fields = bodyFields(req.Headers()["content-type"], body)
 	if err := d.judge(e); err != nil {
 		d.recordBlocked(raw, e.ResourceType, bound(err.Error(), contract.MaxEffectReason))
-		_ = r.Abort("blockedbyclient")
+		d.abort(r, e.Kind)
 		return
 	}
 	_ = r.Continue()
+}
+
+// abort aborts a refused request. A refused navigation is cancelled
+// (net::ERR_ABORTED), which leaves the page or frame where it was rather
+// than committing an error page that would race the session's next
+// navigation; a refused top-level navigation also ends a click's wait for
+// it (see awaitNavigation). Any other request fails as blocked.
+func (d *pwDriver) abort(r playwright.Route, kind contract.EffectKind) {
+	switch kind {
+	case contract.EffectNavigation:
+		_ = r.Abort("aborted")
+		d.navSeq.Add(1)
+	case contract.EffectFrame:
+		_ = r.Abort("aborted")
+	default:
+		_ = r.Abort("blockedbyclient")
+	}
 }
 
 // judge asks Config.Effects about a held state-changing request, counting

@@ -51,7 +51,7 @@ type pwDriver struct {
 
 	arts artifactLog
 
-	navSeq    atomic.Int64 // main-frame navigations committed or failed, of any page
+	navSeq    atomic.Int64 // main-frame navigations committed, or refused by the boundary
 	lastStats atomic.Pointer[pageStats]
 }
 
@@ -180,12 +180,6 @@ func (d *pwDriver) adopt(p playwright.Page) {
 	})
 	p.OnFrameNavigated(func(f playwright.Frame) {
 		if f.ParentFrame() == nil {
-			d.navSeq.Add(1)
-		}
-	})
-	p.OnRequestFailed(func(r playwright.Request) {
-		// A refused or cancelled navigation ends a click's wait for it.
-		if requestKind(r) == contract.EffectNavigation {
 			d.navSeq.Add(1)
 		}
 	})
