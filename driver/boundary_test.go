@@ -27,6 +27,8 @@ type recorder struct {
 	reqs []string // "METHOD /path"
 	// bodies holds the bodies of the POSTs received, by path.
 	bodies map[string]string
+	// leaked is set when a request arrived with the driver's mark.
+	leaked bool
 }
 
 func newRecorder(t *testing.T, pages map[string]string) *recorder {
@@ -36,10 +38,26 @@ func newRecorder(t *testing.T, pages map[string]string) *recorder {
 		_ = req.ParseForm()
 		r.mu.Lock()
 		r.reqs = append(r.reqs, req.Method+" "+req.URL.Path)
+		if req.Header.Get("X-Aegis-Judged") != "" {
+			r.leaked = true
+		}
 		if req.Method == http.MethodPost {
 			r.bodies[req.URL.Path] = req.PostForm.Encode()
+			if c, err := req.Cookie("session"); err == nil {
+				r.bodies[req.URL.Path] += "; cookie " + c.Value
+			}
 		}
 		r.mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: "session", Value: "s1"})
+		if req.URL.Path == "/download" {
+			w.Header().Set("Content-Disposition", `attachment; filename="invoice.txt"`)
+			fmt.Fprint(w, "invoice")
+			return
+		}
+		if target, ok := strings.CutPrefix(req.URL.Path, "/redirect307"); ok {
+			http.Redirect(w, req, target, http.StatusTemporaryRedirect)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if page, ok := pages[req.URL.Path]; ok {
 			fmt.Fprint(w, page)
@@ -55,6 +73,12 @@ func (r *recorder) received() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.reqs...)
+}
+
+func (r *recorder) markLeaked() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leaked
 }
 
 func (r *recorder) body(path string) (string, bool) {
@@ -75,6 +99,12 @@ type effects struct {
 
 func newEffects(judge func(context.Context, contract.Effect) error) *effects {
 	return &effects{changed: make(chan struct{}, 1), judge: judge}
+}
+
+func (f *effects) refusals() []contract.Effect {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]contract.Effect(nil), f.refused...)
 }
 
 func (f *effects) Judge(ctx context.Context, e contract.Effect) error { return f.judge(ctx, e) }
@@ -139,15 +169,16 @@ func TestBoundaryRefusesForeignOrigins(t *testing.T) {
 		"/iframe":   `<iframe src="` + fo + `/frame"></iframe>`,
 		"/beacon":   `<button id="go" onclick="navigator.sendBeacon('` + fo + `/beacon', 'typed secret')">Send</button>`,
 		"/unload":   `<script>addEventListener('pagehide', () => navigator.sendBeacon('` + fo + `/unload-beacon', new URLSearchParams({a: 'secret'})))</script><p>bye</p>`,
+		"/file":     `<a id="go" href="/download">Invoice</a>`,
 		"/ws":       `<script>new WebSocket('` + strings.Replace(fo, "http:", "ws:", 1) + `/ws')</script>`,
 	})
 	tests := []struct {
 		name   string
 		page   string
-		click  string // selector to click; "" when the page acts alone
-		leave  bool   // navigate away afterwards (pagehide)
-		direct bool   // a navigate action to foreign itself
-		want   contract.Effect
+		click  string          // selector to click; "" when the page acts alone
+		leave  bool            // navigate away afterwards (pagehide)
+		direct bool            // a navigate action to foreign itself
+		want   contract.Effect // its origin is foreign's unless set
 	}{
 		{name: "navigate action", direct: true, want: contract.Effect{Kind: contract.EffectNavigation, Method: "GET", Path: "/direct"}},
 		{name: "link", page: "/link", click: "#go", want: contract.Effect{Kind: contract.EffectNavigation, Method: "GET", Path: "/link"}},
@@ -161,6 +192,7 @@ func TestBoundaryRefusesForeignOrigins(t *testing.T) {
 		{name: "sendBeacon", page: "/beacon", click: "#go", want: contract.Effect{Kind: contract.EffectRequest, Method: "POST", Path: "/beacon"}},
 		{name: "sendBeacon on pagehide", page: "/unload", leave: true, want: contract.Effect{Kind: contract.EffectRequest, Method: "POST", Path: "/unload-beacon"}},
 		{name: "WebSocket", page: "/ws", want: contract.Effect{Kind: contract.EffectRequest, Method: "GET", Path: "/ws"}},
+		{name: "download", page: "/file", click: "#go", want: contract.Effect{Kind: contract.EffectDownload, Origin: site.URL, Path: "/download"}},
 	}
 	for _, mode := range boundaryModes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -187,23 +219,25 @@ func TestBoundaryRefusesForeignOrigins(t *testing.T) {
 						t.Fatalf("%s: leave: %v", tt.name, err)
 					}
 				}
-				got, ok := fx.refusedAt(t, fo, tt.want.Path)
+				want := tt.want
+				if want.Origin == "" {
+					want.Origin = fo
+				}
+				got, ok := fx.refusedAt(t, want.Origin, want.Path)
 				if !ok {
-					t.Errorf("%s: no refused effect at %s%s; refused: %+v", tt.name, fo, tt.want.Path, fx.refused)
+					t.Errorf("%s: no refused effect at %s%s; refused: %+v", tt.name, want.Origin, want.Path, fx.refusals())
 					continue
 				}
-				t.Logf("%s: resource type %q", tt.name, got.ResourceType)
-				want := tt.want
-				want.Origin = fo
-				if !strings.Contains(got.Refused, "allowlist") {
-					t.Errorf("%s: refused because %q, want the allowlist named", tt.name, got.Refused)
+				if got.Refused == "" {
+					t.Errorf("%s: refused without a reason", tt.name)
 				}
+				t.Logf("%s: resource type %q, refused because %q", tt.name, got.ResourceType, got.Refused)
 				got.ResourceType, got.Refused = "", ""
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%s: refused %+v, want %+v", tt.name, got, want)
 				}
-				if !blockedAt(d, fo, tt.want.Path) {
-					t.Errorf("%s: %s%s is not in BlockedRequests", tt.name, fo, tt.want.Path)
+				if !blockedAt(d, want.Origin, want.Path) {
+					t.Errorf("%s: %s%s is not in BlockedRequests", tt.name, want.Origin, want.Path)
 				}
 				t.Logf("%s: %v", tt.name, time.Since(t0).Round(time.Millisecond))
 			}
@@ -250,6 +284,12 @@ func TestBoundaryHoldsStateChangingRequests(t *testing.T) {
 				default:
 					t.Fatalf("%s: the click returned and Judge was never asked", tt.name)
 				}
+				if n := len(judged); n != 0 {
+					t.Errorf("%s: Judge was asked %d more times, want once", tt.name, n)
+				}
+				if site.markLeaked() {
+					t.Errorf("%s: the driver's mark reached the server", tt.name)
+				}
 				want := contract.Effect{Kind: contract.EffectNavigation, Method: "POST", Origin: site.URL, Path: "/pay", Fields: []string{"amount", "card"}, ResourceType: "document"}
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%s: judged %+v, want %+v", tt.name, got, want)
@@ -258,8 +298,8 @@ func TestBoundaryHoldsStateChangingRequests(t *testing.T) {
 				if paid != tt.wantPaid {
 					t.Errorf("%s: the server received the POST: %v, want %v", tt.name, paid, tt.wantPaid)
 				}
-				if paid && !strings.Contains(body, "4111-secret") {
-					t.Errorf("%s: the allowed POST arrived without its values: %q", tt.name, body)
+				if paid && (!strings.Contains(body, "4111-secret") || !strings.Contains(body, "cookie s1")) {
+					t.Errorf("%s: the allowed POST arrived without its values or cookie: %q", tt.name, body)
 				}
 				if gotURL, wantURL := strings.HasPrefix(res.URL, site.URL+"/pay"), tt.wantPaid; gotURL != wantURL {
 					t.Errorf("%s: after the click the page is at %s; at /pay: %v, want %v", tt.name, res.URL, gotURL, wantURL)
@@ -267,8 +307,8 @@ func TestBoundaryHoldsStateChangingRequests(t *testing.T) {
 				if gotBlocked := blockedAt(d, site.URL, "/pay"); gotBlocked != !tt.wantPaid {
 					t.Errorf("%s: /pay in BlockedRequests: %v, want %v", tt.name, gotBlocked, !tt.wantPaid)
 				}
-				if len(fx.refused) != 0 {
-					t.Errorf("%s: Refused was told %+v, want nothing (Judge already knows)", tt.name, fx.refused)
+				if got := fx.refusals(); len(got) != 0 {
+					t.Errorf("%s: Refused was told %+v, want nothing (Judge already knows)", tt.name, got)
 				}
 			}
 		})
@@ -329,6 +369,78 @@ func TestBoundaryClickWaitsForJudge(t *testing.T) {
 			}
 			if _, got := site.body("/pay"); !got {
 				t.Error("the server never received the allowed POST")
+			}
+		})
+	}
+}
+
+// TestBoundaryJudgesWhatRoutingMisses: request routing sees neither a
+// beacon sent on pagehide nor the second hop of a 307 redirect; the proxy
+// judges them.
+func TestBoundaryJudgesWhatRoutingMisses(t *testing.T) {
+	site := newRecorder(t, map[string]string{
+		"/leave":    `<script>addEventListener('pagehide', () => navigator.sendBeacon('/bye', new URLSearchParams({note: 'secret'})))</script><p>bye</p>`,
+		"/checkout": `<form method="POST" action="/redirect307/pay"><input name="card" value="4111-secret"><button id="pay">Continue</button></form>`,
+	})
+	tests := []struct {
+		name  string
+		page  string
+		click string
+		want  []contract.Effect // what Judge was asked, in order
+		got   []string          // what the server received
+	}{
+		{"beacon on pagehide", "/leave", "", []contract.Effect{
+			{Kind: contract.EffectRequest, Method: "POST", Origin: site.URL, Path: "/bye", Fields: []string{"note"}},
+		}, []string{"GET /leave", "GET /next"}},
+		{"307 redirect of a judged POST", "/checkout", "#pay", []contract.Effect{
+			{Kind: contract.EffectNavigation, Method: "POST", Origin: site.URL, Path: "/redirect307/pay", Fields: []string{"card"}, ResourceType: "document"},
+			{Kind: contract.EffectNavigation, Method: "POST", Origin: site.URL, Path: "/pay", Fields: []string{"card"}},
+		}, []string{"GET /checkout", "POST /redirect307/pay"}},
+	}
+	for _, mode := range boundaryModes {
+		t.Run(string(mode), func(t *testing.T) {
+			for _, tt := range tests {
+				var mu sync.Mutex
+				var judged []contract.Effect
+				fx := newEffects(func(_ context.Context, e contract.Effect) error {
+					mu.Lock()
+					defer mu.Unlock()
+					judged = append(judged, e)
+					if e.Path == "/pay" || e.Path == "/bye" {
+						return errors.New("policy: refused")
+					}
+					return nil
+				})
+				site.mu.Lock()
+				site.reqs = nil
+				site.mu.Unlock()
+				d := open(t, mode, site.URL, func(c *driver.Config) { c.Effects = fx })
+				if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site.URL + tt.page}); err != nil {
+					t.Fatal(err)
+				}
+				if tt.click != "" {
+					if _, err := act(t, d, contract.Action{Type: contract.ActClick, Selector: tt.click}); err != nil {
+						t.Fatalf("%s: click: %v", tt.name, err)
+					}
+				} else if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site.URL + "/next"}); err != nil {
+					t.Fatalf("%s: leave: %v", tt.name, err)
+				}
+				eventually(t, tt.name+": Judge asked", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(judged) >= len(tt.want)
+				})
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_ = d.Close(ctx)
+				cancel()
+				mu.Lock()
+				if !reflect.DeepEqual(judged, tt.want) {
+					t.Errorf("%s: judged %+v, want %+v", tt.name, judged, tt.want)
+				}
+				mu.Unlock()
+				if got := site.received(); !reflect.DeepEqual(got, tt.got) {
+					t.Errorf("%s: the server received %q, want %q", tt.name, got, tt.got)
+				}
 			}
 		})
 	}

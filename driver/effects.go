@@ -2,7 +2,11 @@ package driver
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -125,7 +129,70 @@ func (d *pwDriver) route(r playwright.Route) {
 		d.abort(r, e.Kind)
 		return
 	}
-	_ = r.Continue()
+	if d.proxy == nil {
+		_ = r.Continue()
+		return
+	}
+	// Tell the proxy that this request was judged, so that it judges only
+	// what routing did not see.
+	h := req.Headers()
+	h[markHeader] = d.heldMark(req.Method(), raw)
+	_ = r.Continue(playwright.RouteContinueOptions{Headers: h})
+}
+
+// markHeader carries heldMark from request routing to the proxy, which
+// removes it.
+const markHeader = "X-Aegis-Judged"
+
+// heldMark signs the method and URL of a request that request routing
+// judged, with the session's secret key. A redirect hop (another URL) or
+// a request routing never saw (a beacon sent on unload) has no valid
+// mark, and the proxy judges it itself.
+func (d *pwDriver) heldMark(method, raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		u.Fragment, u.RawFragment = "", ""
+		raw = u.String()
+	}
+	m := hmac.New(sha256.New, d.markKey)
+	m.Write([]byte(strings.ToUpper(method) + " " + raw))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// maxHeldBody bounds the body of a request the proxy holds for judging;
+// a longer one is refused (its fields could not all be named).
+const maxHeldBody = 8 << 20
+
+// holdProxied is the proxy's hold: it removes routing's mark, and judges a
+// state-changing request without a valid one (a redirect hop, a beacon
+// sent on unload, anything request routing did not see), the same way
+// route does, with what the proxy knows: the kind from the Fetch metadata
+// headers, no resource type.
+func (d *pwDriver) holdProxied(r *http.Request) error {
+	mark := r.Header.Get(markHeader)
+	r.Header.Del(markHeader)
+	if d.cfg.Effects == nil {
+		return nil
+	}
+	raw := r.URL.String()
+	e := effectFor(proxyKind(r.Header), r.Method, raw, "")
+	if !e.ChangesState() || hmac.Equal([]byte(mark), []byte(d.heldMark(r.Method, raw))) {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxHeldBody+1))
+	if err == nil && len(body) > maxHeldBody {
+		err = fmt.Errorf("the body is longer than %d bytes: it cannot be judged", maxHeldBody)
+	}
+	if err == nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		e.Fields = bodyFields(r.Header.Get("Content-Type"), body)
+		err = d.judge(e)
+	}
+	if err != nil {
+		d.recordBlocked(raw, "proxy", bound(err.Error(), contract.MaxEffectReason))
+		return err
+	}
+	return nil
 }
 
 // abort aborts a refused request. A refused navigation is cancelled

@@ -39,6 +39,7 @@ type pwDriver struct {
 	life    context.Context
 	endLife context.CancelFunc
 	judging atomic.Int64 // Judge calls in flight
+	markKey []byte       // signs the requests request routing judged (heldMark)
 
 	mu sync.Mutex // serializes Observe, Describe and Act
 
@@ -62,6 +63,8 @@ const callExpr = `([n, f, a]) => { const api = globalThis[n]; if (!api) return n
 func openPlaywright(ctx context.Context, cfg Config) (Driver, error) {
 	d := &pwDriver{cfg: cfg, allowed: map[string]bool{}}
 	d.life, d.endLife = context.WithCancel(context.Background())
+	d.markKey = make([]byte, 32)
+	_, _ = rand.Read(d.markKey)
 	for _, o := range cfg.AllowedOrigins {
 		d.allowed[o] = true
 	}
@@ -115,6 +118,7 @@ func (d *pwDriver) start(ctx context.Context) error {
 				return fmt.Errorf("driver: boundary proxy: %w", err)
 			}
 			px.refused = d.reportRefused
+			px.hold = d.holdProxied
 			d.proxy = px
 			opts.Proxy = &playwright.Proxy{Server: px.URL()}
 		}

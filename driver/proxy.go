@@ -31,6 +31,10 @@ type filterProxy struct {
 	// refused, when set, is told of every request the proxy refused, as
 	// an effect, with the reason.
 	refused func(e contract.Effect, reason string)
+	// hold, when set, sees every request to an allowed origin before it
+	// is forwarded and may refuse it (a state-changing request request
+	// routing did not judge: a redirect hop, a beacon sent on unload).
+	hold func(r *http.Request) error
 
 	ln    net.Listener
 	srv   *http.Server
@@ -81,6 +85,12 @@ func (p *filterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(r.URL.String(), "proxy", effectFor(proxyKind(r.Header), r.Method, r.URL.String(), ""))
 		http.Error(w, "blocked by the aegis sandbox", http.StatusForbidden)
 		return
+	}
+	if p.hold != nil {
+		if err := p.hold(r); err != nil {
+			http.Error(w, "refused by the aegis policy", http.StatusForbidden)
+			return
+		}
 	}
 	p.rp.ServeHTTP(w, r)
 }
