@@ -31,7 +31,7 @@ type recorder struct {
 	leaked bool
 }
 
-func newRecorder(t *testing.T, pages map[string]string) *recorder {
+func newRecorder(t testing.TB, pages map[string]string) *recorder {
 	t.Helper()
 	r := &recorder{bodies: map[string]string{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
