@@ -289,10 +289,10 @@ func (d *pwDriver) click(ctx context.Context, p playwright.Page, a contract.Acti
 }
 
 // awaitNavigation waits for a navigation the click started to commit and
-// load, within the action timeout; a navigation that never
-// commits (a cancelled or refused one) is not an error of the click. The
-// timeout does not run while Effects.Judge holds a request (an approval
-// may take minutes): it starts again when the last answer comes.
+// load, within the action timeout; a navigation that never commits (a
+// cancelled or refused one) is not an error of the click. The timeout does
+// not run while Effects.Judge holds a request (an approval may take
+// minutes): it starts again when the last answer comes.
 func (d *pwDriver) awaitNavigation(ctx context.Context, p playwright.Page, before int64) {
 	wait := remaining(ctx, d.cfg.ActionTimeout)
 	deadline := time.Now().Add(wait)

@@ -17,8 +17,8 @@ import (
 
 // filterProxy is the boundary's second wall: an HTTP proxy on loopback that
 // a bounded browser context (sandbox, or playwright with allowed origins)
-// sends every request through (Playwright
-// forces loopback through a context proxy too). Playwright's request
+// sends every request through (Playwright forces loopback through a
+// context proxy too). Playwright's request
 // routing sees only the first request of a redirect chain; the proxy sees
 // every hop, every WebSocket (tunnelled with CONNECT) and every request the
 // routing does not, and refuses any whose origin is not allowed.
@@ -32,8 +32,9 @@ type filterProxy struct {
 	// an effect, with the reason.
 	refused func(e contract.Effect, reason string)
 	// hold, when set, sees every request to an allowed origin before it
-	// is forwarded and may refuse it (a state-changing request request
-	// routing did not judge: a redirect hop, a beacon sent on unload).
+	// is forwarded and may refuse it: a state-changing request that
+	// request routing did not judge (a redirect hop, a beacon sent on
+	// unload).
 	hold func(r *http.Request) error
 
 	ln    net.Listener
