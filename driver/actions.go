@@ -152,10 +152,10 @@ func (d *pwDriver) navigate(ctx context.Context, p playwright.Page, a contract.A
 	if u.Host == "" {
 		return newErr(contract.CodeNavigationBlocked, "", "the URL has no host", nil)
 	}
-	if d.sandbox && !d.allowedURL(a.URL) {
-		d.recordBlocked(a.URL, "document", "origin not in the allowlist")
+	if d.bounded() && !d.allowedURL(a.URL) {
+		d.refuse(a.URL, effectFor(contract.EffectNavigation, "GET", a.URL, "document"), reasonOrigin)
 		o, _ := originOf(u)
-		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("origin %s is not in the sandbox allowlist", o), nil)
+		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("origin %s is not in the session's allowlist", o), nil)
 	}
 	t := remaining(ctx, d.cfg.NavigationTimeout)
 	if t <= 0 {
@@ -290,10 +290,16 @@ func (d *pwDriver) click(ctx context.Context, p playwright.Page, a contract.Acti
 
 // awaitNavigation waits for a navigation the click started to commit and
 // load, within the action timeout; a navigation that never commits (a
-// cancelled or refused one) is not an error of the click.
+// cancelled or refused one) is not an error of the click. The timeout does
+// not run while Effects.Judge holds a request (an approval may take
+// minutes): it starts again when the last answer comes.
 func (d *pwDriver) awaitNavigation(ctx context.Context, p playwright.Page, before int64) {
-	deadline := time.Now().Add(remaining(ctx, d.cfg.ActionTimeout))
+	wait := remaining(ctx, d.cfg.ActionTimeout)
+	deadline := time.Now().Add(wait)
 	for d.navSeq.Load() == before {
+		if d.judging.Load() > 0 {
+			deadline = time.Now().Add(wait)
+		}
 		if time.Now().After(deadline) || ctx.Err() != nil || p.IsClosed() {
 			return
 		}

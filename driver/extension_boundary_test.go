@@ -21,17 +21,17 @@ import (
 // on an event (a refusal reported, a request received).
 const guardWait = 30 * time.Second
 
-// recorder is an HTTP server on 127.0.0.1 that records every request it
+// extRecorder is an HTTP server on 127.0.0.1 that records every request it
 // receives: the ground truth of what left the browser.
-type recorder struct {
+type extRecorder struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	got []string // "METHOD /path"
 	hit chan string
 }
 
-func newRecorder(t *testing.T, h http.Handler) *recorder {
-	r := &recorder{hit: make(chan string, 64)}
+func newExtRecorder(t *testing.T, h http.Handler) *extRecorder {
+	r := &extRecorder{hit: make(chan string, 64)}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		_ = q.ParseForm()
 		line := q.Method + " " + q.URL.Path
@@ -53,42 +53,42 @@ func newRecorder(t *testing.T, h http.Handler) *recorder {
 	return r
 }
 
-func (r *recorder) received() []string {
+func (r *extRecorder) received() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.got)
 }
 
-// effects records what the driver's boundary reports, and answers Judge
+// extEffects records what the driver's boundary reports, and answers Judge
 // with judge.
-type effects struct {
+type extEffects struct {
 	mu      sync.Mutex
 	judged  []contract.Effect
 	refused chan contract.Effect
 	judge   func(contract.Effect) error
 }
 
-func newEffects(judge func(contract.Effect) error) *effects {
-	return &effects{refused: make(chan contract.Effect, 256), judge: judge}
+func newExtEffects(judge func(contract.Effect) error) *extEffects {
+	return &extEffects{refused: make(chan contract.Effect, 256), judge: judge}
 }
 
-func (e *effects) Judge(ctx context.Context, eff contract.Effect) error {
+func (e *extEffects) Judge(ctx context.Context, eff contract.Effect) error {
 	e.mu.Lock()
 	e.judged = append(e.judged, eff)
 	e.mu.Unlock()
 	return e.judge(eff)
 }
 
-func (e *effects) Refused(eff contract.Effect) { e.refused <- eff }
+func (e *extEffects) Refused(eff contract.Effect) { e.refused <- eff }
 
-func (e *effects) judgedSoFar() []contract.Effect {
+func (e *extEffects) judgedSoFar() []contract.Effect {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.judged)
 }
 
 // waitRefused waits for a refusal that matches want.
-func (e *effects) waitRefused(t *testing.T, what string, want func(contract.Effect) bool) contract.Effect {
+func (e *extEffects) waitRefused(t *testing.T, what string, want func(contract.Effect) bool) contract.Effect {
 	t.Helper()
 	timer := time.NewTimer(guardWait)
 	defer timer.Stop()
@@ -115,7 +115,7 @@ func TestExtensionBoundary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
 	}
-	foreign := newRecorder(t, nil)
+	foreign := newExtRecorder(t, nil)
 	F := foreign.srv.URL
 	pages := map[string]string{
 		"/link":   `<a id="out" href="` + F + `/link?q=1">out</a>`,
@@ -129,7 +129,7 @@ func TestExtensionBoundary(t *testing.T) {
 		"/meta":   `<meta http-equiv="refresh" content="0;url=` + F + `/meta"><p>meta</p>`,
 		"/swap":   `<button id="go">Go</button><button id="swap" onclick="document.getElementById('go').textContent = 'Delete account'">swap</button>`,
 	}
-	site := newRecorder(t, http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+	site := newExtRecorder(t, http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		if q.URL.Path == "/pay" {
 			fmt.Fprint(w, "<!doctype html><title>paid</title><p>paid</p>")
@@ -194,7 +194,7 @@ func TestExtensionBoundary(t *testing.T) {
 	}
 
 	t.Run("Link", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/link"))
 		do(t, d, click("#out"))
@@ -214,7 +214,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("Frame", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/frame"))
 		got := eff.waitRefused(t, "the frame", refusedAt(contract.EffectFrame, "/frame"))
@@ -223,7 +223,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("Beacon", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/beacon"))
 		do(t, d, click("#b"))
@@ -233,7 +233,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("WebSocket", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/ws"))
 		got := eff.waitRefused(t, "the WebSocket", refusedAt(contract.EffectRequest, "/ws"))
@@ -242,7 +242,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("MetaRefresh", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		_ = act(t, d, nav("/meta"))
 		eff.waitRefused(t, "the meta refresh", refusedAt(contract.EffectNavigation, "/meta"))
@@ -250,7 +250,7 @@ func TestExtensionBoundary(t *testing.T) {
 		eff.waitRefused(t, "the meta refresh, again", refusedAt(contract.EffectNavigation, "/meta"))
 	})
 	t.Run("ForeignFormPost", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/postx"))
 		do(t, d, click("#go"))
@@ -266,7 +266,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("Popup", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/popup"))
 		do(t, d, click("#p"))
@@ -285,7 +285,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("ScriptPostHeld", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/fetch"))
 		do(t, d, click("#f"))
@@ -298,7 +298,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("FormPostRefusedByJudge", func(t *testing.T) {
-		eff := newEffects(never(errors.New("payment needs approval")))
+		eff := newExtEffects(never(errors.New("payment needs approval")))
 		d := open(t, eff)
 		do(t, d, nav("/post"))
 		err := act(t, d, click("#go"))
@@ -314,7 +314,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("FormPostAllowedByJudge", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/post"))
 		do(t, d, click("#go"))
@@ -326,7 +326,7 @@ func TestExtensionBoundary(t *testing.T) {
 		}
 	})
 	t.Run("TargetChanged", func(t *testing.T) {
-		eff := newEffects(never(nil))
+		eff := newExtEffects(never(nil))
 		d := open(t, eff)
 		do(t, d, nav("/swap"))
 		dctx, dcancel := context.WithTimeout(context.Background(), guardWait)
@@ -345,7 +345,7 @@ func TestExtensionBoundary(t *testing.T) {
 		do(t, d, click("#go"))
 	})
 	t.Run("RulesRemovedAfterSession", func(t *testing.T) {
-		d := open(t, newEffects(never(nil)))
+		d := open(t, newExtEffects(never(nil)))
 		if n := sessionRules(t, b); n == 0 {
 			t.Fatal("no session rules while the driver is open")
 		}

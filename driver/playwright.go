@@ -31,9 +31,15 @@ type pwDriver struct {
 	bctx    playwright.BrowserContext
 	global  string
 	script  string
-	sandbox bool
-	allowed map[string]bool
-	proxy   *filterProxy // sandbox with a local browser: every request goes through it
+	allowed map[string]bool // the boundary runs when it is not empty (effects.go)
+	proxy   *filterProxy    // the boundary with a local browser: every request goes through it
+
+	// life ends when the session closes: the Judge calls of held requests
+	// run in it.
+	life    context.Context
+	endLife context.CancelFunc
+	judging atomic.Int64 // Judge calls in flight
+	markKey []byte       // signs the requests request routing judged (heldMark)
 
 	mu sync.Mutex // serializes Observe, Describe and Act
 
@@ -46,7 +52,7 @@ type pwDriver struct {
 
 	arts artifactLog
 
-	navSeq    atomic.Int64 // main-frame navigations of the active page
+	navSeq    atomic.Int64 // main-frame navigations committed, or refused by the boundary
 	lastStats atomic.Pointer[pageStats]
 }
 
@@ -55,7 +61,10 @@ type pwDriver struct {
 const callExpr = `([n, f, a]) => { const api = globalThis[n]; if (!api) return null; return api[f](...a); }`
 
 func openPlaywright(ctx context.Context, cfg Config) (Driver, error) {
-	d := &pwDriver{cfg: cfg, sandbox: cfg.Mode == contract.ModeSandbox, allowed: map[string]bool{}}
+	d := &pwDriver{cfg: cfg, allowed: map[string]bool{}}
+	d.life, d.endLife = context.WithCancel(context.Background())
+	d.markKey = make([]byte, 32)
+	_, _ = rand.Read(d.markKey)
 	for _, o := range cfg.AllowedOrigins {
 		d.allowed[o] = true
 	}
@@ -80,6 +89,7 @@ func openPlaywright(ctx context.Context, cfg Config) (Driver, error) {
 		if d.own {
 			_ = d.browser.Close(context.Background())
 		}
+		d.endLife()
 		return nil, err
 	}
 	return d, nil
@@ -92,15 +102,18 @@ func (d *pwDriver) start(ctx context.Context) error {
 		DeviceScaleFactor: &d.cfg.Viewport.DeviceScaleFactor,
 		AcceptDownloads:   &no,
 	}
-	if d.sandbox {
-		// Service workers could fetch behind the request filter's back.
+	if d.bounded() {
+		// Service workers could fetch behind the request routing's back,
+		// and their requests would be neither filtered nor judged.
 		opts.ServiceWorkers = playwright.ServiceWorkerPolicyBlock
 		if !d.browser.remote {
 			px, err := startFilterProxy(d.browser.listen, func(u *url.URL) bool { return d.allowedURL(u.String()) },
 				func(hp string) bool { return hostPortAllowed(d.allowed, hp) }, d.recordBlocked)
 			if err != nil {
-				return fmt.Errorf("driver: sandbox proxy: %w", err)
+				return fmt.Errorf("driver: boundary proxy: %w", err)
 			}
+			px.refused = d.reportRefused
+			px.hold = d.holdProxied
 			d.proxy = px
 			opts.Proxy = &playwright.Proxy{Server: px.URL()}
 		}
@@ -122,12 +135,12 @@ func (d *pwDriver) start(ctx context.Context) error {
 	if err := bctx.AddInitScript(playwright.Script{Content: &d.script}); err != nil {
 		return fmt.Errorf("driver: install observer: %w", err)
 	}
-	if d.sandbox {
+	if d.bounded() {
 		if err := bctx.Route("**/*", d.route); err != nil {
-			return fmt.Errorf("driver: sandbox request filter: %w", err)
+			return fmt.Errorf("driver: boundary request routing: %w", err)
 		}
 		if err := bctx.RouteWebSocket("**/*", d.routeWebSocket); err != nil {
-			return fmt.Errorf("driver: sandbox websocket filter: %w", err)
+			return fmt.Errorf("driver: boundary websocket routing: %w", err)
 		}
 	}
 	bctx.OnPage(d.adopt)
@@ -178,10 +191,7 @@ func (d *pwDriver) adopt(p playwright.Page) {
 			d.navSeq.Add(1)
 		}
 	})
-	p.OnDownload(func(dl playwright.Download) {
-		d.recordBlocked(dl.URL(), "download", "downloads are refused")
-		go func() { _ = dl.Cancel() }()
-	})
+	p.OnDownload(d.refuseDownload)
 }
 
 func (d *pwDriver) active() (playwright.Page, error) {
@@ -209,6 +219,7 @@ func (d *pwDriver) Close(ctx context.Context) error {
 	}
 	d.closed = true
 	d.stateMu.Unlock()
+	d.endLife()
 	_, err := runCtx(ctx, func() (struct{}, error) { return struct{}{}, d.bctx.Close() })
 	if err != nil && errors.Is(err, playwright.ErrTargetClosed) {
 		err = nil
@@ -227,7 +238,9 @@ func (d *pwDriver) Close(ctx context.Context) error {
 	return nil
 }
 
-// BlockedRequests returns what the sandbox refused, oldest first.
+// BlockedRequests returns what the boundary refused (requests to origins
+// outside the allowlist, downloads, held requests Effects.Judge refused),
+// oldest first.
 func (d *pwDriver) BlockedRequests() []BlockedRequest {
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
@@ -253,7 +266,7 @@ func (d *pwDriver) recordBlocked(raw, resourceType, reason string) {
 	d.blocked = append(d.blocked, BlockedRequest{URL: raw, Origin: origin, ResourceType: resourceType, Reason: reason, Time: time.Now().UTC()})
 }
 
-// allowedURL reports whether the sandbox lets the browser fetch raw:
+// allowedURL reports whether the boundary lets the browser fetch raw:
 // http(s) and ws(s) URLs of an allowed origin, and the schemes that never
 // reach the network (data, blob, about).
 func (d *pwDriver) allowedURL(raw string) bool {
@@ -267,25 +280,6 @@ func (d *pwDriver) allowedURL(raw string) bool {
 	}
 	o, ok := originOf(u)
 	return ok && d.allowed[o]
-}
-
-func (d *pwDriver) route(r playwright.Route) {
-	req := r.Request()
-	if d.allowedURL(req.URL()) {
-		_ = r.Continue()
-		return
-	}
-	d.recordBlocked(req.URL(), req.ResourceType(), "origin not in the allowlist")
-	_ = r.Abort("blockedbyclient")
-}
-
-func (d *pwDriver) routeWebSocket(ws playwright.WebSocketRoute) {
-	if d.allowedURL(ws.URL()) {
-		_, _ = ws.ConnectToServer()
-		return
-	}
-	d.recordBlocked(ws.URL(), "websocket", "origin not in the allowlist")
-	ws.Close()
 }
 
 // TakeArtifacts returns and forgets the artifacts extracted so far.

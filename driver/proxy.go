@@ -11,11 +11,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aegis-run/aegis/contract"
 )
 
-// filterProxy is the sandbox's second wall: an HTTP proxy on loopback that
-// the sandbox's browser context sends every request through (Playwright
-// forces loopback through a context proxy too). Playwright's request
+// filterProxy is the boundary's second wall: an HTTP proxy on loopback that
+// a bounded browser context (sandbox, or playwright with allowed origins)
+// sends every request through (Playwright forces loopback through a
+// context proxy too). Playwright's request
 // routing sees only the first request of a redirect chain; the proxy sees
 // every hop, every WebSocket (tunnelled with CONNECT) and every request the
 // routing does not, and refuses any whose origin is not allowed.
@@ -25,6 +28,14 @@ type filterProxy struct {
 	// host and port but no scheme.
 	allowedHostPort func(hostport string) bool
 	record          func(raw, resourceType, reason string)
+	// refused, when set, is told of every request the proxy refused, as
+	// an effect, with the reason.
+	refused func(e contract.Effect, reason string)
+	// hold, when set, sees every request to an allowed origin before it
+	// is forwarded and may refuse it: a state-changing request that
+	// request routing did not judge (a redirect hop, a beacon sent on
+	// unload).
+	hold func(r *http.Request) error
 
 	ln    net.Listener
 	srv   *http.Server
@@ -74,9 +85,15 @@ func (p *filterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !r.URL.IsAbs() || !p.allowed(r.URL) {
-		p.record(r.URL.String(), "proxy", "origin not in the allowlist (seen by the sandbox proxy)")
+		p.refuse(r.URL.String(), "proxy", effectFor(proxyKind(r.Header), r.Method, r.URL.String(), ""))
 		http.Error(w, "blocked by the aegis sandbox", http.StatusForbidden)
 		return
+	}
+	if p.hold != nil {
+		if err := p.hold(r); err != nil {
+			http.Error(w, "refused by the aegis policy", http.StatusForbidden)
+			return
+		}
 	}
 	p.rp.ServeHTTP(w, r)
 }
@@ -84,7 +101,7 @@ func (p *filterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *filterProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	hostport := r.Host
 	if !p.allowedHostPort(hostport) {
-		p.record("//"+hostport, "tunnel", "origin not in the allowlist (seen by the sandbox proxy)")
+		p.refuse("//"+hostport, "tunnel", tunnelEffect(hostport))
 		http.Error(w, "blocked by the aegis sandbox", http.StatusForbidden)
 		return
 	}
@@ -129,6 +146,30 @@ func (p *filterProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		upstream.Close()
 		<-done
 	}()
+}
+
+// reasonProxy is why the proxy refuses a request.
+const reasonProxy = reasonOrigin + " (seen by the boundary proxy)"
+
+// refuse keeps a refused request in the blocked log and reports it.
+func (p *filterProxy) refuse(raw, resourceType string, e contract.Effect) {
+	p.record(raw, resourceType, reasonProxy)
+	if p.refused != nil {
+		p.refused(e, reasonProxy)
+	}
+}
+
+// tunnelEffect is the effect of a refused CONNECT tunnel, which names a
+// host and port only: the browser tunnels TLS and WebSockets, so the
+// origin is taken as https unless the port is 80.
+func tunnelEffect(hostport string) contract.Effect {
+	scheme := "https"
+	if _, port, err := net.SplitHostPort(hostport); err == nil && port == "80" {
+		scheme = "http"
+	}
+	e := effectFor(contract.EffectRequest, http.MethodConnect, scheme+"://"+hostport+"/", "")
+	e.Path = ""
+	return e
 }
 
 func (p *filterProxy) track(c net.Conn, add bool) {

@@ -66,9 +66,17 @@ func eventually(t *testing.T, what string, f func() bool) {
 	}
 }
 
-func TestSandboxBlocksOutsideOrigins(t *testing.T) {
+// TestBoundaryBlocksOutsideOrigins: with allowed origins, both Playwright
+// modes refuse every other origin at the browser.
+func TestBoundaryBlocksOutsideOrigins(t *testing.T) {
+	for _, mode := range boundaryModes {
+		t.Run(string(mode), func(t *testing.T) { testBlocksOutsideOrigins(t, mode) })
+	}
+}
+
+func testBlocksOutsideOrigins(t *testing.T, mode contract.DriverMode) {
 	site := startSite(t)
-	d := open(t, contract.ModeSandbox, site.URL())
+	d := open(t, mode, site.URL())
 	closeDriver(t, d)
 
 	// A navigation outside the allowlist is refused before the browser sees it.
@@ -86,11 +94,13 @@ func TestSandboxBlocksOutsideOrigins(t *testing.T) {
 	}
 	eventually(t, "the tracking pixel is recorded as blocked", func() bool { return blockedLike(d, demosite.ExternalOrigin+"/pixel.gif", "image") })
 
-	// A link the page offers, and a redirect from an allowed origin: the
-	// redirect's second hop is invisible to request routing, the proxy sees it.
-	for _, tc := range []struct{ sel, blocked string }{
-		{"#partner", demosite.ExternalOrigin + "/"},
-		{"#partner-redirect", demosite.ExternalOrigin + "/landing"},
+	// A link the page offers is cancelled by request routing: the page
+	// stays where it was. A redirect from an allowed origin: the
+	// redirect's second hop is invisible to request routing, the proxy
+	// sees it and answers it with its refusal.
+	for _, tc := range []struct{ sel, blocked, wantText string }{
+		{"#partner", demosite.ExternalOrigin + "/", "We work with partners outside this site."},
+		{"#partner-redirect", demosite.ExternalOrigin + "/landing", "blocked"},
 	} {
 		if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site.URL() + "/external"}); err != nil {
 			t.Fatal(err)
@@ -102,8 +112,8 @@ func TestSandboxBlocksOutsideOrigins(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		obs, err := d.Observe(ctx, driver.ObserveOptions{})
 		cancel()
-		if err == nil && !strings.Contains(obs.DOMText, "blocked") {
-			t.Errorf("after clicking %s the page shows: %s", tc.sel, obs.DOMText)
+		if err == nil && !strings.Contains(obs.DOMText, tc.wantText) {
+			t.Errorf("after clicking %s the page shows: %s; want it to contain %q", tc.sel, obs.DOMText, tc.wantText)
 		}
 	}
 
@@ -153,9 +163,11 @@ func TestSandboxIsEphemeral(t *testing.T) {
 	}
 }
 
-func TestPlaywrightModeLeavesAllowlistToGate(t *testing.T) {
+// TestPlaywrightModeWithoutOriginsLeavesAllowlistToGate: playwright mode
+// with no allowed origins runs no boundary.
+func TestPlaywrightModeWithoutOriginsLeavesAllowlistToGate(t *testing.T) {
 	site := startSite(t)
-	d := open(t, contract.ModePlaywright, site.URL())
+	d := open(t, contract.ModePlaywright, site.URL(), func(c *driver.Config) { c.AllowedOrigins = nil })
 	closeDriver(t, d)
 	// Not refused by the driver: the browser tries and fails (no DNS here).
 	_, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: demosite.ExternalOrigin + "/"})
