@@ -126,6 +126,14 @@ type Config struct {
 	// state-changing requests to allowed origins go through unjudged and
 	// refusals are only in BlockedRequests.
 	Effects Effects
+	// AllowWebRTC leaves WebRTC to the page. By default (false) WebRTC is
+	// off in every mode of the Playwright driver: every frame gets
+	// RTCPeerConnection, webkitRTCPeerConnection and RTCDataChannel
+	// replaced, before its scripts run, by stand-ins that refuse (each
+	// attempt is reported to Effects.Refused as a peer effect), and every
+	// browser it launches keeps WebRTC off non-proxied UDP whatever this
+	// says (see DefaultArgs).
+	AllowWebRTC bool
 	// SensitiveSelectors are the policy's sensitive selectors (CSS). Values
 	// of matching fields are masked in every observation and extraction, in
 	// the page, like password fields are, and Describe reports the first one
