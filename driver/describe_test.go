@@ -22,6 +22,8 @@ const factsBody = `<!doctype html><html><head><meta charset="utf-8"><title>Facts
 #css-escape::before { content: "P\0430y "; }
 #css-alt::before { content: "\2192" / "Delete account"; }
 #css-gone::before { content: "Hidden"; display: none; }
+#css-split::before { content: "Pa"; }
+#css-block::before { content: "Pay"; display: block; }
 </style></head><body>
 <input id="upper" type="PassWord">
 <input id="bogus" type="bogus" name="q">
@@ -35,6 +37,8 @@ const factsBody = `<!doctype html><html><head><meta charset="utf-8"><title>Facts
 <button id="css-escape">now</button>
 <button id="css-alt"></button>
 <button id="css-gone">Keep</button>
+<button id="css-split">y now</button>
+<button id="css-block">now</button>
 <script>document.getElementById('switched').type = 'password';</script>
 </body></html>`
 
@@ -96,6 +100,8 @@ var generatedNames = []struct{ sel, name string }{
 	{"#css-escape", "P\u0430y now"},
 	{"#css-alt", "Delete account"},
 	{"#css-gone", "Keep"},
+	{"#css-split", "Pay now"},
+	{"#css-block", "Pay now"},
 }
 
 func factsSite(t *testing.T) string {

@@ -149,17 +149,22 @@
   }
 
   // generated returns the text of el's ::before or ::after pseudo-element
-  // (which), '' when it has none or it is not rendered.
+  // (which), with a space on its outer side unless it is inline: an inline
+  // one runs into the text next to it, as it renders; '' when it has none
+  // or it is not rendered.
   function generated(el, which) {
     let st = null;
     try { st = winOf(el).getComputedStyle(el, which); } catch (e) { return ''; }
     if (!st) return '';
-    let c = '';
+    let c = '', inline = true;
     try {
       c = String(st.content || '');
       if (!c || c === 'none' || c === 'normal' || st.display === 'none') return '';
+      inline = String(st.display || 'inline').startsWith('inline');
     } catch (e) { return ''; }
-    return contentText(el, c);
+    const t = contentText(el, c);
+    if (!t || inline) return t;
+    return ' ' + t + ' ';
   }
 
   // Replaced and void elements render no ::before or ::after.
@@ -173,10 +178,15 @@
     let out = '';
     const stack = [el];
     let guard = 0;
+    // glue: the last thing added was an inline ::before or text that an
+    // inline ::after may run into, so the next piece joins it without a
+    // space (a caption split between CSS and text reads as one word).
+    let glue = false;
     while (stack.length && out.length < max && guard++ < 5000) {
       const n = stack.pop();
-      if (typeof n === 'string') { out += n; continue; }
-      if (n.nodeType === 3) { out += ' ' + n.data; continue; }
+      if (typeof n === 'string') { out += n; glue = false; continue; }
+      if (n.nodeType === 3) { out += (glue ? '' : ' ') + n.data; glue = true; continue; }
+      glue = false;
       if (!isElement(n)) continue;
       const t = lname(n);
       if (t === 'script' || t === 'style' || t === 'template' || t === 'noscript') continue;
@@ -191,13 +201,13 @@
       const pseudo = !NO_PSEUDO.has(t);
       if (pseudo) {
         const after = generated(n, '::after');
-        if (after) stack.push(' ' + after);
+        if (after) stack.push(after);
       }
       const kids = n.childNodes;
       for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i]);
       if (pseudo) {
         const before = generated(n, '::before');
-        if (before) out += ' ' + before;
+        if (before) { out += ' ' + before; glue = true; }
       }
     }
     return cut(norm(out), max);
