@@ -31,7 +31,9 @@ const swapPage = `<!doctype html><html><head><meta charset="utf-8"><title>Swap</
 <label for="pick">Size</label><select id="pick"><option value="s">S</option><option value="l">L</option></select>
 <a id="away" href="%s/swap">elsewhere</a>
 <button id="mark" type="button">mark</button>
+<style>#arrow:hover::after { content: " \2192"; }</style><button id="arrow" type="button">Learn more</button>
 <script>
+document.getElementById('arrow').addEventListener('click', () => { fetch('/arrow', { method: 'POST' }); });
 document.getElementById('mark').addEventListener('click', () => { fetch('/mark', { method: 'POST' }); });
 const go = document.getElementById('go');
 function swap() { go.textContent = 'Pay now'; }
@@ -168,6 +170,21 @@ func TestTargetChangedBetweenDescribeAndAct(t *testing.T) {
 				if got := a.received(); got[0] != "POST /pay amount=10" {
 					t.Fatalf("the server got %q", got)
 				}
+				a.mu.Lock()
+				a.got = nil
+				a.mu.Unlock()
+			})
+
+			t.Run("caption restyled on hover", func(t *testing.T) {
+				// Not a change: :hover content comes with the pointer.
+				nav(a.srv.URL + "/swap")
+				if el := describe(t, d, "#arrow"); el.Label != "Learn more" {
+					t.Fatalf("Describe(#arrow) = %+v", el)
+				}
+				if _, err := act(t, d, contract.Action{Type: contract.ActClick, Selector: "#arrow"}); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "the click on a button restyled on hover", func() bool { return slices.Contains(a.received(), "POST /arrow") })
 				a.mu.Lock()
 				a.got = nil
 				a.mu.Unlock()

@@ -103,11 +103,13 @@
 
   // arm installs the one-shot guard for a click on el. With exp (see
   // check), the first trusted event that reaches el re-checks it: if the
-  // element or the page changed since prepareClick, that event and every
-  // later one of the click are stopped, and finishClick says so.
+  // page moved or the element's facts (without CSS generated content,
+  // which :hover may change as the pointer arrives) changed since
+  // prepareClick, that event and every later one of the click are
+  // stopped, and finishClick says so.
   function arm(el, exp) {
     disarm();
-    const state = { el, exp, checked: false, changed: '', listeners: [], intercepted: '', seen: false, navigating: false, download: false, submit: null };
+    const state = { el, exp, plain: exp ? plainFacts(el, exp) : null, checked: false, changed: '', listeners: [], intercepted: '', seen: false, navigating: false, download: false, submit: null };
     const target = winOf(el);
     const wins = [];
     let w = target, guard = 0;
@@ -129,7 +131,11 @@
           }
           if (ok && state.exp && !state.checked) {
             state.checked = true;
-            try { checkTarget(el, state.exp); } catch (e) { state.changed = String(e && e.message || e); }
+            try {
+              pageMoved(state.exp);
+              const changed = sameFacts(plainFacts(el, state.exp), state.plain);
+              if (changed.length) state.changed = 'the element changed as the click reached it (' + changed.join(', ') + ')';
+            } catch (e) { state.changed = String(e && e.message || e); }
           }
           if (ok && !state.changed) { state.seen = true; return; }
           if (ok) {

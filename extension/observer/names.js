@@ -148,11 +148,16 @@
     return alt === null ? main : alt;
   }
 
+  // withPseudo is false while the click guard compares an element with
+  // itself across the pointer's arrival, which :hover may restyle.
+  let withPseudo = true;
+
   // generated returns the text of el's ::before or ::after pseudo-element
   // (which), with a space on its outer side unless it is inline: an inline
   // one runs into the text next to it, as it renders; '' when it has none
   // or it is not rendered.
   function generated(el, which) {
+    if (!withPseudo) return '';
     let st = null;
     try { st = winOf(el).getComputedStyle(el, which); } catch (e) { return ''; }
     if (!st) return '';

@@ -461,9 +461,25 @@
 
   // changedFacts lists the facts of el that differ from exp's element.
   function changedFacts(el, exp) {
-    const now = describeEl(el, makeSensitive(exp.sensitive), exp.sensitive);
+    return sameFacts(describeEl(el, makeSensitive(exp.sensitive), exp.sensitive), exp.element);
+  }
+
+  // plainFacts are el's facts without CSS generated content, which the
+  // pointer's arrival may change through :hover: what the click guard
+  // compares between prepareClick and the first event of the click.
+  function plainFacts(el, exp) {
+    withPseudo = false;
+    try {
+      return describeEl(el, makeSensitive(exp.sensitive), exp.sensitive);
+    } finally {
+      withPseudo = true;
+    }
+  }
+
+  // sameFacts lists the facts in which a and b differ.
+  function sameFacts(a, b) {
     const changed = [];
-    for (const [k, max] of FACTS) if (factOf(now[k], max) !== factOf(exp.element[k], max)) changed.push(k);
+    for (const [k, max] of FACTS) if (factOf(a[k], max) !== factOf(b[k], max)) changed.push(k);
     return changed;
   }
 
