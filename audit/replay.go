@@ -620,12 +620,19 @@ func (rp *replayer) mappedURLs() []string {
 // live affordances of the selector are compared.
 func (rp *replayer) compareTarget(s *Step, live *contract.Element) (Difference, bool) {
 	if rt := recordedTarget(s); rt != nil {
-		if *rt == *live {
+		// The live element's origin is the replay's: compare it mapped back,
+		// and not at all with a recording that predates element origins.
+		cmp := *live
+		cmp.Origin = rp.back.URL(cmp.Origin)
+		if rt.Origin == "" {
+			cmp.Origin = ""
+		}
+		if *rt == cmp {
 			return Difference{}, true
 		}
 		return Difference{
-			Field: FieldTarget, Observation: -1, Want: describeElement(rt), Got: describeElement(live),
-			TextDiff: TextDiff(elementLines(rt), elementLines(live)),
+			Field: FieldTarget, Observation: -1, Want: describeElement(rt), Got: describeElement(&cmp),
+			TextDiff: TextDiff(elementLines(rt), elementLines(&cmp)),
 		}, false
 	}
 	final := s.Final()
@@ -666,6 +673,7 @@ func elementLines(e *contract.Element) string {
 	return strings.Join([]string{
 		"tag: " + e.Tag, "type: " + e.Type, "name: " + e.Name, "id: " + e.ID,
 		"autocomplete: " + e.Autocomplete, "role: " + e.Role, "label: " + e.Label, "text: " + e.Text,
+		"origin: " + e.Origin,
 	}, "\n")
 }
 

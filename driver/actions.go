@@ -253,9 +253,7 @@ func (d *pwDriver) click(ctx context.Context, p playwright.Page, a contract.Acti
 		return err
 	}
 	sel := a.Selector
-	r, err := d.untilReady(ctx, d.actionWait(a), sel, func() (pageResult, error) {
-		return d.callResult(ctx, p, sel, "prepareClick", sel)
-	})
+	r, err := d.prepareTarget(ctx, p, sel, d.actionWait(a), "prepareClick")
 	if err != nil {
 		return err
 	}
@@ -320,16 +318,19 @@ func (d *pwDriver) typeText(ctx context.Context, p playwright.Page, a contract.A
 		return err
 	}
 	sel := a.Selector
-	r, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
-		return d.callResult(ctx, p, sel, "prepareType", sel)
-	})
+	r, err := d.prepareTarget(ctx, p, sel, d.cfg.ActionTimeout, "prepareType")
 	if err != nil {
 		return err
+	}
+	if r.Mode != "value" {
+		if err := d.focusStill(ctx, p, sel, r); err != nil {
+			return err
+		}
 	}
 	t0 := time.Now()
 	switch {
 	case r.Mode == "value":
-		_, err = d.callResult(ctx, p, sel, "setValue", sel, a.Text)
+		_, err = d.callResult(ctx, p, sel, "setValue", sel, a.Text, r.expect)
 	case a.Text == "":
 		_, err = runCtx(ctx, func() (struct{}, error) { return struct{}{}, p.Keyboard().Press("Delete") })
 	default:
@@ -348,10 +349,14 @@ func (d *pwDriver) selectOption(ctx context.Context, p playwright.Page, a contra
 		return err
 	}
 	sel := a.Selector
+	exp, err := d.expectation(p, sel)
+	if err != nil {
+		return err
+	}
 	var took time.Duration
-	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
+	_, err = d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
 		t0 := time.Now()
-		r, err := d.callResult(ctx, p, sel, "select", sel, a.Value)
+		r, err := d.callResult(ctx, p, sel, "select", sel, a.Value, exp)
 		took = time.Since(t0)
 		return r, err
 	})

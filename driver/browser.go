@@ -72,8 +72,11 @@ var ErrNoNetworkIsolation = errors.New("driver: no network isolation for the bro
 
 // DefaultArgs are the flags every launched browser gets: quiet on a closed
 // network (no background requests, no component updates, no sync), no GPU,
-// and WebRTC restricted to proxied UDP so that it cannot reach around the
-// sandbox's request filter.
+// WebRTC restricted to proxied UDP (both the policy and its forced form:
+// with no UDP-capable proxy no WebRTC packet leaves by UDP) and no QUIC
+// (so neither HTTP/3 nor WebTransport speaks UDP), so that nothing reaches
+// around the request filter over UDP. The sessions' init script turns
+// WebRTC off in the page as well (Config.AllowWebRTC).
 var DefaultArgs = []string{
 	"--disable-gpu",
 	"--disable-background-networking",
@@ -82,6 +85,8 @@ var DefaultArgs = []string{
 	"--disable-default-apps",
 	"--no-first-run",
 	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	"--webrtc-ip-handling-policy=disable_non_proxied_udp",
+	"--disable-quic",
 	"--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter",
 }
 

@@ -15,7 +15,16 @@ import (
 
 // factsBody is a page whose elements' facts differ from what their
 // attributes, or a selector's words, would suggest.
-const factsBody = `<!doctype html><html><head><meta charset="utf-8"><title>Facts</title></head><body>
+const factsBody = `<!doctype html><html><head><meta charset="utf-8"><title>Facts</title>
+<style>
+#css-pay::before { content: "Pay now"; }
+#css-attr::after { content: " " attr(data-what); }
+#css-escape::before { content: "P\0430y "; }
+#css-alt::before { content: "\2192" / "Delete account"; }
+#css-gone::before { content: "Hidden"; display: none; }
+#css-split::before { content: "Pa"; }
+#css-block::before { content: "Pay"; display: block; }
+</style></head><body>
 <input id="upper" type="PassWord">
 <input id="bogus" type="bogus" name="q">
 <input id="bare">
@@ -23,6 +32,13 @@ const factsBody = `<!doctype html><html><head><meta charset="utf-8"><title>Facts
 <input id="vault" class="vault" type="text">
 <input id="search" type="search" name="q">
 <button id="go">Go</button>
+<button id="css-pay"></button>
+<button id="css-attr" data-what="now">Pay</button>
+<button id="css-escape">now</button>
+<button id="css-alt"></button>
+<button id="css-gone">Keep</button>
+<button id="css-split">y now</button>
+<button id="css-block">now</button>
 <script>document.getElementById('switched').type = 'password';</script>
 </body></html>`
 
@@ -65,6 +81,27 @@ func describeFacts(t *testing.T, d driver.Driver, page string) {
 			t.Errorf("Describe(%q): %v", tt.sel, err)
 		}
 	}
+	// Names include CSS generated content, as the accessible name does.
+	for _, tt := range generatedNames {
+		got, err := d.Describe(ctx, tt.sel)
+		if err != nil {
+			t.Fatalf("Describe(%q): %v", tt.sel, err)
+		}
+		if got.Label != tt.name || got.Text != tt.name {
+			t.Errorf("Describe(%q) = label %q, text %q; want %q", tt.sel, got.Label, got.Text, tt.name)
+		}
+	}
+}
+
+// generatedNames are the names of factsBody's buttons captioned by CSS.
+var generatedNames = []struct{ sel, name string }{
+	{"#css-pay", "Pay now"},
+	{"#css-attr", "Pay now"},
+	{"#css-escape", "P\u0430y now"},
+	{"#css-alt", "Delete account"},
+	{"#css-gone", "Keep"},
+	{"#css-split", "Pay now"},
+	{"#css-block", "Pay now"},
 }
 
 func factsSite(t *testing.T) string {
@@ -87,6 +124,29 @@ func TestDescribeReportsElementFacts(t *testing.T) {
 			closeDriver(t, d)
 			describeFacts(t, d, site+"/facts")
 		})
+	}
+}
+
+// TestGeneratedContentInAffordances: an affordance's name includes CSS
+// generated content too.
+func TestGeneratedContentInAffordances(t *testing.T) {
+	site := factsSite(t)
+	d := open(t, contract.ModePlaywright, site)
+	closeDriver(t, d)
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site + "/facts"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	obs, err := d.Observe(ctx, driver.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range generatedNames {
+		a, ok := findAff(obs, tt.sel)
+		if !ok || a.Text != tt.name {
+			t.Errorf("affordance %s = %+v (found %v), want text %q", tt.sel, a, ok, tt.name)
+		}
 	}
 }
 

@@ -38,12 +38,18 @@ type Driver interface {
 	// since the previous Observe.
 	Observe(ctx context.Context, opts ObserveOptions) (contract.Observation, error)
 	// Describe resolves selector to the one element it addresses on the
-	// active page, so that the gate judges the real target of an action.
+	// active page, so that the gate judges the real target of an action,
+	// and reports the origin of the document it is in. A driver that
+	// re-checks targets remembers what it reported (see Act).
 	Describe(ctx context.Context, selector string) (contract.Element, error)
 	// Act carries out one action and returns its ToolResult. The result is
 	// always filled in and schema-valid when the action is; when the action
 	// failed, OK is false, the result's Error holds the code and the
-	// returned error is an *Error with the same code.
+	// returned error is an *Error with the same code. A click, type or
+	// select on a selector that Describe reported is re-checked when it is
+	// carried out: if the element's facts or the page's origin changed,
+	// nothing is done and the error is ErrTargetChanged (the Playwright
+	// driver; see README.md).
 	Act(ctx context.Context, action contract.Action) (contract.ToolResult, error)
 	// TakeArtifacts returns the artifacts extracted since the previous
 	// call, with their content (screenshot bytes), and forgets them.
@@ -126,6 +132,14 @@ type Config struct {
 	// state-changing requests to allowed origins go through unjudged and
 	// refusals are only in BlockedRequests.
 	Effects Effects
+	// AllowWebRTC leaves WebRTC to the page. By default (false) WebRTC is
+	// off in every mode of the Playwright driver: every frame gets
+	// RTCPeerConnection, webkitRTCPeerConnection and RTCDataChannel
+	// replaced, before its scripts run, by stand-ins that refuse (each
+	// attempt is reported to Effects.Refused as a peer effect), and every
+	// browser it launches keeps WebRTC off non-proxied UDP whatever this
+	// says (see DefaultArgs).
+	AllowWebRTC bool
 	// SensitiveSelectors are the policy's sensitive selectors (CSS). Values
 	// of matching fields are masked in every observation and extraction, in
 	// the page, like password fields are, and Describe reports the first one

@@ -42,6 +42,7 @@ var (
 	ErrPageClosed        = &Error{Code: contract.CodePageClosed, Msg: "page closed"}
 	ErrUnsupported       = &Error{Code: contract.CodeUnsupported, Msg: "unsupported"}
 	ErrInternal          = &Error{Code: contract.CodeInternal, Msg: "internal driver error"}
+	ErrTargetChanged     = &Error{Code: contract.CodeTargetChanged, Msg: "the page's origin or the element changed since it was described"}
 )
 
 // MaxErrorMessage bounds the message an Error puts into a ToolResult, in

@@ -54,6 +54,9 @@ type pageStats struct {
 	WalkMs             float64 `json:"walkMs"`
 	BoxMs              float64 `json:"boxMs"`
 	SelectorMs         float64 `json:"selectorMs"`
+	// PeerRefused counts the WebRTC attempts the Playwright driver's guard
+	// refused in the page since the previous observation.
+	PeerRefused int `json:"peerRefused"`
 }
 
 type wireAffordance struct {
@@ -298,7 +301,10 @@ type pageResult struct {
 	After  float64 `json:"after"`
 	Max    float64 `json:"max"`
 	// describe
-	Element *contract.Element `json:"element"`
+	Element    *contract.Element `json:"element"`
+	PageOrigin string            `json:"pageOrigin"`
+	// check: the facts that changed since describe
+	Changed []string `json:"changed"`
 	// split
 	Segments []string `json:"segments"`
 }
@@ -330,7 +336,7 @@ func pageError(code, sel, msg string, count int) error {
 	c := contract.ErrorCode(code)
 	switch c {
 	case contract.CodeElementNotFound, contract.CodeAmbiguousSelector, contract.CodeNotInteractable,
-		contract.CodeUnsupported, contract.CodeInternal:
+		contract.CodeUnsupported, contract.CodeInternal, contract.CodeTargetChanged:
 	default:
 		c = contract.CodeInternal
 	}

@@ -52,6 +52,8 @@ type pwDriver struct {
 
 	arts artifactLog
 
+	targets targetMemory // what Describe reported, per selector (guarded by mu)
+
 	navSeq    atomic.Int64 // main-frame navigations committed, or refused by the boundary
 	lastStats atomic.Pointer[pageStats]
 }
@@ -134,6 +136,9 @@ func (d *pwDriver) start(ctx context.Context) error {
 	d.bctx = bctx
 	if err := bctx.AddInitScript(playwright.Script{Content: &d.script}); err != nil {
 		return fmt.Errorf("driver: install observer: %w", err)
+	}
+	if err := d.guardPeers(bctx); err != nil {
+		return err
 	}
 	if d.bounded() {
 		if err := bctx.Route("**/*", d.route); err != nil {
@@ -428,6 +433,7 @@ func (d *pwDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obse
 		return contract.Observation{}, err
 	}
 	d.lastStats.Store(&po.Stats)
+	d.reportPeers(po.Stats.PeerRefused)
 	obs := observation(d.cfg, po, p.URL(), nil, captured)
 	obs.ExtractedArtifacts = d.arts.records()
 	return obs, nil
@@ -475,7 +481,11 @@ func (d *pwDriver) Describe(ctx context.Context, selector string) (contract.Elem
 	if r.Element == nil {
 		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
 	}
-	return describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
+	el, err := describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
+	if err == nil {
+		d.rememberTarget(p, selector, el, r.PageOrigin)
+	}
+	return el, err
 }
 
 // describedElement makes every page-controlled field of e valid UTF-8
@@ -498,5 +508,6 @@ func describedElement(selector string, e contract.Element, sensitive []string) (
 		Label:             b(e.Label, contract.MaxElementLabel),
 		Text:              b(e.Text, contract.MaxElementText),
 		SensitiveSelector: e.SensitiveSelector,
+		Origin:            b(e.Origin, contract.MaxElementOrigin),
 	}, nil
 }

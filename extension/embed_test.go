@@ -205,7 +205,8 @@ func TestObserverPartsWrapped(t *testing.T) {
 		t.Errorf("the observer added the globals %v, want %v", got.Globals, want)
 	}
 	wantAPI := []string{"version", "observe", "observePacked", "describe", "prepareClick", "finishClick", "prepareType",
-		"setValue", "select", "scroll", "extract", "rect", "split", "hasClickListener", "deepHit", "deepActive"}
+		"setValue", "select", "scroll", "extract", "rect", "split", "hasClickListener", "deepHit", "deepActive",
+		"check", "checkFocus", "notePeer"}
 	if !slices.Equal(got.API, wantAPI) {
 		t.Errorf("the API is %v, want %v", got.API, wantAPI)
 	}

@@ -765,6 +765,7 @@ func testDescribe(t *testing.T, e *env) {
 		if err != nil {
 			t.Fatalf("Describe(%q): %v", tt.sel, err)
 		}
+		tt.want.Origin = e.site // the document's origin, from the browser
 		if got != tt.want {
 			t.Errorf("Describe(%q) = %+v, want %+v", tt.sel, got, tt.want)
 		}

@@ -101,9 +101,15 @@
     return a;
   }
 
-  function arm(el) {
+  // arm installs the one-shot guard for a click on el. With exp (see
+  // check), the first trusted event that reaches el re-checks it: if the
+  // page moved or the element's facts (without CSS generated content,
+  // which :hover may change as the pointer arrives) changed since
+  // prepareClick, that event and every later one of the click are
+  // stopped, and finishClick says so.
+  function arm(el, exp) {
     disarm();
-    const state = { el, listeners: [], intercepted: '', seen: false, navigating: false, download: false, submit: null };
+    const state = { el, exp, plain: exp ? plainFacts(el, exp) : null, checked: false, changed: '', listeners: [], intercepted: '', seen: false, navigating: false, download: false, submit: null };
     const target = winOf(el);
     const wins = [];
     let w = target, guard = 0;
@@ -123,7 +129,20 @@
           if (win === target) {
             try { ok = ev.composedPath().includes(el); } catch (e) { ok = false; }
           }
-          if (ok) { state.seen = true; return; }
+          if (ok && state.exp && !state.checked) {
+            state.checked = true;
+            try {
+              pageMoved(state.exp);
+              const changed = sameFacts(plainFacts(el, state.exp), state.plain);
+              if (changed.length) state.changed = 'the element changed as the click reached it (' + changed.join(', ') + ')';
+            } catch (e) { state.changed = String(e && e.message || e); }
+          }
+          if (ok && !state.changed) { state.seen = true; return; }
+          if (ok) {
+            ev.preventDefault();
+            ev.stopImmediatePropagation();
+            return;
+          }
           if (!state.intercepted) state.intercepted = short(ev.composedPath ? ev.composedPath()[0] : ev.target);
           ev.preventDefault();
           ev.stopImmediatePropagation();
@@ -156,9 +175,10 @@
     armed = state;
   }
 
-  function prepareClick(sel) {
+  function prepareClick(sel, expect) {
     return result(() => {
-      const el = resolve(sel);
+      const exp = expectation(expect);
+      const el = resolveChecked(sel, exp);
       checkInteractable(el, 'click');
       bringIntoView(el);
       const r = el.getBoundingClientRect();
@@ -180,7 +200,7 @@
       if (!hit || !composedContains(el, hit.el)) {
         throw new Fail('not_interactable', 'the element is covered by ' + (hit ? short(hit.el) : 'nothing at its center'));
       }
-      arm(el);
+      arm(el, exp);
       return { x, y };
     });
   }
@@ -189,6 +209,7 @@
     return result(() => {
       const a = disarm();
       if (!a) return { seen: false, navigating: false };
+      if (a.changed) throw new Fail('target_changed', cut(a.changed, 512) + '; the click was stopped', 0, true);
       if (a.intercepted) throw new Fail('not_interactable', 'the click landed on ' + a.intercepted + ' instead of the element and was stopped');
       const submitted = !!(a.submit && !a.submit.defaultPrevented);
       return { seen: a.seen, navigating: a.navigating || submitted, download: a.download };
@@ -206,9 +227,9 @@
     return a;
   }
 
-  function prepareType(sel) {
+  function prepareType(sel, expect) {
     return result(() => {
-      const el = resolve(sel);
+      const el = resolveChecked(sel, expectation(expect));
       const t = lname(el);
       let mode = 'insert';
       if (t === 'input') {
@@ -241,14 +262,31 @@
     });
   }
 
+  // checkFocus answers, after prepareType and right before the text is
+  // inserted, whether the focus is still on the element sel addresses, in
+  // a document of the origin describe reported, and the element and the
+  // page are unchanged (with expect; see check).
+  function checkFocus(sel, expect) {
+    return result(() => {
+      const exp = expectation(expect);
+      const el = resolveChecked(sel, exp);
+      const a = deepActive(root.document);
+      if (a !== el) throw new Fail('not_interactable', 'the element lost the focus', 0, true);
+      if (exp && originOf(winOf(a)) !== factOf(exp.element.origin, 512)) {
+        throw new Fail('target_changed', 'the focused element is in a document of another origin than when it was described', 0, true);
+      }
+      return {};
+    });
+  }
+
   function fire(el, type) {
     const w = winOf(el);
     el.dispatchEvent(new w.Event(type, { bubbles: true, composed: true }));
   }
 
-  function setValue(sel, text) {
+  function setValue(sel, text, expect) {
     return result(() => {
-      const el = resolve(sel);
+      const el = resolveChecked(sel, expectation(expect));
       checkInteractable(el, 'type');
       el.value = String(text);
       fire(el, 'input');
@@ -257,9 +295,9 @@
     });
   }
 
-  function select(sel, value) {
+  function select(sel, value, expect) {
     return result(() => {
-      const el = resolve(sel);
+      const el = resolveChecked(sel, expectation(expect));
       if (lname(el) !== 'select') throw new Fail('not_interactable', 'the element is not a <select> (' + short(el) + ')', 0, true);
       checkInteractable(el, 'select');
       const opts = Array.from(el.options);

@@ -19,6 +19,20 @@
     });
   }
 
+  // Refused WebRTC attempts: the Playwright driver's WebRTC guard (an init
+  // script of its own, in the page's main world) counts each through
+  // notePeer, in the top-level page's observer when it can reach it; the
+  // next observe reports and resets the count (stats.peerRefused).
+  let peerRefused = 0;
+  function notePeer() {
+    if (peerRefused < 1000000) peerRefused++;
+  }
+  function takePeer() {
+    const n = peerRefused;
+    peerRefused = 0;
+    return n;
+  }
+
   function splitJSON(sel) { return result(() => ({ segments: split(sel) })); }
 
   function observeJSON(o) {
@@ -99,6 +113,9 @@
     hasClickListener,
     deepHit,
     deepActive,
+    check,
+    checkFocus,
+    notePeer,
   });
   Object.defineProperty(root, name, { value: api, writable: false, configurable: false, enumerable: false });
 })(globalThis, "__aegis");

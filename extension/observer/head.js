@@ -19,16 +19,29 @@
 //
 //   observe(opts)                  the page part of a BrowserObservation
 //   observePacked(opts)            the same, compressed (a promise; see below)
-//   describe(selector)             the one element a selector resolves to
-//   prepareClick(selector)         check, scroll into view, hit-test, arm
+//   describe(selector, opts)       the one element a selector resolves to, and
+//                                  the origin of the top-level page
+//   check(selector, expect)        has the element (or the page's origin)
+//                                  changed since describe reported expect?
+//   prepareClick(selector, expect) check, scroll into view, hit-test, arm
 //   finishClick()                  did the trusted click reach the element?
-//   prepareType(selector)          check, focus and select the contents
-//   setValue(selector, text)       set the value of date/time/color/range inputs
-//   select(selector, value)        choose an option by value, else by label
+//   prepareType(selector, expect)  check, focus and select the contents
+//   checkFocus(selector, expect)   is the focus still on the described element?
+//   setValue(selector, text, expect) set the value of date/time/color/range inputs
+//   select(selector, value, expect) choose an option by value, else by label
 //   scroll(dy)                     scroll the page by dy CSS pixels
 //   extract(kind, selector, opts)  text, table rows, or links
 //   rect(selector)                 the element's box in top-level viewport px
 //   split(selector)                the selector's segments (for tests)
+//   notePeer(kind)                 count a refused WebRTC attempt (the
+//                                  Playwright driver's WebRTC guard calls it)
+//
+// Time of check is time of use: expect, when given, is what describe
+// reported ({element, pageOrigin, sensitive}); the functions that act
+// resolve the element, compare its facts and the page's origin with it in
+// the same step, and fail with target_changed, doing nothing, if any
+// differs. A click also re-checks at the first trusted event that reaches
+// the element, so a page that swaps it after the check stops its own click.
 //
 // Selector syntax: a selector is one or more CSS selectors joined by ">>>".
 // The first segment is matched in the top document; each ">>>" enters the
@@ -77,5 +90,13 @@
   const VERIFY_BELOW = 10000;
 
   const apply = Reflect.apply;
+  const toWellFormed = typeof String.prototype.toWellFormed === 'function' ? String.prototype.toWellFormed : null;
+  // The origin getter of the window, taken before any page script runs:
+  // window.origin itself is a property a page may overwrite.
+  let originGet = null;
+  try {
+    const od = Object.getOwnPropertyDescriptor(root, 'origin');
+    if (od && typeof od.get === 'function') originGet = od.get;
+  } catch (e) { originGet = null; }
   let origAdd = null, origRemove = null;
   const now = () => (root.performance && root.performance.now ? root.performance.now() : Date.now());

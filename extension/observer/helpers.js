@@ -67,6 +67,15 @@
   function frameDoc(el) {
     try { return el.contentDocument || null; } catch (e) { return null; }
   }
+  // originOf returns the origin of window w (its document's origin, which
+  // an about:blank or srcdoc frame inherits; "null" for an opaque one), as
+  // the browser holds it, at most 512 characters.
+  function originOf(w) {
+    let o = '';
+    try { o = originGet ? apply(originGet, w, []) : w.origin; } catch (e) { o = ''; }
+    return typeof o === 'string' ? cut(o, 512) : '';
+  }
+
   function short(el) {
     if (!isElement(el)) return 'node';
     let s = '<' + lname(el);

@@ -93,15 +93,105 @@
     };
   }
 
-  // boundedText collects the visible-ish text of a subtree, stopping at max
-  // characters, without ever reading form values.
+  // readCssString reads the CSS string that starts at s[i] (a quote), with its
+  // escapes, and returns [its value, the index after it].
+  function readCssString(s, i) {
+    const q = s[i++];
+    let v = '';
+    while (i < s.length && s[i] !== q) {
+      const c = s[i];
+      if (c !== '\\') { v += c; i++; continue; }
+      i++;
+      if (i >= s.length) break;
+      if (s[i] === '\n') { i++; continue; }
+      const hex = /^[0-9a-fA-F]{1,6}/.exec(s.slice(i, i + 6));
+      if (hex) {
+        const cp = parseInt(hex[0], 16);
+        v += cp > 0 && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) ? String.fromCodePoint(cp) : '\ufffd';
+        i += hex[0].length;
+        if (isCssSpace(s[i] || '')) i++;
+        continue;
+      }
+      v += s[i++];
+    }
+    return [v, i + 1];
+  }
+
+  // contentText is the text of a computed `content` value, as the
+  // accessible-name computation takes CSS generated content: its strings
+  // and attr() values in order, or its alternative text (after "/") when it
+  // has one; counters, quotes and images give no text.
+  function contentText(el, c) {
+    let main = '', alt = null, i = 0, guard = 0;
+    const add = (v) => { if (alt === null) main += v; else alt += v; };
+    while (i < c.length && guard++ < 1024) {
+      const ch = c[i];
+      if (ch === '"' || ch === "'") { const [v, j] = readCssString(c, i); add(v); i = j; continue; }
+      if (ch === '/') { alt = ''; i++; continue; }
+      const fn = /^([A-Za-z-]+)\(/.exec(c.slice(i, i + 64));
+      if (fn) {
+        let depth = 0, j = i + fn[0].length - 1;
+        for (; j < c.length; j++) {
+          if (c[j] === '"' || c[j] === "'") { j = readCssString(c, j)[1] - 1; continue; }
+          if (c[j] === '(') depth++;
+          else if (c[j] === ')' && --depth === 0) break;
+        }
+        if (fn[1].toLowerCase() === 'attr') {
+          const name = trimCss(c.slice(i + fn[0].length, j)).split(/[\s,]/)[0];
+          if (name) add(attr(el, name) || '');
+        }
+        i = j + 1;
+        continue;
+      }
+      i++;
+    }
+    return alt === null ? main : alt;
+  }
+
+  // withPseudo is false while the click guard compares an element with
+  // itself across the pointer's arrival, which :hover may restyle.
+  let withPseudo = true;
+
+  // generated returns the text of el's ::before or ::after pseudo-element
+  // (which), with a space on its outer side unless it is inline: an inline
+  // one runs into the text next to it, as it renders; '' when it has none
+  // or it is not rendered.
+  function generated(el, which) {
+    if (!withPseudo) return '';
+    let st = null;
+    try { st = winOf(el).getComputedStyle(el, which); } catch (e) { return ''; }
+    if (!st) return '';
+    let c = '', inline = true;
+    try {
+      c = String(st.content || '');
+      if (!c || c === 'none' || c === 'normal' || st.display === 'none') return '';
+      inline = String(st.display || 'inline').startsWith('inline');
+    } catch (e) { return ''; }
+    const t = contentText(el, c);
+    if (!t || inline) return t;
+    return ' ' + t + ' ';
+  }
+
+  // Replaced and void elements render no ::before or ::after.
+  const NO_PSEUDO = new Set(['input', 'img', 'br', 'hr', 'wbr', 'area', 'iframe', 'frame', 'video', 'audio',
+    'canvas', 'embed', 'object', 'meter', 'progress', 'select', 'textarea', 'svg', 'math']);
+
+  // boundedText collects the visible-ish text of a subtree, with the CSS
+  // generated content (::before, ::after) of its elements where they put
+  // it, stopping at max characters, without ever reading form values.
   function boundedText(el, max, isSensitive) {
     let out = '';
     const stack = [el];
     let guard = 0;
+    // glue: the last thing added was an inline ::before or text that an
+    // inline ::after may run into, so the next piece joins it without a
+    // space (a caption split between CSS and text reads as one word).
+    let glue = false;
     while (stack.length && out.length < max && guard++ < 5000) {
       const n = stack.pop();
-      if (n.nodeType === 3) { out += ' ' + n.data; continue; }
+      if (typeof n === 'string') { out += n; glue = false; continue; }
+      if (n.nodeType === 3) { out += (glue ? '' : ' ') + n.data; glue = true; continue; }
+      glue = false;
       if (!isElement(n)) continue;
       const t = lname(n);
       if (t === 'script' || t === 'style' || t === 'template' || t === 'noscript') continue;
@@ -113,8 +203,17 @@
         if (BUTTON_INPUTS.has(ty)) out += ' ' + (attr(n, 'value') || attr(n, 'alt') || '');
         continue;
       }
+      const pseudo = !NO_PSEUDO.has(t);
+      if (pseudo) {
+        const after = generated(n, '::after');
+        if (after) stack.push(after);
+      }
       const kids = n.childNodes;
       for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i]);
+      if (pseudo) {
+        const before = generated(n, '::before');
+        if (before) { out += ' ' + before; glue = true; }
+      }
     }
     return cut(norm(out), max);
   }
@@ -132,8 +231,9 @@
   }
 
   // accessibleName approximates the accessible name: aria-labelledby,
-  // aria-label, labels, alt, value of button inputs, text, placeholder,
-  // title. It never reads the value of a text field.
+  // aria-label, labels, alt, value of button inputs, text (with CSS
+  // generated content), placeholder, title. It never reads the value of a
+  // text field.
   function accessibleName(el, max, isSensitive) {
     let s = '';
     const lb = attr(el, 'aria-labelledby');
