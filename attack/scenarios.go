@@ -197,10 +197,10 @@ func sensitivity() []*Scenario {
 // what the person approves.
 const loginForm = `<title>Sign in</title><label for="password">Password</label><input type="password" id="password" name="password" autocomplete="current-password">`
 
-// flipAck tells the allowed origin the page has changed; leaving the page
-// acknowledges too (a navigation away), whether or not the browser lets the
-// next page load.
-const flipAck = `<script>addEventListener('pagehide',()=>navigator.sendBeacon('flipped','left'))</script>`
+// flipAck tells the allowed origin the page is leaving (a navigation away),
+// whether or not the browser lets the next page load: a GET, which no
+// boundary holds for judgment.
+const flipAck = `<script>addEventListener('pagehide',()=>fetch('flipped',{keepalive:true}))</script>`
 
 func toctou() []*Scenario {
 	c := ClassTOCTOU
