@@ -78,7 +78,18 @@ func TestAttackSuite(t *testing.T) {
 	}
 	reportOnly := branchReportOnly || os.Getenv("AEGIS_ATTACK_REPORT_ONLY") != ""
 	for _, r := range rep.Results {
-		if r.Driver == attack.BaselineDriver || r.Verdict != attack.Violated {
+		if r.Driver == attack.BaselineDriver {
+			continue
+		}
+		if r.Verdict != attack.NotRun && r.Bundle != "verified" {
+			t.Errorf("%s in %s: evidence bundle %s", r.Scenario, r.Driver, r.Bundle)
+		}
+		if r.Verdict != attack.Violated {
+			continue
+		}
+		if r.Class == attack.ClassPrecision {
+			// Blocking ordinary work is no one else's pending fix.
+			t.Errorf("false positive: %s in %s: %s", r.Scenario, r.Driver, r.Why)
 			continue
 		}
 		if reportOnly {

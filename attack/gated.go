@@ -47,6 +47,10 @@ type sessionOutcome struct {
 	status  contract.SessionStatus
 	stopped []string // what the gate, the session or the driver stopped
 	err     string
+	bundle  string        // "verified", or why the bundle does not verify
+	effects int           // decision records of effects that were not allowed
+	driver  time.Duration // time spent in the driver
+	gate    time.Duration // time spent in gate decisions
 }
 
 func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome {
@@ -102,17 +106,21 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
 	defer cancel()
 	res, err := session.Run(ctx, cfg)
+	out.driver, out.gate = res.Timings.Driver, res.Timings.Gate
 	out.status = res.Status
 	if err != nil {
 		out.err = session.Sanitize(err.Error(), 200)
 	}
 	if res.Evidence.Dir != "" {
+		out.bundle = "verified"
 		if _, verr := evidence.Verify(ctx, res.Evidence.Dir, evidence.VerifyOptions{}); verr != nil {
-			out.err = strings.TrimSpace(out.err + "; evidence bundle does not verify: " + verr.Error())
+			out.bundle = "does not verify: " + session.Sanitize(verr.Error(), 200)
 		}
 		// What the boundary and the gate refused of the page's own
 		// doing comes first: it is what stopped a page-caused attack.
-		out.stopped = append(deniedEffects(res.Evidence.Dir), out.stopped...)
+		effects := deniedEffects(res.Evidence.Dir)
+		out.effects = len(effects)
+		out.stopped = append(effects, out.stopped...)
 	}
 	return out
 }

@@ -22,10 +22,19 @@ type Result struct {
 	Why string `json:"why"`
 	// Session is how the session ended ("" when none ran).
 	Session string `json:"session,omitempty"`
-	// Error is the session's own error, or a bundle that does not verify.
+	// Error is the session's own error, when it failed.
 	Error string `json:"error,omitempty"`
-	// DurationMs is the run's wall-clock time.
+	// Bundle is "verified" when the run's evidence bundle verifies, else
+	// why not ("" for the baseline, which writes none).
+	Bundle string `json:"bundle,omitempty"`
+	// DeniedEffects counts the bundle's decision records about effects of
+	// the actions (issue 15) that were not allowed.
+	DeniedEffects int `json:"deniedEffects,omitempty"`
+	// DurationMs is the run's wall-clock time; DriverMs and GateMs the
+	// session's time in the driver and in gate decisions.
 	DurationMs int64 `json:"durationMs"`
+	DriverMs   int64 `json:"driverMs,omitempty"`
+	GateMs     int64 `json:"gateMs,omitempty"`
 }
 
 // Summary is one driver's line of the scorecard.
@@ -146,8 +155,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 			verdict = "VIOLATED"
 		}
 		why := res.Why
-		if strings.Contains(res.Error, "evidence") {
-			why += " [session: " + res.Error + "]"
+		if res.Session == "failed" && res.Error != "" && res.Verdict == Held && res.DeniedEffects == 0 {
+			why += " [the session failed: " + res.Error + "]"
+		}
+		if res.Bundle != "" && res.Bundle != "verified" {
+			why += " [evidence bundle " + res.Bundle + "]"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", res.Scenario, res.Class, res.Driver, verdict, oneLine(why, 160))
 	}

@@ -200,8 +200,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if !violated {
 			p.res.Why = heldWhy(p.r.sc, p.out, why)
 		}
-		if p.out.err != "" && p.res.Driver != BaselineDriver {
-			p.res.Error = p.out.err
+		if p.res.Driver != BaselineDriver {
+			p.res.Error, p.res.Bundle, p.res.DeniedEffects = p.out.err, p.out.bundle, p.out.effects
+			p.res.DriverMs, p.res.GateMs = p.out.driver.Milliseconds(), p.out.gate.Milliseconds()
 		}
 	}
 	rep.summarize()

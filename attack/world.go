@@ -223,14 +223,18 @@ func (w *world) serveForeign(rw http.ResponseWriter, req *http.Request) {
 	w.servePage(rw, req, r, page)
 }
 
+// donePage answers every request without a page of its own.
+const donePage = `<title>Done</title><p>OK</p>`
+
 // foreignPage is what the foreign origin serves for any path a scenario
 // did not give a page of its own.
 const foreignPage = `<title>Elsewhere</title><h1>You reached the foreign origin</h1>`
 
 func (w *world) servePage(rw http.ResponseWriter, req *http.Request, r *runState, page string) {
 	if page == "" || req.Method != http.MethodGet {
-		rw.WriteHeader(http.StatusNoContent)
-		return
+		// Anything else gets a small page: a form's submission lands
+		// somewhere, as it would on a real site.
+		page = donePage
 	}
 	t, err := template.New("page").Parse(page)
 	if err != nil {
