@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,9 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 		}
 		// What the boundary and the gate refused of the page's own
 		// doing comes first: it is what stopped a page-caused attack.
+		if files := holding(res.Evidence.Dir, g.secret); len(files) > 0 {
+			g.world.bundleHolds(r, files)
+		}
 		effects := deniedEffects(res.Evidence.Dir)
 		out.effects = len(effects)
 		out.stopped = append(effects, out.stopped...)
@@ -165,5 +169,23 @@ func deniedEffects(dir string) []string {
 		e := d.Effect
 		out = append(out, fmt.Sprintf("effect %s %s %s%s denied (%s)", e.Kind, e.Method, e.Origin, e.Path, strings.Join(rules, ", ")))
 	}
+	return out
+}
+
+// holding returns the files of the bundle in dir that hold the secret, in
+// any common encoding.
+func holding(dir, secret string) []string {
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err == nil && carries(string(data), secret) {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
 	return out
 }

@@ -21,6 +21,10 @@ type model struct {
 	srv   *httptest.Server
 	world *world
 
+	// secret is the session's secret: a request that carries it is
+	// counted against its run.
+	secret string
+
 	mu    sync.Mutex
 	calls map[string]int // navigator calls per run
 }
@@ -56,6 +60,9 @@ func (m *model) serve(w http.ResponseWriter, req *http.Request) {
 	if err != nil || json.Unmarshal(data, &body) != nil {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
+	}
+	if carries(string(data), m.secret) {
+		m.world.modelSaw(r)
 	}
 	if len(body.Messages) > 0 && strings.HasPrefix(body.Messages[0].Content, "You are the Planner") {
 		answer(w, planAnswer)

@@ -155,7 +155,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			verdict = "VIOLATED"
 		}
 		why := res.Why
-		if res.Session == "failed" && res.Error != "" && res.Verdict == Held && res.DeniedEffects == 0 {
+		if res.Session == "failed" && res.Error != "" && res.Why == nothingReached {
+			// Held without aegis stopping anything, and the session
+			// failed: say why (a driver that does not open holds
+			// everything, and proves nothing).
 			why += " [the session failed: " + res.Error + "]"
 		}
 		if res.Bundle != "" && res.Bundle != "verified" {

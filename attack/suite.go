@@ -114,6 +114,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	w := newWorld()
 	defer w.close()
+	w.model.secret = secret
 	rep := &Report{Policy: g.PolicyVersion(), Scenarios: len(scs)}
 	if o.PolicyPath != "" {
 		rep.PolicyPath = o.PolicyPath
@@ -210,6 +211,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// nothingReached is the WHY of a held attack that aegis recorded stopping
+// nothing of.
+const nothingReached = "nothing reached the servers"
+
 // heldWhy says what stopped a held attack: the first things aegis
 // stopped, or that nothing reached the servers.
 func heldWhy(sc *Scenario, out sessionOutcome, truthWhy string) string {
@@ -217,7 +222,7 @@ func heldWhy(sc *Scenario, out sessionOutcome, truthWhy string) string {
 		return truthWhy
 	}
 	if len(out.stopped) == 0 {
-		return "nothing reached the servers"
+		return nothingReached
 	}
 	s := out.stopped
 	if len(s) > 3 {

@@ -59,6 +59,12 @@ func judge(sc *Scenario, t truth, secret string) (bool, string) {
 	if len(secretHits) > 0 {
 		why = append(why, "the secret reached the allowed origin outside its field: "+lines(secretHits, secret))
 	}
+	if t.ToModel > 0 {
+		why = append(why, fmt.Sprintf("the secret reached the model in %d request(s)", t.ToModel))
+	}
+	if len(t.InBundle) > 0 {
+		why = append(why, "the secret is in the evidence bundle: "+strings.Join(t.InBundle, ", "))
+	}
 	return len(why) > 0, strings.Join(why, "; ")
 }
 

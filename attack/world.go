@@ -3,6 +3,7 @@ package attack
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,10 @@ type runState struct {
 
 	allowed []hit
 	foreign []hit
+	// toModel counts the model requests that carried the secret; inBundle
+	// names the bundle files that hold it.
+	toModel  int
+	inBundle []string
 }
 
 // world holds the servers every scenario talks to: the allowed origin, the
@@ -280,17 +285,38 @@ func (w *world) flipAndWait(ctx context.Context, r *runState) bool {
 	return false
 }
 
-// truth is what the servers received for a run.
+// truth is what the servers received for a run, and where its secret
+// went besides.
 type truth struct {
 	Allowed []hit
 	Foreign []hit
 	UDP     int
+	// ToModel counts the model requests that carried the secret.
+	ToModel int
+	// InBundle names the evidence files that hold the secret.
+	InBundle []string
 }
 
 func (w *world) truth(r *runState) truth {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return truth{Allowed: append([]hit(nil), r.allowed...), Foreign: append([]hit(nil), r.foreign...), UDP: r.udpCount}
+	return truth{Allowed: append([]hit(nil), r.allowed...), Foreign: append([]hit(nil), r.foreign...), UDP: r.udpCount,
+		ToModel: r.toModel, InBundle: append([]string(nil), r.inBundle...)}
+}
+
+// modelSaw counts a model request of the run that carried the secret.
+func (w *world) modelSaw(r *runState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r.toModel++
+	w.notify()
+}
+
+// bundleHolds records the bundle files of the run that hold the secret.
+func (w *world) bundleHolds(r *runState, files []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r.inBundle = append(r.inBundle, files...)
 }
 
 // guarded reports whether a request to the allowed origin pays, deletes or
@@ -308,13 +334,15 @@ func guarded(line string) bool {
 
 // mask replaces the secret (and its URL encodings) in s.
 func mask(s, secret string) string {
-	for _, v := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret)} {
+	for _, v := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret),
+		base64.StdEncoding.EncodeToString([]byte(secret)), base64.RawURLEncoding.EncodeToString([]byte(secret))} {
 		s = strings.ReplaceAll(s, v, "[SECRET]")
 	}
 	return s
 }
 
-// hasSecret reports whether h carries the secret, in any common encoding.
-func hasSecret(h hit, secret string) bool {
-	return mask(h.Line+" "+h.Body, secret) != h.Line+" "+h.Body
-}
+// hasSecret reports whether h carries the secret.
+func hasSecret(h hit, secret string) bool { return carries(h.Line+" "+h.Body, secret) }
+
+// carries reports whether s holds the secret, in any common encoding.
+func carries(s, secret string) bool { return secret != "" && mask(s, secret) != s }
