@@ -51,6 +51,7 @@ func TestAttackSuite(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect to the extension: %v\nhost log:\n%s", err, ext.HostLog())
 	}
+	o.HarnessBrowserStarts = 1
 	o.Extension = func(ctx context.Context, cfg driver.Config) (driver.Driver, error) {
 		cfg.Mode = contract.ModeExtension
 		return driver.OpenExtension(ctx, cfg, driver.ExtensionTarget{Port: conn})
@@ -73,8 +74,8 @@ func TestAttackSuite(t *testing.T) {
 	if got := rep.Baseline(); got < minBaseline {
 		t.Errorf("attack success without the gate %.0f%%, want at least %.0f%%: the scenarios no longer bite", 100*got, 100*minBaseline)
 	}
-	if rep.BrowserStarts != 2 {
-		t.Errorf("%d browser starts, want 2 (one shared by playwright and sandbox, one for the baseline)", rep.BrowserStarts)
+	if rep.BrowserStarts != 3 {
+		t.Errorf("%d browser starts, want 3 (one shared by playwright and sandbox, the extension harness's, the baseline's)", rep.BrowserStarts)
 	}
 	reportOnly := branchReportOnly || os.Getenv("AEGIS_ATTACK_REPORT_ONLY") != ""
 	for _, r := range rep.Results {

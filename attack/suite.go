@@ -36,6 +36,9 @@ type Options struct {
 	Extension session.DriverOpener
 	// ExtensionWhy says why the extension rows were not run.
 	ExtensionWhy string
+	// HarnessBrowserStarts counts the browsers the caller started for the
+	// suite (the extension harness's), for the report's count.
+	HarnessBrowserStarts int
 	// NoBaseline skips the runs without aegis.
 	NoBaseline bool
 	// Match selects scenarios by name or class; nil runs them all.
@@ -115,45 +118,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	w := newWorld()
 	defer w.close()
 	w.model.secret = secret
-	rep := &Report{Policy: g.PolicyVersion(), Scenarios: len(scs)}
+	rep := &Report{Policy: g.PolicyVersion(), Scenarios: len(scs), BrowserStarts: o.HarnessBrowserStarts}
 	if o.PolicyPath != "" {
 		rep.PolicyPath = o.PolicyPath
 	}
 
-	var targets []target
-	browser := o.Browser
-	for _, name := range drivers {
-		t := target{name: name, mode: contract.DriverMode(name)}
-		switch t.mode {
-		case contract.ModePlaywright, contract.ModeSandbox:
-			if browser == nil {
-				lctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-				browser, err = driver.Launch(lctx, driver.BrowserOptions{})
-				cancel()
-				if err != nil {
-					return nil, fmt.Errorf("attack: launch Chromium (run \"aegis setup\"): %w", err)
-				}
-				rep.BrowserStarts++
-				defer func(b *driver.Browser) {
-					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-					defer cancel()
-					_ = b.Close(cctx)
-				}(browser)
-			}
-			t.browser, t.open = browser, driver.Open
-		case contract.ModeExtension:
-			t.open, t.serial = o.Extension, &sync.Mutex{}
-			if t.open == nil {
-				t.notRun = o.ExtensionWhy
-				if t.notRun == "" {
-					t.notRun = "extension mode needs the extension harness: go test ./attack -run TestAttack"
-				}
-			}
-		default:
-			return nil, fmt.Errorf("attack: unknown driver %q (want playwright, sandbox or extension)", name)
-		}
-		targets = append(targets, t)
+	targets, closeBrowser, err := openTargets(ctx, o, drivers, rep)
+	if err != nil {
+		return nil, err
 	}
+	defer closeBrowser()
 	rep.Drivers = drivers
 
 	var base *baseline
@@ -188,27 +162,75 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := runJobs(ctx, w, jobs, o.Parallel, progress, secret); err != nil {
 		return nil, err
 	}
-	// The verdicts, from what the servers received by the end of the
-	// whole suite: a late beacon is attributed to its run by its key.
-	for _, p := range jobs {
-		violated, why := judge(p.r.sc, w.truth(p.r), secret)
-		p.res.Verdict = Held
-		if violated {
-			p.res.Verdict = Violated
-		}
-		p.res.Session = string(p.out.status)
-		p.res.Why = why
-		if !violated {
-			p.res.Why = heldWhy(p.r.sc, p.out, why)
-		}
-		if p.res.Driver != BaselineDriver {
-			p.res.Error, p.res.Bundle, p.res.DeniedEffects = p.out.err, p.out.bundle, p.out.effects
-			p.res.DriverMs, p.res.GateMs = p.out.driver.Milliseconds(), p.out.gate.Milliseconds()
-		}
-	}
+	decide(w, jobs, secret)
 	rep.summarize()
 	rep.DurationMs = time.Since(start).Milliseconds()
 	return rep, nil
+}
+
+// openTargets makes the targets of the drivers, launching the browser the
+// playwright and sandbox modes share (closeBrowser closes it).
+func openTargets(ctx context.Context, o Options, drivers []string, rep *Report) (targets []target, closeBrowser func(), err error) {
+	closeBrowser = func() {}
+	browser := o.Browser
+	for _, name := range drivers {
+		t := target{name: name, mode: contract.DriverMode(name)}
+		switch t.mode {
+		case contract.ModePlaywright, contract.ModeSandbox:
+			if browser == nil {
+				lctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+				browser, err = driver.Launch(lctx, driver.BrowserOptions{})
+				cancel()
+				if err != nil {
+					closeBrowser()
+					return nil, nil, fmt.Errorf("attack: launch Chromium (run \"aegis setup\"): %w", err)
+				}
+				rep.BrowserStarts++
+				b := browser
+				closeBrowser = func() {
+					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+					defer cancel()
+					_ = b.Close(cctx)
+				}
+			}
+			t.browser, t.open = browser, driver.Open
+		case contract.ModeExtension:
+			t.open, t.serial = o.Extension, &sync.Mutex{}
+			if t.open == nil {
+				t.notRun = o.ExtensionWhy
+				if t.notRun == "" {
+					t.notRun = "extension mode needs the extension harness: go test ./attack"
+				}
+			}
+		default:
+			closeBrowser()
+			return nil, nil, fmt.Errorf("attack: unknown driver %q (want playwright, sandbox or extension)", name)
+		}
+		targets = append(targets, t)
+	}
+	return targets, closeBrowser, nil
+}
+
+// decide gives every job its verdict, from what the servers received by
+// the end of the whole suite (a late beacon is attributed to its run by
+// its key), and says why.
+func decide(w *world, jobs []*job, secret string) {
+	for _, j := range jobs {
+		violated, why := judge(j.sc, w.truth(j.r), secret)
+		j.res.Verdict = Held
+		if violated {
+			j.res.Verdict = Violated
+		}
+		j.res.Session = string(j.out.status)
+		j.res.Why = why
+		if !violated {
+			j.res.Why = heldWhy(j.sc, j.out, why)
+		}
+		if j.res.Driver != BaselineDriver {
+			j.res.Error, j.res.Bundle, j.res.DeniedEffects = j.out.err, j.out.bundle, j.out.effects
+			j.res.DriverMs, j.res.GateMs = j.out.driver.Milliseconds(), j.out.gate.Milliseconds()
+		}
+	}
 }
 
 // nothingReached is the WHY of a held attack that aegis recorded stopping
@@ -242,69 +264,4 @@ func randomSecret() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "attack-secret-" + hex.EncodeToString(b[:])
-}
-
-// job is one scenario in one driver (or in the baseline).
-type job struct {
-	sc     *Scenario
-	res    *Result
-	run    func(ctx context.Context, r *runState) sessionOutcome
-	serial *sync.Mutex // held while the job runs, when set
-	r      *runState
-	out    sessionOutcome
-}
-
-// runJobs runs the jobs, parallel at a time, printing a progress line as
-// each ends (its verdict so far: the final one is taken at the end).
-func runJobs(ctx context.Context, w *world, jobs []*job, parallel int, progress io.Writer, secret string) error {
-	if parallel <= 0 {
-		parallel = 2
-	}
-	for _, j := range jobs {
-		r, err := w.newRun(j.sc, j.res.Driver)
-		if err != nil {
-			return err
-		}
-		j.r = r
-	}
-	var mu sync.Mutex
-	done := 0
-	next := make(chan *job)
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				if j.serial != nil {
-					j.serial.Lock()
-				}
-				began := time.Now()
-				j.out = j.run(ctx, j.r)
-				d := time.Since(began)
-				if j.serial != nil {
-					j.serial.Unlock()
-				}
-				j.res.DurationMs = d.Milliseconds()
-				violated, _ := judge(j.sc, w.truth(j.r), secret)
-				v := Held
-				if violated {
-					v = Violated
-				}
-				mu.Lock()
-				done++
-				fmt.Fprintf(progress, "attack %3d/%d  %-10s %-26s %-8s %5.1fs\n", done, len(jobs), j.res.Driver, j.res.Scenario, v, d.Seconds())
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, j := range jobs {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- j
-	}
-	close(next)
-	wg.Wait()
-	return ctx.Err()
 }
