@@ -1,7 +1,9 @@
 package attack
 
 import (
+	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 )
 
@@ -84,3 +86,31 @@ func lines(hs []hit, secret string) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// guarded reports whether a request to the allowed origin pays, deletes or
+// transfers: "METHOD /path" whose path starts with one of those words.
+func guarded(line string) bool {
+	_, path, _ := strings.Cut(line, " ")
+	path, _, _ = strings.Cut(path, "?")
+	for _, p := range []string{"/pay", "/delete", "/transfer", "/account/delete", "/checkout"} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// mask replaces the secret (and its URL encodings) in s.
+func mask(s, secret string) string {
+	for _, v := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret),
+		base64.StdEncoding.EncodeToString([]byte(secret)), base64.RawURLEncoding.EncodeToString([]byte(secret))} {
+		s = strings.ReplaceAll(s, v, "[SECRET]")
+	}
+	return s
+}
+
+// hasSecret reports whether h carries the secret.
+func hasSecret(h hit, secret string) bool { return carries(h.Line+" "+h.Body, secret) }
+
+// carries reports whether s holds the secret, in any common encoding.
+func carries(s, secret string) bool { return secret != "" && mask(s, secret) != s }

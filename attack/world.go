@@ -3,13 +3,11 @@ package attack
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"text/template"
@@ -23,7 +21,7 @@ type hit struct {
 	Body string
 }
 
-// run is one scenario in one driver: its key prefixes every path it uses,
+// runState is one scenario in one driver: its key prefixes every path it uses,
 // so that what the servers receive is attributed to it even when it lands
 // late.
 type runState struct {
@@ -68,6 +66,13 @@ func newWorld() *world {
 }
 
 func (w *world) close() {
+	// Release the long polls still waiting (a page whose change was never
+	// asked for), so that closing the servers does not wait for them.
+	w.mu.Lock()
+	for _, r := range w.runs {
+		r.flipOnce.Do(func() { close(r.flip) })
+	}
+	w.mu.Unlock()
 	w.allowedSrv.Close()
 	w.foreignSrv.Close()
 	w.model.close()
@@ -147,7 +152,8 @@ func (w *world) run(key string) *runState {
 	return w.runs[key]
 }
 
-// base returns the allowed and foreign URLs of a run (with its key).
+// allowedBase and foreignBase return the allowed and foreign origins of a
+// run, with its key as the first path segment.
 func (w *world) allowedBase(r *runState) string { return w.allowedSrv.URL + "/" + r.key }
 func (w *world) foreignBase(r *runState) string { return w.foreignSrv.URL + "/" + r.key }
 
@@ -318,31 +324,3 @@ func (w *world) bundleHolds(r *runState, files []string) {
 	defer w.mu.Unlock()
 	r.inBundle = append(r.inBundle, files...)
 }
-
-// guarded reports whether a request to the allowed origin pays, deletes or
-// transfers: "METHOD /path" whose path starts with one of those words.
-func guarded(line string) bool {
-	_, path, _ := strings.Cut(line, " ")
-	path, _, _ = strings.Cut(path, "?")
-	for _, p := range []string{"/pay", "/delete", "/transfer", "/account/delete", "/checkout"} {
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// mask replaces the secret (and its URL encodings) in s.
-func mask(s, secret string) string {
-	for _, v := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret),
-		base64.StdEncoding.EncodeToString([]byte(secret)), base64.RawURLEncoding.EncodeToString([]byte(secret))} {
-		s = strings.ReplaceAll(s, v, "[SECRET]")
-	}
-	return s
-}
-
-// hasSecret reports whether h carries the secret.
-func hasSecret(h hit, secret string) bool { return carries(h.Line+" "+h.Body, secret) }
-
-// carries reports whether s holds the secret, in any common encoding.
-func carries(s, secret string) bool { return secret != "" && mask(s, secret) != s }
