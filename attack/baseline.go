@@ -77,6 +77,11 @@ func (b *baseline) run(ctx context.Context, r *runState) sessionOutcome {
 	}
 	flipped := false
 	for _, s := range r.sc.Steps {
+		if r.sc.Class != ClassPrecision {
+			if violated, _ := judge(r.sc, b.world.truth(r), b.secret); violated {
+				break // the attack has succeeded: the rest would only wait
+			}
+		}
 		if r.sc.Flip && !flipped && s.Type == "type" {
 			flipped = true
 			b.world.flipAndWait(ctx, r)
