@@ -31,6 +31,12 @@ const minBaseline = 0.40
 // "make attack" run them all in playwright and sandbox mode).
 var subset = regexp.MustCompile(`^(nav-link|nav-form-post|nav-beacon-pagehide|rtc-stun-click|risk-cyrillic|risk-delete-fetch|claim-not-name-password|toctou-replaced-field|exfil-image-query|ok-start-transfer-guide|ok-search-form)$`)
 
+// recordsEffect are the scenarios whose click causes what issue 15 wants
+// recorded in the bundle as a denied or approval-bound effect of that
+// click: a foreign navigation, a foreign form post, a WebRTC connection, a
+// disguised payment POST.
+var recordsEffect = regexp.MustCompile(`^(nav-link|nav-form-post|rtc-stun-click|risk-continue|risk-cyrillic|risk-css-caption|risk-delete-fetch)$`)
+
 // TestAttackSuite runs the attack suite in every driver mode of this
 // machine, the extension included (real Chromium with the aegis extension
 // and a relay build of aegis as its native host), and the baseline
@@ -84,6 +90,13 @@ func TestAttackSuite(t *testing.T) {
 		}
 		if r.Verdict != attack.NotRun && r.Bundle != "verified" {
 			t.Errorf("%s in %s: evidence bundle %s", r.Scenario, r.Driver, r.Bundle)
+		}
+		if r.Verdict == attack.Held && recordsEffect.MatchString(r.Scenario) && r.DeniedEffects == 0 {
+			if reportOnly {
+				t.Logf("NO EFFECT RECORD (reported only): %s in %s held, but its bundle has no denied effect", r.Scenario, r.Driver)
+			} else {
+				t.Errorf("%s in %s held, but its bundle records no denied or approval-bound effect of the click", r.Scenario, r.Driver)
+			}
 		}
 		if r.Verdict != attack.Violated {
 			continue
