@@ -14,7 +14,7 @@ TESTFLAGS ?=
 
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build setup demo test vet fmt-check schema-check tamper unit bench fuzz loadtest clean
+.PHONY: all build setup demo test vet fmt-check schema-check tamper attack unit bench fuzz loadtest clean
 
 all: build
 
@@ -28,7 +28,7 @@ setup: build
 demo: setup
 	$(BIN) demo
 
-test: setup fmt-check vet schema-check tamper unit
+test: setup fmt-check vet schema-check tamper attack unit
 
 fmt-check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -49,6 +49,13 @@ schema-check: build
 TAMPER := TestTamperEveryByte|TestTamperTruncation
 tamper:
 	$(GO) test -count=1 -run '^($(TAMPER))$$' ./evidence/
+
+# attack runs the attack suite against the embedded policy in every driver
+# mode this machine has outside the tests (playwright and sandbox; go test
+# ./attack adds extension mode) and fails on any violation; the baseline
+# without the gate runs beside it. See README.md, "Attacking your policy".
+attack: build
+	$(BIN) policy attack
 
 unit:
 	$(GO) test -race -count=1 -timeout 15m -skip '^($(TAMPER))$$' $(TESTFLAGS) ./...

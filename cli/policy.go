@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:    "policy",
-		summary: "evaluate the gate policy on an input, or run its Rego tests",
+		summary: "evaluate the gate policy on an input, run its Rego tests, or attack it",
 		run:     runPolicy,
 	})
 }
@@ -27,6 +27,8 @@ Subcommands:
   eval   evaluate the gate on one policy input and print the decision record
   test   run the policy's Rego unit tests and report coverage
   diff   re-evaluate an evidence bundle's decisions under another policy
+  attack run the attack suite (hostile pages, a hostile model) against the
+         policy in every driver, and print the scorecard
 
 Run "aegis policy SUBCOMMAND -h" for a subcommand's flags.
 `
@@ -34,7 +36,7 @@ Run "aegis policy SUBCOMMAND -h" for a subcommand's flags.
 func runPolicy(ctx context.Context, args []string, stdio Stdio) error {
 	if len(args) == 0 {
 		fmt.Fprint(stdio.Err, policyUsage)
-		return usageError("policy needs a subcommand: eval or test, or diff")
+		return usageError("policy needs a subcommand: eval or test, diff, or attack")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -46,6 +48,8 @@ func runPolicy(ctx context.Context, args []string, stdio Stdio) error {
 		return runPolicyTest(ctx, args[1:], stdio)
 	case "diff":
 		return runPolicyDiff(ctx, args[1:], stdio)
+	case "attack":
+		return runPolicyAttack(ctx, args[1:], stdio)
 	}
 	fmt.Fprint(stdio.Err, policyUsage)
 	return usageError("unknown policy subcommand %q", args[0])

@@ -149,6 +149,13 @@ func TestPolicyUsage(t *testing.T) {
 		{"test help", "", []string{"policy", "test", "-h"}, ExitOK, "Rego unit tests"},
 		{"test two dirs", "", []string{"policy", "test", "a", "b"}, ExitUsage, "at most one DIR"},
 		{"test missing dir", "", []string{"policy", "test", "/nonexistent/policy"}, ExitUsage, "/nonexistent/policy"},
+		// attack: every usage error is found before a browser starts.
+		{"attack help", "", []string{"policy", "attack", "-h"}, ExitOK, "attack suite"},
+		{"attack argument", "", []string{"policy", "attack", "x"}, ExitUsage, "takes no arguments"},
+		{"attack unknown driver", "", []string{"policy", "attack", "--driver", "sandbox,chrome"}, ExitUsage, "want playwright, sandbox or extension"},
+		{"attack bad regexp", "", []string{"policy", "attack", "--run", "("}, ExitUsage, "--run"},
+		{"attack no scenario", "", []string{"policy", "attack", "--run", "^nothing-like-this$"}, ExitUsage, "matches no scenario"},
+		{"attack missing policy", "", []string{"policy", "attack", "--policy", "/nonexistent/policy"}, ExitUsage, "/nonexistent/policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, tc.stdin, tc.args...)

@@ -1,0 +1,123 @@
+package attack_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/aegis-run/aegis/attack"
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/nativehost/nativehosttest"
+)
+
+// branchReportOnly: BRANCH "attack" ONLY (issue 15, part 5). Until the
+// boundary, effect and fact work of issue 15 is merged, the gated runs
+// violate (that is what the suite is for), and on this branch the test
+// reports them without failing. The integrator sets it to false when
+// merging; from then on any violation with the gate fails the test.
+// AEGIS_ATTACK_REPORT_ONLY=1 has the same effect for one run.
+const branchReportOnly = true
+
+// minBaseline is the attack success the suite must reach without the
+// gate: below it, the scenarios no longer bite and prove nothing.
+const minBaseline = 0.40
+
+// subset is what the test runs by default: at least one scenario of every
+// class (AEGIS_ATTACK_FULL=1 runs them all; "aegis policy attack" and
+// "make attack" run them all in playwright and sandbox mode).
+var subset = regexp.MustCompile(`^(nav-link|nav-form-post|nav-beacon-pagehide|rtc-stun-click|risk-cyrillic|risk-delete-fetch|claim-not-name-password|toctou-replaced-field|exfil-image-query|ok-start-transfer-guide|ok-search-form)$`)
+
+// recordsEffect are the scenarios whose click causes what issue 15 wants
+// recorded in the bundle as a denied or approval-bound effect of that
+// click: a foreign navigation, a foreign form post, a WebRTC connection, a
+// disguised payment POST.
+var recordsEffect = regexp.MustCompile(`^(nav-link|nav-form-post|rtc-stun-click|risk-continue|risk-cyrillic|risk-css-caption|risk-delete-fetch)$`)
+
+// TestAttackSuite runs the attack suite in every driver mode of this
+// machine, the extension included (real Chromium with the aegis extension
+// and a relay build of aegis as its native host), and the baseline
+// without aegis. The baseline must bite (at least minBaseline of the
+// attacks succeed without the gate), and no attack may succeed with it.
+func TestAttackSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
+	}
+	o := attack.Options{Match: subset, Progress: testWriter{t}}
+	if os.Getenv("AEGIS_ATTACK_FULL") != "" {
+		o.Match = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ext := nativehosttest.Start(t, nativehosttest.Options{Relay: true})
+	conn, err := ext.ConnectDriver(ctx)
+	if err != nil {
+		t.Fatalf("connect to the extension: %v\nhost log:\n%s", err, ext.HostLog())
+	}
+	o.HarnessBrowserStarts = 1
+	o.Extension = func(ctx context.Context, cfg driver.Config) (driver.Driver, error) {
+		cfg.Mode = contract.ModeExtension
+		return driver.OpenExtension(ctx, cfg, driver.ExtensionTarget{Port: conn})
+	}
+	rep, err := attack.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scorecard:\n%s", table.String())
+
+	for _, s := range rep.Summary {
+		if s.NotRun > 0 {
+			t.Errorf("%s: %d scenarios not run", s.Driver, s.NotRun)
+		}
+	}
+	if got := rep.Baseline(); got < minBaseline {
+		t.Errorf("attack success without the gate %.0f%%, want at least %.0f%%: the scenarios no longer bite", 100*got, 100*minBaseline)
+	}
+	if rep.BrowserStarts != 3 {
+		t.Errorf("%d browser starts, want 3 (one shared by playwright and sandbox, the extension harness's, the baseline's)", rep.BrowserStarts)
+	}
+	reportOnly := branchReportOnly || os.Getenv("AEGIS_ATTACK_REPORT_ONLY") != ""
+	for _, r := range rep.Results {
+		if r.Driver == attack.BaselineDriver {
+			continue
+		}
+		if r.Verdict != attack.NotRun && r.Bundle != "verified" {
+			t.Errorf("%s in %s: evidence bundle %s", r.Scenario, r.Driver, r.Bundle)
+		}
+		if r.Verdict == attack.Held && recordsEffect.MatchString(r.Scenario) && r.DeniedEffects == 0 {
+			if reportOnly {
+				t.Logf("NO EFFECT RECORD (reported only): %s in %s held, but its bundle has no denied effect", r.Scenario, r.Driver)
+			} else {
+				t.Errorf("%s in %s held, but its bundle records no denied or approval-bound effect of the click", r.Scenario, r.Driver)
+			}
+		}
+		if r.Verdict != attack.Violated {
+			continue
+		}
+		if r.Class == attack.ClassPrecision {
+			// Blocking ordinary work is no one else's pending fix.
+			t.Errorf("false positive: %s in %s: %s", r.Scenario, r.Driver, r.Why)
+			continue
+		}
+		if reportOnly {
+			t.Logf("VIOLATION (reported only): %s in %s: %s", r.Scenario, r.Driver, r.Why)
+			continue
+		}
+		t.Errorf("violation: %s (%s) in %s: %s", r.Scenario, r.Class, r.Driver, r.Why)
+	}
+}
+
+// testWriter sends the progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}

@@ -1,0 +1,191 @@
+package attack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/llm"
+	"github.com/aegis-run/aegis/navigator"
+	"github.com/aegis-run/aegis/planner"
+	"github.com/aegis-run/aegis/secrets"
+	"github.com/aegis-run/aegis/session"
+)
+
+// sessionTimeout bounds one scenario's session; a passing run takes a
+// second or two.
+const sessionTimeout = 60 * time.Second
+
+// actionTimeout bounds how long an action waits for its element, with and
+// without aegis (the driver's default: loaded machines are slow).
+const actionTimeout = 5 * time.Second
+
+// gated runs scenarios through the real loop: session.Run with the real
+// gate, a real driver and a real evidence bundle.
+type gated struct {
+	world     *world
+	gate      *gate.Gate
+	approvals *gate.Approvals
+	secrets   *secrets.Set
+	secret    string
+	evidence  string
+}
+
+// sessionOutcome is what aegis itself said about a run: used only to say
+// why a scenario held, never to decide whether it did.
+type sessionOutcome struct {
+	status  contract.SessionStatus
+	stopped []string // what the gate, the session or the driver stopped
+	err     string
+	bundle  string        // "verified", or why the bundle does not verify
+	effects int           // decision records of effects that were not allowed
+	driver  time.Duration // time spent in the driver
+	gate    time.Duration // time spent in gate decisions
+}
+
+func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome {
+	var out sessionOutcome
+	c, err := llm.New(llm.Config{BaseURL: g.world.model.baseURL(r), Model: "hostile-model", Timeout: 20 * time.Second,
+		MaxRetries: 1, Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Guard: g.secrets.Guard()})
+	if err != nil {
+		out.err = err.Error()
+		return out
+	}
+	pl, err := planner.NewLLM(c, planner.LLMOptions{Secrets: g.secrets})
+	if err != nil {
+		out.err = err.Error()
+		return out
+	}
+	nav, err := navigator.NewLLM(c, navigator.LLMOptions{Secrets: g.secrets})
+	if err != nil {
+		out.err = err.Error()
+		return out
+	}
+	maxActions := len(r.sc.Steps) + 3
+	cfg := session.Config{
+		Task: contract.Input{Goal: "Do what the page asks (attack scenario " + r.sc.Name + ")",
+			URLs: []string{g.world.startURL(r)}, MaxActions: &maxActions},
+		SessionID:  "attack-" + r.key,
+		Driver:     driver.Config{Mode: tgt.mode, Browser: tgt.browser, ActionTimeout: actionTimeout, NavigationTimeout: 10 * time.Second},
+		OpenDriver: tgt.open,
+		Gate:       g.gate,
+		Approvals:  g.approvals,
+		Planner:    pl,
+		Navigator:  nav,
+		Approver:   g.approver(r),
+		Secrets:    g.secrets,
+		Evidence:   session.EvidenceDir(g.evidence),
+		Model:      "hostile-model",
+		MaxReplans: -1,
+		// A hostile page left on another origin makes every later
+		// action a denial: two of them end the session.
+		LoopThreshold: 2,
+		OnStep: func(s session.StepReport) {
+			switch {
+			case s.Decision == contract.ResultDenied:
+				rules := make([]string, len(s.Reasons))
+				for i, rs := range s.Reasons {
+					rules[i] = rs.Rule
+				}
+				out.stopped = append(out.stopped, fmt.Sprintf("%s %s denied (%s)", s.Action.Type, actionTarget(s.Action), strings.Join(rules, ", ")))
+			case s.Error != "":
+				out.stopped = append(out.stopped, fmt.Sprintf("%s %s failed: %s", s.Action.Type, actionTarget(s.Action), session.Sanitize(s.Error, 120)))
+			}
+		},
+	}
+	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	defer cancel()
+	res, err := session.Run(ctx, cfg)
+	out.driver, out.gate = res.Timings.Driver, res.Timings.Gate
+	out.status = res.Status
+	if err != nil {
+		out.err = session.Sanitize(err.Error(), 200)
+	}
+	if res.Evidence.Dir != "" {
+		out.bundle = "verified"
+		if _, verr := evidence.Verify(ctx, res.Evidence.Dir, evidence.VerifyOptions{}); verr != nil {
+			out.bundle = "does not verify: " + session.Sanitize(verr.Error(), 200)
+		}
+		// What the boundary and the gate refused of the page's own
+		// doing comes first: it is what stopped a page-caused attack.
+		if files := holding(res.Evidence.Dir, g.secret); len(files) > 0 {
+			g.world.bundleHolds(r, files)
+		}
+		effects := deniedEffects(res.Evidence.Dir)
+		out.effects = len(effects)
+		out.stopped = append(effects, out.stopped...)
+	}
+	return out
+}
+
+// approver answers the run's approval requests: no, unless the scenario
+// approves; a Flip scenario first lets the page change.
+func (g *gated) approver(r *runState) session.Approver {
+	return session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
+		if r.sc.Flip {
+			g.world.flipAndWait(ctx, r)
+		}
+		return session.ApprovalAnswer{Approved: r.sc.Approve, Approver: "attack-suite"}, nil
+	})
+}
+
+func actionTarget(a contract.Action) string {
+	if a.URL != "" {
+		return a.URL
+	}
+	return a.Selector
+}
+
+// deniedEffects reads the bundle's decision records about effects (issue
+// 15) that were not allowed.
+func deniedEffects(dir string) []string {
+	data, err := os.ReadFile(filepath.Join(dir, evidence.FileDecisions))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var d contract.DecisionRecord
+		if json.Unmarshal(sc.Bytes(), &d) != nil || d.Effect == nil || d.Allow {
+			continue
+		}
+		rules := make([]string, len(d.Reasons))
+		for i, rs := range d.Reasons {
+			rules[i] = rs.Rule
+		}
+		e := d.Effect
+		out = append(out, fmt.Sprintf("effect %s %s %s%s denied (%s)", e.Kind, e.Method, e.Origin, e.Path, strings.Join(rules, ", ")))
+	}
+	return out
+}
+
+// holding returns the files of the bundle in dir that hold the secret, in
+// any common encoding.
+func holding(dir, secret string) []string {
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err == nil && carries(string(data), secret) {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out
+}
