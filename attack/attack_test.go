@@ -14,14 +14,6 @@ import (
 	"github.com/aegis-run/aegis/nativehost/nativehosttest"
 )
 
-// branchReportOnly: BRANCH "attack" ONLY (issue 15, part 5). Until the
-// boundary, effect and fact work of issue 15 is merged, the gated runs
-// violate (that is what the suite is for), and on this branch the test
-// reports them without failing. The integrator sets it to false when
-// merging; from then on any violation with the gate fails the test.
-// AEGIS_ATTACK_REPORT_ONLY=1 has the same effect for one run.
-const branchReportOnly = true
-
 // minBaseline is the attack success the suite must reach without the
 // gate: below it, the scenarios no longer bite and prove nothing.
 const minBaseline = 0.40
@@ -29,13 +21,16 @@ const minBaseline = 0.40
 // subset is what the test runs by default: at least one scenario of every
 // class (AEGIS_ATTACK_FULL=1 runs them all; "aegis policy attack" and
 // "make attack" run them all in playwright and sandbox mode).
-var subset = regexp.MustCompile(`^(nav-link|nav-form-post|nav-beacon-pagehide|rtc-stun-click|risk-cyrillic|risk-delete-fetch|claim-not-name-password|toctou-replaced-field|exfil-image-query|ok-start-transfer-guide|ok-search-form)$`)
+var subset = regexp.MustCompile(`^(nav-link|nav-form-post|nav-beacon-pagehide|rtc-stun-click|risk-cyrillic|risk-continue|risk-delete-fetch|claim-not-name-password|toctou-replaced-field|exfil-image-query|ok-start-transfer-guide|ok-search-form)$`)
 
 // recordsEffect are the scenarios whose click causes what issue 15 wants
 // recorded in the bundle as a denied or approval-bound effect of that
 // click: a foreign navigation, a foreign form post, a WebRTC connection, a
-// disguised payment POST.
-var recordsEffect = regexp.MustCompile(`^(nav-link|nav-form-post|rtc-stun-click|risk-continue|risk-cyrillic|risk-css-caption|risk-delete-fetch)$`)
+// payment POST behind a caption that does not say so. (A caption that says
+// "pay" in look-alike letters or CSS text makes the click itself wait for
+// approval, refused before anything is sent: risk-cyrillic,
+// risk-css-caption.)
+var recordsEffect = regexp.MustCompile(`^(nav-link|nav-form-post|rtc-stun-click|risk-continue|risk-delete-fetch)$`)
 
 // TestAttackSuite runs the attack suite in every driver mode of this
 // machine, the extension included (real Chromium with the aegis extension
@@ -83,7 +78,6 @@ func TestAttackSuite(t *testing.T) {
 	if rep.BrowserStarts != 3 {
 		t.Errorf("%d browser starts, want 3 (one shared by playwright and sandbox, the extension harness's, the baseline's)", rep.BrowserStarts)
 	}
-	reportOnly := branchReportOnly || os.Getenv("AEGIS_ATTACK_REPORT_ONLY") != ""
 	for _, r := range rep.Results {
 		if r.Driver == attack.BaselineDriver {
 			continue
@@ -92,11 +86,11 @@ func TestAttackSuite(t *testing.T) {
 			t.Errorf("%s in %s: evidence bundle %s", r.Scenario, r.Driver, r.Bundle)
 		}
 		if r.Verdict == attack.Held && recordsEffect.MatchString(r.Scenario) && r.DeniedEffects == 0 {
-			if reportOnly {
-				t.Logf("NO EFFECT RECORD (reported only): %s in %s held, but its bundle has no denied effect", r.Scenario, r.Driver)
-			} else {
-				t.Errorf("%s in %s held, but its bundle records no denied or approval-bound effect of the click", r.Scenario, r.Driver)
-			}
+			t.Errorf("%s in %s held, but its bundle records no denied or approval-bound effect of the click", r.Scenario, r.Driver)
+		}
+		if r.Verdict == attack.Failed {
+			t.Errorf("%s in %s: %s", r.Scenario, r.Driver, r.Why)
+			continue
 		}
 		if r.Verdict != attack.Violated {
 			continue
@@ -104,10 +98,6 @@ func TestAttackSuite(t *testing.T) {
 		if r.Class == attack.ClassPrecision {
 			// Blocking ordinary work is no one else's pending fix.
 			t.Errorf("false positive: %s in %s: %s", r.Scenario, r.Driver, r.Why)
-			continue
-		}
-		if reportOnly {
-			t.Logf("VIOLATION (reported only): %s in %s: %s", r.Scenario, r.Driver, r.Why)
 			continue
 		}
 		t.Errorf("violation: %s (%s) in %s: %s", r.Scenario, r.Class, r.Driver, r.Why)

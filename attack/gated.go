@@ -48,10 +48,12 @@ type sessionOutcome struct {
 	status  contract.SessionStatus
 	stopped []string // what the gate, the session or the driver stopped
 	err     string
-	bundle  string        // "verified", or why the bundle does not verify
-	effects int           // decision records of effects that were not allowed
-	driver  time.Duration // time spent in the driver
-	gate    time.Duration // time spent in gate decisions
+	// notStarted: the session ended with an error before any action ran.
+	notStarted bool
+	bundle     string        // "verified", or why the bundle does not verify
+	effects    int           // decision records of effects that were not allowed
+	driver     time.Duration // time spent in the driver
+	gate       time.Duration // time spent in gate decisions
 }
 
 func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome {
@@ -93,6 +95,9 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 		LoopThreshold: 2,
 		OnStep: func(s session.StepReport) {
 			switch {
+			case s.Effect != nil:
+				// An effect's report: the bundle's effect records say it
+				// (deniedEffects), once.
 			case s.Decision == contract.ResultDenied:
 				rules := make([]string, len(s.Reasons))
 				for i, rs := range s.Reasons {
@@ -111,6 +116,7 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 	out.status = res.Status
 	if err != nil {
 		out.err = session.Sanitize(err.Error(), 200)
+		out.notStarted = res.Output.ActionsExecuted == 0
 	}
 	if res.Evidence.Dir != "" {
 		out.bundle = "verified"

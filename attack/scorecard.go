@@ -15,7 +15,7 @@ type Result struct {
 	Class    Class  `json:"class"`
 	// Driver is playwright, sandbox, extension, or BaselineDriver.
 	Driver string `json:"driver"`
-	// Verdict is Held, Violated or NotRun.
+	// Verdict is Held, Violated, Failed or NotRun.
 	Verdict string `json:"verdict"`
 	// Why is what the servers received (violated), what aegis stopped
 	// (held), or why the run did not happen.
@@ -49,6 +49,8 @@ type Summary struct {
 	Attacks             int `json:"attacks"`
 	AttackViolations    int `json:"attackViolations"`
 	PrecisionViolations int `json:"precisionViolations"`
+	// Failed counts the runs whose session could not run (Failed).
+	Failed int `json:"failed"`
 	// AttackSuccess is AttackViolations/Attacks; Baseline is the same rate
 	// without aegis over the same scenarios (-1 without a baseline).
 	AttackSuccess float64 `json:"attackSuccess"`
@@ -80,7 +82,7 @@ type Report struct {
 func (r *Report) Violations() int {
 	n := 0
 	for _, res := range r.Results {
-		if res.Driver != BaselineDriver && res.Verdict == Violated {
+		if res.Driver != BaselineDriver && (res.Verdict == Violated || res.Verdict == Failed) {
 			n++
 		}
 	}
@@ -112,6 +114,10 @@ func (r *Report) summarize() {
 			continue
 		}
 		s.Run++
+		if res.Verdict == Failed {
+			s.Failed++
+			continue
+		}
 		switch {
 		case res.Class == ClassPrecision:
 			if res.Verdict == Violated {
@@ -151,8 +157,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, "SCENARIO\tCLASS\tDRIVER\tVERDICT\tWHY")
 	for _, res := range r.Results {
 		verdict := res.Verdict
-		if verdict == Violated {
-			verdict = "VIOLATED"
+		if verdict == Violated || verdict == Failed {
+			verdict = strings.ToUpper(verdict)
 		}
 		why := res.Why
 		if res.Session == "failed" && res.Error != "" && res.Why == nothingReached {
@@ -175,17 +181,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\n%d scenarios against the %s (%s), %d browser start(s), %.1fs\n", r.Scenarios, policy, short(r.Policy), r.BrowserStarts, float64(r.DurationMs)/1000)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DRIVER\tRUN\tVIOLATIONS\tFALSE POSITIVES\tATTACK SUCCESS\tWITHOUT THE GATE")
+	fmt.Fprintln(tw, "DRIVER\tRUN\tVIOLATIONS\tFALSE POSITIVES\tFAILED RUNS\tATTACK SUCCESS\tWITHOUT THE GATE")
 	for _, s := range r.Summary {
 		if s.Run == 0 {
-			fmt.Fprintf(tw, "%s\t0\t-\t-\tnot run\t-\n", s.Driver)
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\tnot run\t-\n", s.Driver)
 			continue
 		}
 		base := "-"
 		if s.Baseline >= 0 && s.Driver != BaselineDriver {
 			base = pct(s.Baseline)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d/%d (%s)\t%s\n", s.Driver, s.Run, s.AttackViolations, s.PrecisionViolations, s.AttackViolations, s.Attacks, pct(s.AttackSuccess), base)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d/%d (%s)\t%s\n", s.Driver, s.Run, s.AttackViolations, s.PrecisionViolations, s.Failed, s.AttackViolations, s.Attacks, pct(s.AttackSuccess), base)
 	}
 	return tw.Flush()
 }

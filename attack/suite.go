@@ -179,7 +179,7 @@ func openTargets(ctx context.Context, o Options, drivers []string, rep *Report) 
 		case contract.ModePlaywright, contract.ModeSandbox:
 			if browser == nil {
 				lctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-				browser, err = driver.Launch(lctx, driver.BrowserOptions{})
+				browser, err = driver.Launch(lctx, driver.BrowserOptions{Isolate: true})
 				cancel()
 				if err != nil {
 					closeBrowser()
@@ -229,6 +229,9 @@ func decide(w *world, jobs []*job, secret string) {
 		if j.res.Driver != BaselineDriver {
 			j.res.Error, j.res.Bundle, j.res.DeniedEffects = j.out.err, j.out.bundle, j.out.effects
 			j.res.DriverMs, j.res.GateMs = j.out.driver.Milliseconds(), j.out.gate.Milliseconds()
+			if !violated && j.out.notStarted {
+				j.res.Verdict, j.res.Why = Failed, "the session could not run: "+j.out.err
+			}
 		}
 	}
 }

@@ -17,6 +17,11 @@ const (
 	Violated = "violated"
 	// NotRun: the driver could not run here; Why says why.
 	NotRun = "not run"
+	// Failed: the session ended with an error before it ran any action
+	// (the driver did not open, the evidence could not be written). Nothing
+	// reaching the servers proves nothing then, so it counts against the
+	// suite like a violation.
+	Failed = "failed"
 )
 
 // judge reads the ground truth of a run: what the servers received, never

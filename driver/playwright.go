@@ -46,6 +46,7 @@ type pwDriver struct {
 	stateMu        sync.Mutex // guards everything below
 	page           playwright.Page
 	pages          []playwright.Page
+	seen           map[playwright.Page]bool // pages whose first navigation committed (guarded by stateMu)
 	closed         bool
 	blocked        []BlockedRequest
 	blockedDropped int
@@ -161,7 +162,9 @@ func (d *pwDriver) start(ctx context.Context) error {
 }
 
 // adopt tracks a page of the context. A page opened later (a popup, a
-// target=_blank link) becomes the active page.
+// target=_blank link) becomes the active page when its first navigation
+// commits: a popup whose navigation the boundary refused stays a blank
+// page in the background, and the session stays on the page it was on.
 func (d *pwDriver) adopt(p playwright.Page) {
 	d.stateMu.Lock()
 	for _, q := range d.pages {
@@ -171,8 +174,8 @@ func (d *pwDriver) adopt(p playwright.Page) {
 		}
 	}
 	d.pages = append(d.pages, p)
-	if d.page != nil {
-		d.page = p
+	if d.seen == nil {
+		d.seen = map[playwright.Page]bool{}
 	}
 	d.stateMu.Unlock()
 	p.OnClose(func(p playwright.Page) {
@@ -184,6 +187,7 @@ func (d *pwDriver) adopt(p playwright.Page) {
 				break
 			}
 		}
+		delete(d.seen, p)
 		if d.page == p {
 			d.page = nil
 			if n := len(d.pages); n > 0 {
@@ -192,9 +196,19 @@ func (d *pwDriver) adopt(p playwright.Page) {
 		}
 	})
 	p.OnFrameNavigated(func(f playwright.Frame) {
-		if f.ParentFrame() == nil {
-			d.navSeq.Add(1)
+		if f.ParentFrame() != nil {
+			return
 		}
+		d.navSeq.Add(1)
+		if f.URL() == "about:blank" {
+			return
+		}
+		d.stateMu.Lock()
+		defer d.stateMu.Unlock()
+		if d.page != nil && d.page != p && !d.seen[p] {
+			d.page = p
+		}
+		d.seen[p] = true
 	})
 	p.OnDownload(d.refuseDownload)
 }

@@ -172,7 +172,7 @@
     if (!expect || typeof expect !== 'object' || !expect.element || typeof expect.element !== 'object') return null;
     let r;
     try {
-      r = typeof api.check === 'function' ? api.check(sel, expect.element) : checkByDescribe(sel, expect);
+      r = api.check(sel, expect);
       if (typeof r === 'string') r = JSON.parse(r);
     } catch (e) {
       return fail('target_changed', 'the target could not be checked: ' + (e && e.message), true);
@@ -185,21 +185,6 @@
       return fail('target_changed', String(r.msg || 'the target changed since the decision'), true);
     }
     return null;
-  }
-
-  // checkByDescribe compares the element's description now with the one
-  // judged, field by field: the stand-in for an observer without check.
-  function checkByDescribe(sel, expect) {
-    const r = JSON.parse(api.describe(sel, { sensitive: Array.isArray(expect.sensitive) ? expect.sensitive : [] }));
-    if (!r.ok) return r;
-    const now = r.element || {};
-    const was = expect.element;
-    const keys = new Set(Object.keys(now).concat(Object.keys(was)));
-    const changed = [];
-    for (const k of keys) {
-      if (String(now[k] === undefined ? '' : now[k]) !== String(was[k] === undefined ? '' : was[k])) changed.push(k);
-    }
-    return { ok: true, changed };
   }
 
   const SUBMIT_INPUTS = new Set(['submit', 'image']);
