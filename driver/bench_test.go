@@ -105,6 +105,15 @@ func BenchmarkObserve(b *testing.B) {
 			must(b, err)
 		})
 	})
+	b.Run("aegis-huge", func(b *testing.B) {
+		// 100,000 elements: the walk, the snapshot and the affordances
+		// all hit their bounds (TestObserveHugePageIsBounded).
+		d := benchDriver(b, "/big?n=100000")
+		timed(b, func(int) {
+			_, err := d.Observe(context.Background(), driver.ObserveOptions{})
+			must(b, err)
+		})
+	})
 	b.Run("plain", func(b *testing.B) {
 		// The nearest plain equivalent: the serialized DOM and the visible text.
 		p := plainPage(b, "/big?n=2000")

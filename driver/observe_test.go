@@ -15,7 +15,8 @@ import (
 )
 
 // A page with 100,000 interactive elements gives a bounded observation,
-// quickly, keeping the elements in the viewport.
+// keeping the elements in the viewport. (How long it takes is a benchmark's
+// business, not a test's: BenchmarkObserve/aegis-huge.)
 func TestObserveHugePageIsBounded(t *testing.T) {
 	site := startSite(t)
 	d := open(t, contract.ModePlaywright, site.URL(), func(c *driver.Config) { c.NavigationTimeout = 60 * time.Second })
@@ -34,9 +35,6 @@ func TestObserveHugePageIsBounded(t *testing.T) {
 	drivertest.CheckObservation(t, obs)
 	b, _ := json.Marshal(obs)
 	t.Logf("observe of 100,000 elements: %v, %d bytes, %d affordances, stats %v", took, len(b), len(obs.Affordances), driver.LastStats(d))
-	if took > 15*time.Second {
-		t.Errorf("observe took %v", took)
-	}
 	if len(b) > 4<<20 {
 		t.Errorf("observation is %d bytes", len(b))
 	}
