@@ -19,10 +19,12 @@
 // for it in the capture phase from document_start, before any page
 // script could add a listener of its own, counts it, and the next
 // observation reports the count (stats.peerRefused), which the driver
-// records as a refused peer effect. A page that dispatches the event
-// itself only gets itself reported; a page cannot stop the observer from
-// seeing the event of its own attempt, since the observer's listener
-// runs first. The dispatch and the constructors it uses are taken here,
+// records as a refused peer effect (an attempt in a frame of another
+// origin than the top is refused, but only that frame's observer, if
+// any, counts it, and observations read the top's). A page that
+// dispatches the event itself only gets itself reported; a page cannot
+// stop the observer from seeing the event of its own attempt, since the
+// observer's listener runs first. The dispatch and the constructors it uses are taken here,
 // before page scripts can replace them.
 (function (root) {
   'use strict';
