@@ -133,12 +133,13 @@ type Config struct {
 	// refusals are only in BlockedRequests.
 	Effects Effects
 	// AllowWebRTC leaves WebRTC to the page. By default (false) WebRTC is
-	// off in every mode of the Playwright driver: every frame gets
-	// RTCPeerConnection, webkitRTCPeerConnection and RTCDataChannel
-	// replaced, before its scripts run, by stand-ins that refuse (each
-	// attempt is reported to Effects.Refused as a peer effect), and every
-	// browser it launches keeps WebRTC off non-proxied UDP whatever this
-	// says (see DefaultArgs).
+	// off in every mode: every frame gets RTCPeerConnection,
+	// webkitRTCPeerConnection and RTCDataChannel replaced, before its
+	// scripts run, by stand-ins that refuse (extension/webrtc.js; each
+	// attempt is reported to Effects.Refused as a peer effect at the next
+	// observation). Whatever this says, every browser the Playwright
+	// driver launches keeps WebRTC off non-proxied UDP (see DefaultArgs),
+	// and so does the extension while a session runs.
 	AllowWebRTC bool
 	// SensitiveSelectors are the policy's sensitive selectors (CSS). Values
 	// of matching fields are masked in every observation and extraction, in

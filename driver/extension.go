@@ -394,6 +394,7 @@ func (d *extDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obs
 	if err != nil {
 		return contract.Observation{}, err
 	}
+	reportPeers(d.cfg.Effects, po.Stats.PeerRefused)
 	tab := d.tabID
 	obs := observation(d.cfg, po, r.URL, &tab, captured)
 	obs.ExtractedArtifacts = d.arts.records()

@@ -23,7 +23,10 @@ import (
 // HEAD or OPTIONS). Each refusal comes back as a boundary.refused event;
 // the driver keeps it in its BlockedRequests log and tells
 // Config.Effects.Refused. Windows the page opens are closed by the
-// extension and reported the same way. Close removes the boundary.
+// extension and reported the same way. Unless Config.AllowWebRTC, the
+// extension also runs the WebRTC guard (extension/webrtc.js) in the
+// session's pages, and Observe reports the attempts it refused as peer
+// effects, as the Playwright driver does. Close removes the boundary.
 //
 // A content script cannot hold a request while a policy judges it (that
 // would take the debugger), so state-changing requests are judged before
@@ -64,6 +67,9 @@ type extBoundaryParams struct {
 	TabID   int      `json:"tabId"`
 	Origins []string `json:"origins"`
 	Hold    bool     `json:"hold"`
+	// AllowWebRTC leaves WebRTC to the page (Config.AllowWebRTC); by
+	// default the extension runs the WebRTC guard in the session's pages.
+	AllowWebRTC bool `json:"allowWebRTC,omitempty"`
 }
 
 type extBoundaryResult struct {
@@ -132,14 +138,14 @@ type boundary struct {
 }
 
 // startBoundary installs the boundary of d's tab and subscribes to its
-// refusals. With no allowed origins and no Effects there is nothing to
-// enforce, and nothing is installed.
+// refusals. With no allowed origins, no Effects and WebRTC allowed there
+// is nothing to enforce, and nothing is installed.
 func (d *extDriver) startBoundary(ctx context.Context) error {
 	b := &boundary{effects: d.cfg.Effects, hold: d.cfg.Effects != nil, expected: map[string]contract.Element{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.bound = b
 	go b.deliver()
-	if len(d.origins) == 0 && !b.hold {
+	if !d.enforces() {
 		return nil
 	}
 	if ev, ok := d.port.(ExtensionEvents); ok {
@@ -151,11 +157,18 @@ func (d *extDriver) startBoundary(ctx context.Context) error {
 		})
 	}
 	var r extBoundaryResult
-	if err := d.callJSON(ctx, extBoundarySet, extBoundaryParams{TabID: d.tabID, Origins: d.origins, Hold: b.hold}, &r); err != nil {
+	p := extBoundaryParams{TabID: d.tabID, Origins: d.origins, Hold: b.hold, AllowWebRTC: d.cfg.AllowWebRTC}
+	if err := d.callJSON(ctx, extBoundarySet, p, &r); err != nil {
 		b.close(ctx)
 		return fmt.Errorf("driver: install the boundary of tab %d: %w", d.tabID, err)
 	}
 	return nil
+}
+
+// enforces reports whether d's tab needs a boundary: allowed origins to
+// keep it in, state-changing requests to hold, or WebRTC to keep off.
+func (d *extDriver) enforces() bool {
+	return len(d.origins) > 0 || d.cfg.Effects != nil || !d.cfg.AllowWebRTC
 }
 
 // stopBoundary removes the boundary of the person's tab (a tab the driver
@@ -166,7 +179,7 @@ func (d *extDriver) stopBoundary(ctx context.Context) error {
 		return nil
 	}
 	defer b.close(ctx)
-	if d.own || (len(d.origins) == 0 && !b.hold) {
+	if d.own || !d.enforces() {
 		return nil
 	}
 	if _, err := d.port.Call(ctx, extBoundaryClear, extTabRef{TabID: d.tabID}); err != nil && ctx.Err() == nil {

@@ -117,6 +117,9 @@ func TestExtensionBoundary(t *testing.T) {
 	}
 	foreign := newExtRecorder(t, nil)
 	F := foreign.srv.URL
+	stun := newUDPSink(t)
+	rtc := fmt.Sprintf(rtcPage, stun.port())
+	rtcDone := make(chan string, 16)
 	pages := map[string]string{
 		"/link":   `<a id="out" href="` + F + `/link?q=1">out</a>`,
 		"/frame":  `<iframe src="` + F + `/frame"></iframe><p>framed</p>`,
@@ -128,8 +131,16 @@ func TestExtensionBoundary(t *testing.T) {
 		"/ws":     `<script>new WebSocket('ws` + strings.TrimPrefix(F, "http") + `/ws')</script><p>ws</p>`,
 		"/meta":   `<meta http-equiv="refresh" content="0;url=` + F + `/meta"><p>meta</p>`,
 		"/swap":   `<button id="go">Go</button><button id="swap" onclick="document.getElementById('go').textContent = 'Delete account'">swap</button>`,
+		"/rtc":    rtc,
+		// The attempt as the page loads, before the driver calls into it.
+		"/rtcload": rtc + `<script>call(window.RTCPeerConnection).then(report)</script>`,
 	}
 	site := newExtRecorder(t, http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		if q.URL.Path == "/done" {
+			rtcDone <- q.URL.Query().Get("r")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html")
 		if q.URL.Path == "/pay" {
 			fmt.Fprint(w, "<!doctype html><title>paid</title><p>paid</p>")
@@ -146,12 +157,13 @@ func TestExtensionBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nhost log:\n%s", err, b.HostLog())
 	}
-	open := func(t *testing.T, eff driver.Effects) driver.Driver {
+	openWith := func(t *testing.T, eff driver.Effects, allowWebRTC bool) driver.Driver {
 		t.Helper()
 		octx, ocancel := context.WithTimeout(context.Background(), guardWait)
 		defer ocancel()
 		d, err := driver.OpenExtension(octx, driver.Config{
 			Mode: contract.ModeExtension, AllowedOrigins: []string{S}, ActionTimeout: 3 * time.Second, Effects: eff,
+			AllowWebRTC: allowWebRTC,
 		}, driver.ExtensionTarget{Port: conn})
 		if err != nil {
 			t.Fatalf("open the extension driver: %v", err)
@@ -162,6 +174,10 @@ func TestExtensionBoundary(t *testing.T) {
 			_ = d.Close(cctx)
 		})
 		return d
+	}
+	open := func(t *testing.T, eff driver.Effects) driver.Driver {
+		t.Helper()
+		return openWith(t, eff, false)
 	}
 	act := func(t *testing.T, d driver.Driver, a contract.Action) error {
 		t.Helper()
@@ -343,6 +359,82 @@ func TestExtensionBoundary(t *testing.T) {
 			t.Fatal(err)
 		}
 		do(t, d, click("#go"))
+	})
+	// WebRTC: the page's attempt (its own constructor, one from a fresh
+	// about:blank frame, one made as the page loads) gets NotSupportedError,
+	// the STUN server on a loopback UDP port receives nothing, and the next
+	// observation reports exactly one refused peer effect.
+	rtcWait := func(t *testing.T) string {
+		t.Helper()
+		select {
+		case r := <-rtcDone:
+			return r
+		case <-time.After(guardWait):
+			t.Fatal("the page never reported its WebRTC attempt")
+		}
+		return ""
+	}
+	peers := func(t *testing.T, d driver.Driver, eff *extEffects) []contract.Effect {
+		t.Helper()
+		octx, ocancel := context.WithTimeout(context.Background(), guardWait)
+		defer ocancel()
+		if _, err := d.Observe(octx, driver.ObserveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var got []contract.Effect
+		for {
+			select {
+			case e := <-eff.refused:
+				if e.Kind == contract.EffectPeer {
+					got = append(got, e)
+				}
+			default:
+				return got
+			}
+		}
+	}
+	wantPeer := contract.Effect{Kind: contract.EffectPeer, Refused: "WebRTC is off"}
+	for _, c := range []struct{ name, page, sel string }{
+		{"WebRTC", "/rtc", "#rtc"},
+		{"WebRTCFrame", "/rtc", "#rtc-frame"},
+		{"WebRTCOnLoad", "/rtcload", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eff := newExtEffects(never(nil))
+			d := open(t, eff)
+			do(t, d, nav(c.page))
+			if c.sel != "" {
+				do(t, d, click(c.sel))
+			}
+			if got := rtcWait(t); got != "NotSupportedError" {
+				t.Errorf("the page's WebRTC attempt ended with %q, want NotSupportedError", got)
+			}
+			if n := stun.received(t); n != 0 {
+				t.Errorf("the STUN server received %d datagrams, want none", n)
+			}
+			if got := peers(t, d, eff); len(got) != 1 || !equalEffect(got[0], wantPeer) {
+				t.Errorf("refused peer effects = %+v, want one %+v", got, wantPeer)
+			}
+			if got := peers(t, d, eff); len(got) != 0 {
+				t.Errorf("the next observation reported %+v again", got)
+			}
+		})
+	}
+	t.Run("WebRTCAllowed", func(t *testing.T) {
+		eff := newExtEffects(never(nil))
+		d := openWith(t, eff, true)
+		do(t, d, nav("/rtc"))
+		do(t, d, click("#rtc"))
+		// The page's own WebRTC, which the browser still keeps off UDP.
+		if got := rtcWait(t); got != "gathered" {
+			t.Errorf("with WebRTC allowed the page's attempt ended with %q, want gathered", got)
+		}
+		if n := stun.received(t); n != 0 {
+			t.Errorf("the STUN server received %d datagrams, want none", n)
+		}
+		if got := peers(t, d, eff); len(got) != 0 {
+			t.Errorf("refused peer effects %+v with WebRTC allowed", got)
+		}
 	})
 	t.Run("RulesRemovedAfterSession", func(t *testing.T) {
 		d := open(t, newExtEffects(never(nil)))

@@ -54,8 +54,9 @@ type pageStats struct {
 	WalkMs             float64 `json:"walkMs"`
 	BoxMs              float64 `json:"boxMs"`
 	SelectorMs         float64 `json:"selectorMs"`
-	// PeerRefused counts the WebRTC attempts the Playwright driver's guard
-	// refused in the page since the previous observation.
+	// PeerRefused counts the WebRTC attempts the WebRTC guard
+	// (extension/webrtc.js) refused in the page since the previous
+	// observation.
 	PeerRefused int `json:"peerRefused"`
 }
 

@@ -447,7 +447,7 @@ func (d *pwDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obse
 		return contract.Observation{}, err
 	}
 	d.lastStats.Store(&po.Stats)
-	d.reportPeers(po.Stats.PeerRefused)
+	reportPeers(d.cfg.Effects, po.Stats.PeerRefused)
 	obs := observation(d.cfg, po, p.URL(), nil, captured)
 	obs.ExtractedArtifacts = d.arts.records()
 	return obs, nil

@@ -21,7 +21,8 @@
 //     state-changing request but the one form submission the host judged
 //     for the click it is running; each refusal is reported to the host
 //     (boundary.refused), windows the page opens are closed and reported,
-//     and WebRTC sends nothing outside a proxy;
+//     WebRTC sends nothing outside a proxy, and unless the host allows it
+//     the page's WebRTC constructors throw (webrtc.js);
 //   - only this extension's popup may send commands.
 // Nothing from a page ever reaches this worker: content scripts answer
 // executeScript calls and send no messages.

@@ -20,7 +20,12 @@
 // net::ERR_BLOCKED_BY_CLIENT). A window the page opens (window.open, a
 // link with target=_blank) is added to the rules and closed at once, and
 // reported. While any boundary is held, WebRTC may not send UDP outside a
-// proxy (chrome.privacy.network.webRTCIPHandlingPolicy).
+// proxy (chrome.privacy.network.webRTCIPHandlingPolicy), and unless the
+// host allows WebRTC (allowWebRTC), the WebRTC guard (webrtc.js, the one
+// the Playwright driver runs too) runs in the page's main world of every
+// frame of the session's origins from document_start, with the observer in
+// the isolated world of the top frame to count what it refused (see
+// peerGuards).
 //
 // Rule priorities: 1 blocks everything of the tab, 2 allows the allowed
 // origins (safe methods only when holding), 3 allows the judged form
@@ -103,6 +108,7 @@ async function setBoundary(h, p) {
   }
   b.origins = origins;
   b.hold = !!p.hold;
+  b.allowWebRTC = p.allowWebRTC === true;
   boundaries.set(p.tabId, b);
   try {
     await install(b);
@@ -111,6 +117,14 @@ async function setBoundary(h, p) {
     throw new ProtoError(CODE.Internal, 'the boundary could not be installed: ' + String((e && e.message) || e).slice(0, 300));
   }
   await webRTC();
+  try {
+    await peerGuards();
+  } catch (e) {
+    // Fail closed: no session runs with WebRTC on that was not allowed.
+    await clearBoundary(h, p.tabId);
+    throw new ProtoError(CODE.Internal, 'the WebRTC guard could not be registered: ' + String((e && e.message) || e).slice(0, 300));
+  }
+  if (!b.allowWebRTC && b.lastURL) await guardShown(p.tabId);
   return { rules: b.ruleIds.length };
 }
 
@@ -124,6 +138,7 @@ async function clearBoundary(h, tabId) {
   b.allowanceId = 0;
   try { await updateRules({ removeRuleIds: ids }); } catch (e) { /* cleared at the next start */ }
   await webRTC();
+  try { await peerGuards(); } catch (e) { /* unregistered at the next start */ }
   return {};
 }
 
@@ -314,11 +329,79 @@ async function webRTC() {
   } catch (e) { /* controlled by a policy or another extension: documented */ }
 }
 
+// The WebRTC guard. webrtc.js (the page's main world, every frame,
+// about:blank, data: and blob: frames of a matched page included) replaces
+// the page's peer connection constructors by stand-ins that throw, and
+// signals each attempt with an event the observer counts; the observer is
+// registered too (isolated world, top frame), so that its listener is in
+// place at document_start, before any page script could add one to stop
+// the event, and before a page that tries WebRTC as it loads does so. Both
+// are registered, like listeners.js, for the origins of every boundary
+// with WebRTC off (every http(s) page for a boundary without origins), for
+// as long as one is held: the guard runs in every tab of those origins
+// meanwhile, as the WebRTC setting above applies to every tab.
+const GUARD_ID = 'aegis-webrtc-guard';
+const PEER_OBSERVER_ID = 'aegis-peer-observer';
+let guardsQueue = Promise.resolve();
+
+// peerGuards brings the registrations in line with the boundaries held;
+// calls are serialized.
+function peerGuards() {
+  const run = guardsQueue.then(syncPeerGuards);
+  guardsQueue = run.catch(() => {});
+  return run;
+}
+
+async function syncPeerGuards() {
+  const patterns = new Set();
+  for (const b of boundaries.values()) {
+    if (b.allowWebRTC) continue;
+    if (!b.origins.length) patterns.add('*://*/*'); // every http(s) page
+    for (const o of b.origins) patterns.add(matchPattern(o));
+  }
+  const ids = [GUARD_ID, PEER_OBSERVER_ID];
+  const have = (await chrome.scripting.getRegisteredContentScripts({ ids })).map((x) => x.id);
+  if (!patterns.size) {
+    if (have.length) await chrome.scripting.unregisterContentScripts({ ids: have });
+    return;
+  }
+  const matches = Array.from(patterns);
+  const guard = { id: GUARD_ID, matches, js: ['webrtc.js'], world: 'MAIN', runAt: 'document_start', allFrames: true, matchOriginAsFallback: true, persistAcrossSessions: false };
+  const observer = { id: PEER_OBSERVER_ID, matches, js: ['observer.js'], world: 'ISOLATED', runAt: 'document_start', allFrames: false, persistAcrossSessions: false };
+  if (have.length === ids.length) {
+    await chrome.scripting.updateContentScripts([guard, observer]);
+    return;
+  }
+  if (have.length) await chrome.scripting.unregisterContentScripts({ ids: have });
+  try {
+    await chrome.scripting.registerContentScripts([guard, observer]);
+  } catch (e) {
+    // Chrome before 119 knows no matchOriginAsFallback: about:blank frames
+    // then keep the constructors they are created with.
+    delete guard.matchOriginAsFallback;
+    await chrome.scripting.registerContentScripts([guard, observer]);
+  }
+}
+
+// guardShown runs the guard (and the observer that counts its refusals)
+// in the page the tab shows when its boundary is set, which was loaded
+// before the registration: a page script that took a constructor before
+// keeps it (chrome.privacy above still keeps it off UDP outside a proxy),
+// every later attempt is refused. Best effort: a page that cannot be
+// scripted is left as it is.
+async function guardShown(tabId) {
+  try {
+    await chrome.scripting.executeScript({ target: { tabId, frameIds: [0] }, files: ['observer.js'], injectImmediately: true });
+    await chrome.scripting.executeScript({ target: { tabId, allFrames: true }, files: ['webrtc.js'], world: 'MAIN', injectImmediately: true });
+  } catch (e) { /* not scriptable */ }
+}
+
 // A worker that starts holds no boundary: drop the session rules (only
-// aegis makes them) and the WebRTC setting a killed worker may have left
-// behind, before any rule of this worker is added.
+// aegis makes them), the WebRTC setting and the WebRTC guard a killed
+// worker may have left behind, before any rule of this worker is added.
 rulesQueue = (async () => {
   const stale = await chrome.declarativeNetRequest.getSessionRules();
   if (stale.length) await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds: stale.map((r) => r.id) });
 })().catch(() => {});
 webRTC();
+peerGuards().catch(() => {});

@@ -4,7 +4,10 @@
 // and its "key" pins its ID (ID). The observer is the one page observer
 // both drivers use: the extension runs it as a content script (observer.js
 // in the unpacked extension), and the Playwright driver injects it into
-// every frame through ObserverScript. It is one JavaScript function written
+// every frame through ObserverScript. Likewise the WebRTC guard
+// (webrtc.js, ReadFile) is the one both drivers run in the page's main
+// world: the extension registers it, the Playwright driver adds it as an
+// init script. The observer is one JavaScript function written
 // in the files of observer/, one responsibility each, which this package
 // joins in a fixed order (Observer). README.md says what each file does
 // and why each permission is needed; the JavaScript files document
@@ -70,7 +73,7 @@ const observerFile = "observer.js"
 // static are the extension's files other than the observer, as Chrome
 // loads them.
 //
-//go:embed manifest.json background.js boundary.js executor.js listeners.js popup.html popup.js popup.css
+//go:embed manifest.json background.js boundary.js executor.js listeners.js webrtc.js popup.html popup.js popup.css
 var static embed.FS
 
 // DefaultGlobal is the name the observer installs its API under when it

@@ -59,7 +59,8 @@ const (
 	MethodTabCapture  = "tab.capture"
 	// MethodBoundarySet installs the network and navigation boundary of
 	// a tab (declarativeNetRequest session rules scoped to it): its
-	// allowed origins, and whether state-changing requests are held.
+	// allowed origins, whether state-changing requests are held, and
+	// whether WebRTC is left to the page (allowWebRTC).
 	MethodBoundarySet = "boundary.set"
 	// MethodBoundaryClear removes the boundary of a tab.
 	MethodBoundaryClear = "boundary.clear"

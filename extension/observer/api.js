@@ -19,14 +19,24 @@
     });
   }
 
-  // Refused WebRTC attempts: the Playwright driver's WebRTC guard (an init
-  // script of its own, in the page's main world) counts each through
-  // notePeer, in the top-level page's observer when it can reach it; the
-  // next observe reports and resets the count (stats.peerRefused).
+  // Refused WebRTC attempts: the WebRTC guard (extension/webrtc.js, in the
+  // page's main world, in both drivers) dispatches PEER_EVENT on the
+  // top-level window (or its own frame's when the top is of another
+  // origin) for each attempt, before it throws. notePeer counts it; the
+  // listener is added here, when the observer installs, which is at
+  // document_start (an init script in the Playwright driver, a registered
+  // content script in the extension while WebRTC is off), in the capture
+  // phase, so it runs before any listener a page script could add to stop
+  // the event. The next observe reports and resets the count
+  // (stats.peerRefused).
+  const PEER_EVENT = '__aegis_peer_refused';
   let peerRefused = 0;
   function notePeer() {
     if (peerRefused < 1000000) peerRefused++;
   }
+  try {
+    apply(origAdd || root.addEventListener, root, [PEER_EVENT, notePeer, true]);
+  } catch (e) { /* no window: nothing to count */ }
   function takePeer() {
     const n = peerRefused;
     peerRefused = 0;
@@ -115,7 +125,6 @@
     deepActive,
     check,
     checkFocus,
-    notePeer,
   });
   Object.defineProperty(root, name, { value: api, writable: false, configurable: false, enumerable: false });
 })(globalThis, "__aegis");

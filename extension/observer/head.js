@@ -33,8 +33,6 @@
 //   extract(kind, selector, opts)  text, table rows, or links
 //   rect(selector)                 the element's box in top-level viewport px
 //   split(selector)                the selector's segments (for tests)
-//   notePeer(kind)                 count a refused WebRTC attempt (the
-//                                  Playwright driver's WebRTC guard calls it)
 //
 // Time of check is time of use: expect, when given, is what describe
 // reported ({element, pageOrigin, sensitive}); the functions that act
