@@ -26,7 +26,7 @@ import (
 // that in these tests nothing but the network namespace keeps a page's UDP
 // in: the IP handling policy lets WebRTC use UDP directly, and loopback
 // counts as a network (the namespace has no other).
-var webrtcOpen = []string{"--force-webrtc-ip-handling-policy=default", "--allow-loopback-in-peer-connection"}
+var webrtcOpen = []string{"--force-webrtc-ip-handling-policy=default", "--webrtc-ip-handling-policy=default", "--allow-loopback-in-peer-connection"}
 
 // leakPage fetches a foreign loopback port, reports how that ended to its
 // own origin, then starts WebRTC with a STUN server on a loopback UDP port,
@@ -147,6 +147,9 @@ func TestSandboxNetworkIsolation(t *testing.T) {
 			d, err := driver.Open(ctx, driver.Config{
 				Mode: contract.ModeSandbox, Browser: b, AllowedOrigins: []string{allowed.URL},
 				AllowNoNetworkIsolation: !tt.isolate,
+				// WebRTC on in the page (and the browser's flags off: webrtcOpen), so
+				// that only the namespace keeps the STUN request in.
+				AllowWebRTC: true,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -80,8 +80,21 @@ func TestStepsAgentCompletes(t *testing.T) {
 		t.Errorf("artifacts = %+v", res.Artifacts)
 	}
 	acts := actions(t, files)
-	if len(acts) != res.Output.ActionsExecuted || len(steps) != len(acts) {
-		t.Errorf("%d action lines, %d step reports, output says %d", len(acts), len(steps), res.Output.ActionsExecuted)
+	var actionSteps int
+	var posted []string
+	for _, r := range steps {
+		if r.Effect == nil {
+			actionSteps++
+		} else if r.Effect.Method == "POST" && r.Decision == contract.ResultAllowed {
+			posted = append(posted, r.Effect.Path)
+		}
+	}
+	if len(acts) != res.Output.ActionsExecuted || actionSteps != len(acts) {
+		t.Errorf("%d action lines, %d action step reports, output says %d", len(acts), actionSteps, res.Output.ActionsExecuted)
+	}
+	// The two form posts were held and judged as effects of their clicks.
+	if got, want := strings.Join(posted, " "), "/login /form"; got != want {
+		t.Errorf("allowed POST effects %q, want %q", got, want)
 	}
 	for _, a := range acts {
 		if a.Action.Type == contract.ActType && a.Action.Selector == "#password" && a.Action.Text != "{{redacted}}" {
