@@ -424,3 +424,23 @@ func TestEncodeObservationScrubsSecrets(t *testing.T) {
 		t.Errorf("secret not scrubbed: %s", b)
 	}
 }
+
+// TestStepsGoOnAfterAnEffectDenied: feedback that only says an effect of
+// an action was refused (the action ran) does not stop the offline
+// agents; a denial or an error does.
+func TestStepsGoOnAfterAnEffectDenied(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fb   []navigator.Feedback
+		want bool
+	}{
+		{"none", nil, false},
+		{"effect only", []navigator.Feedback{{ActionID: "step1", Kind: navigator.FeedbackEffect, Code: "effect_refused"}}, false},
+		{"denied", []navigator.Feedback{{ActionID: "step1", Kind: navigator.FeedbackDenied, Code: "origin_not_allowed"}}, true},
+		{"effect and error", []navigator.Feedback{{ActionID: "step1", Kind: navigator.FeedbackEffect}, {ActionID: "step2", Kind: navigator.FeedbackError, Code: "timeout"}}, true},
+	} {
+		if got := navigator.Stops(tt.fb); got != tt.want {
+			t.Errorf("%s: Stops = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -99,7 +99,23 @@ type FeedbackKind string
 const (
 	FeedbackDenied FeedbackKind = "denied" // the gate denied the action
 	FeedbackError  FeedbackKind = "error"  // the action failed when it ran
+	// FeedbackEffect: the action ran, but something the page did while or
+	// after it ran (a navigation, a form post, a request) was refused. The
+	// offline agents do not stop on it: the action itself did what it
+	// was asked; a later step that depended on the effect fails by itself.
+	FeedbackEffect FeedbackKind = "effect_denied"
 )
+
+// Stops reports whether feedback means an action of the batch did not do
+// what was asked (denied or failed), as opposed to an effect refused.
+func Stops(fs []Feedback) bool {
+	for _, f := range fs {
+		if f.Kind != FeedbackEffect {
+			return true
+		}
+	}
+	return false
+}
 
 // Feedback is one denial or error of the previous batch.
 type Feedback struct {

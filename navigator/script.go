@@ -67,7 +67,7 @@ func (s *Script) Next(ctx context.Context, req Request) (Response, error) {
 	if err := ctx.Err(); err != nil {
 		return Response{}, err
 	}
-	if len(req.Feedback) > 0 {
+	if Stops(req.Feedback) {
 		return Response{}, &RejectedError{Feedback: req.Feedback}
 	}
 	if s.next >= len(s.actions) {

@@ -178,7 +178,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 	if s.done {
 		return Response{}, ErrFinished
 	}
-	if len(req.Feedback) > 0 {
+	if Stops(req.Feedback) {
 		err := error(&RejectedError{Feedback: req.Feedback})
 		if s.next > 0 {
 			err = &StepError{Step: s.steps[s.next-1], Err: err}

@@ -452,7 +452,7 @@ func (r *run) writeEffect(n effectNote) error {
 				code = final.Reasons[0].Rule
 			}
 			r.feedback = append(r.feedback, navigator.Feedback{
-				ActionID: a.ID, Kind: navigator.FeedbackDenied, Code: code, Reasons: reasons,
+				ActionID: a.ID, Kind: navigator.FeedbackEffect, Code: code, Reasons: reasons,
 				Message: bound("after this action the page tried to "+effectVerb(eff)+", which the policy denied; it did not happen. Do not try to make it happen another way", 1000),
 			})
 		}
