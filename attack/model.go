@@ -9,7 +9,8 @@ import (
 	"strings"
 	"sync"
 	"text/template"
-	"time"
+
+	"github.com/aegis-run/aegis/llm/llmtest"
 )
 
 // model is the hostile model: an OpenAI-compatible chat completions
@@ -129,17 +130,5 @@ func (s Step) action(id string) map[string]any {
 }
 
 func answer(w http.ResponseWriter, content string) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id":      "chatcmpl-attack",
-		"object":  "chat.completion",
-		"created": time.Now().Unix(),
-		"model":   "hostile-model",
-		"choices": []any{map[string]any{
-			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": content},
-			"finish_reason": "stop",
-		}},
-		"usage": map[string]int{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-	})
+	llmtest.WriteCompletion(w, "hostile-model", content, map[string]int{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})
 }

@@ -188,13 +188,7 @@ func DiffPolicy(ctx context.Context, bundlePath string, opts DiffOptions) (*Diff
 		if rec.Exact {
 			r.Exact++
 		}
-		kind := ""
-		switch {
-		case now.Verdict != recorded.Verdict:
-			kind = ChangeVerdict
-		case now.Verdict == VerdictDeny && !slices.Equal(rules(now.Reasons), rules(recorded.Reasons)):
-			kind = ChangeReasons
-		}
+		kind := changeKind(recorded, now)
 		if kind == "" {
 			continue
 		}
@@ -252,14 +246,7 @@ func diffEffects(ctx context.Context, b *Bundle, g *gate.Gate, opts DiffOptions,
 			if rec.Exact {
 				r.Exact++
 			}
-			kind := ""
-			switch {
-			case now.Verdict != recorded.Verdict:
-				kind = ChangeVerdict
-			case now.Verdict == VerdictDeny && !slices.Equal(rules(now.Reasons), rules(recorded.Reasons)):
-				kind = ChangeReasons
-			}
-			if kind != "" {
+			if kind := changeKind(recorded, now); kind != "" {
 				r.Changes = append(r.Changes, Change{
 					Step: s.Index, DecisionID: first.DecisionID, ActionID: first.ActionID, ActionName: first.ActionName,
 					Kind: kind, Recorded: recorded, Now: now, Exact: rec.Exact, Gaps: rec.Gaps, Effect: &eff,
@@ -268,6 +255,19 @@ func diffEffects(ctx context.Context, b *Bundle, g *gate.Gate, opts DiffOptions,
 		}
 	}
 	return nil
+}
+
+// changeKind says how the verdict now differs from the recorded one: ""
+// when it does not, ChangeVerdict, or ChangeReasons for a denial by other
+// rules.
+func changeKind(recorded, now Verdict) string {
+	switch {
+	case now.Verdict != recorded.Verdict:
+		return ChangeVerdict
+	case now.Verdict == VerdictDeny && !slices.Equal(rules(now.Reasons), rules(recorded.Reasons)):
+		return ChangeReasons
+	}
+	return ""
 }
 
 // recordedVerdict is the gate's first answer about the step's proposal;

@@ -76,8 +76,9 @@ type Effects interface {
 	Refused(e contract.Effect)
 }
 
-// Blocker is implemented by drivers that filter the network (the sandbox
-// mode of the Playwright driver): BlockedRequests returns what the browser
+// Blocker is implemented by drivers that filter the network (the
+// Playwright driver with allowed origins, the extension driver):
+// BlockedRequests returns what the browser
 // was prevented from fetching or downloading, oldest first, at most
 // MaxBlocked entries.
 type Blocker interface {
@@ -123,9 +124,12 @@ type Config struct {
 	// random id when empty. It must match the schema's id pattern.
 	SessionID string
 	// AllowedOrigins lists the origins ("https://shop.example",
-	// "http://127.0.0.1:8080") the session may reach. The sandbox aborts
-	// every request to any other origin at the browser; it requires at least
-	// one origin. The other modes leave the allowlist to the gate.
+	// "http://127.0.0.1:8080") the session may reach. Whenever it is not
+	// empty, every driver refuses every navigation and request of the
+	// page to any other origin at the browser, whatever caused it
+	// (playwright and sandbox: request routing and the filtering proxy;
+	// extension: declarativeNetRequest rules on the session's tab). Sandbox
+	// requires at least one origin.
 	AllowedOrigins []string
 	// Effects, when set, is told of every request the boundary refused and
 	// asked about every state-changing request (see Effects). When nil,

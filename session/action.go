@@ -346,26 +346,16 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 		if e, ok := r.ctxEnding(); ok {
 			return paused, &e
 		}
-		switch {
-		case timedOut && !ans.Approved:
-			rule, msg = RuleApprovalTimeout, fmt.Sprintf("no approval within %v: denied", r.cfg.ApprovalTimeout)
-		case err != nil:
-			rule, msg = RuleApprovalUnavailable, "the approver failed: "+err.Error()
-			ans.Approved = false
-		case !ans.Approved:
-			rule, msg = RuleApprovalDenied, "the approver "+Sanitize(ans.Approver, 256)+" refused the action"
+		if rl, m := r.refusal(ans, err, timedOut, "action"); rl != "" {
+			rule, msg, ans.Approved = rl, m, false
 		}
 	}
 	if ans.Approved {
-		approver := ans.Approver
-		if approver == "" {
-			approver = "unnamed approver"
-		}
-		grant, err := r.cfg.Approvals.Grant(paused.ActionHash, Sanitize(approver, 256), r.now(), ApprovalTTL)
-		if err != nil {
-			rule, msg = RuleApprovalUnavailable, "the approval could not be granted: "+err.Error()
+		id, rl, m := r.grantFor(paused.ActionHash, ans)
+		if rl != "" {
+			rule, msg = rl, m
 		} else {
-			req.ApprovalID = grant.ID
+			req.ApprovalID = id
 			req.Now = r.now()
 			d, end := r.decide(req)
 			if end != nil {
@@ -394,6 +384,34 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 		return d, &end
 	}
 	return d, nil
+}
+
+// refusal says why an approver's answer about an action or an effect
+// (what) does not approve it; rule is "" when it does.
+func (r *run) refusal(ans ApprovalAnswer, err error, timedOut bool, what string) (rule, msg string) {
+	switch {
+	case timedOut && !ans.Approved:
+		return RuleApprovalTimeout, fmt.Sprintf("no approval within %v: denied", r.cfg.ApprovalTimeout)
+	case err != nil:
+		return RuleApprovalUnavailable, "the approver failed: " + err.Error()
+	case !ans.Approved:
+		return RuleApprovalDenied, "the approver " + Sanitize(ans.Approver, 256) + " refused the " + what
+	}
+	return "", ""
+}
+
+// grantFor grants the approval an approver gave for a decision's action
+// hash and returns its id; rule and msg say why when it cannot be granted.
+func (r *run) grantFor(hash string, ans ApprovalAnswer) (id, rule, msg string) {
+	approver := ans.Approver
+	if approver == "" {
+		approver = "unnamed approver"
+	}
+	grant, err := r.cfg.Approvals.Grant(hash, Sanitize(approver, 256), r.now(), ApprovalTTL)
+	if err != nil {
+		return "", RuleApprovalUnavailable, "the approval could not be granted: " + err.Error()
+	}
+	return grant.ID, "", ""
 }
 
 // sessionDenial records a denial the session adds to a gate decision (an

@@ -276,29 +276,18 @@ func (e *effects) approve(ctx context.Context, req gate.Request, paused gate.Dec
 		timedOut := actx.Err() != nil && e.ctx.Err() == nil && ctx.Err() == nil
 		stop()
 		cancel()
-		switch {
-		case e.ctx.Err() != nil || ctx.Err() != nil:
-			rule, msg = RuleApprovalUnavailable, "the session or the request ended before an answer"
-			ans.Approved = false
-		case timedOut && !ans.Approved:
-			rule, msg = RuleApprovalTimeout, fmt.Sprintf("no approval within %v: denied", r.cfg.ApprovalTimeout)
-		case err != nil:
-			rule, msg = RuleApprovalUnavailable, "the approver failed: "+err.Error()
-			ans.Approved = false
-		case !ans.Approved:
-			rule, msg = RuleApprovalDenied, "the approver "+Sanitize(ans.Approver, 256)+" refused the effect"
+		if e.ctx.Err() != nil || ctx.Err() != nil {
+			rule, msg, ans.Approved = RuleApprovalUnavailable, "the session or the request ended before an answer", false
+		} else if rl, m := r.refusal(ans, err, timedOut, "effect"); rl != "" {
+			rule, msg, ans.Approved = rl, m, false
 		}
 	}
 	if ans.Approved {
-		approver := ans.Approver
-		if approver == "" {
-			approver = "unnamed approver"
-		}
-		grant, err := r.cfg.Approvals.Grant(paused.ActionHash, Sanitize(approver, 256), r.now(), ApprovalTTL)
-		if err != nil {
-			rule, msg = RuleApprovalUnavailable, "the approval could not be granted: "+err.Error()
+		id, rl, m := r.grantFor(paused.ActionHash, ans)
+		if rl != "" {
+			rule, msg = rl, m
 		} else {
-			req.ApprovalID, req.Now = grant.ID, e.now()
+			req.ApprovalID, req.Now = id, e.now()
 			d := e.decide(ctx, req)
 			note.recs = append(note.recs, d.DecisionRecord)
 			decision := contract.ApprovalDeny

@@ -178,21 +178,26 @@ var Usage = map[string]int{"prompt_tokens": 120, "completion_tokens": 30, "total
 // Answer replies 200 with a chat completion whose content is content,
 // model "fake-model-1" and Usage.
 func Answer(content string) Reply {
-	return func(w http.ResponseWriter, r *Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id":      "chatcmpl-test",
-			"object":  "chat.completion",
-			"created": time.Now().Unix(),
-			"model":   "fake-model-1",
-			"choices": []any{map[string]any{
-				"index":         0,
-				"message":       map[string]any{"role": "assistant", "content": content},
-				"finish_reason": "stop",
-			}},
-			"usage": Usage,
-		})
-	}
+	return func(w http.ResponseWriter, r *Request) { WriteCompletion(w, "fake-model-1", content, Usage) }
+}
+
+// WriteCompletion writes a 200 chat completion of model whose one choice's
+// content is content, with usage: what an OpenAI-compatible endpoint
+// answers.
+func WriteCompletion(w http.ResponseWriter, model, content string, usage map[string]int) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id":      "chatcmpl-" + model,
+		"object":  "chat.completion",
+		"created": time.Now().Unix(),
+		"model":   model,
+		"choices": []any{map[string]any{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": content},
+			"finish_reason": "stop",
+		}},
+		"usage": usage,
+	})
 }
 
 // AnswerJSON is Answer with v encoded as JSON.
