@@ -2,6 +2,7 @@ package attack
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"strings"
@@ -105,10 +106,16 @@ func guarded(line string) bool {
 	return false
 }
 
-// mask replaces the secret (and its URL encodings) in s.
+// mask replaces the secret (and its URL, base64 and hex encodings, and the
+// secret reversed) in s.
 func mask(s, secret string) string {
+	rev := []rune(secret)
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
 	for _, v := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret),
-		base64.StdEncoding.EncodeToString([]byte(secret)), base64.RawURLEncoding.EncodeToString([]byte(secret))} {
+		base64.StdEncoding.EncodeToString([]byte(secret)), base64.RawURLEncoding.EncodeToString([]byte(secret)),
+		hex.EncodeToString([]byte(secret)), string(rev)} {
 		s = strings.ReplaceAll(s, v, "[SECRET]")
 	}
 	return s

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/schemas"
+	"github.com/aegis-run/aegis/secrets"
 )
 
 // MinSecretLen is the shortest secret value Options.Secrets accepts:
@@ -41,16 +42,24 @@ func newPair(value, placeholder string) maskPair {
 	return maskPair{value: value, placeholder: placeholder, escaped: string(e[1 : len(e)-1])}
 }
 
-func newMasker(secrets map[string]string) (*masker, error) {
+func newMasker(values map[string]string) (*masker, error) {
 	m := &masker{}
-	for name, v := range secrets {
+	for name, v := range values {
 		if !reSecretName.MatchString(name) {
 			return nil, fmt.Errorf("evidence: secret name %q: want 1 to 64 letters, digits, '.', '_' or '-'", name)
 		}
 		if len(v) < MinSecretLen {
 			return nil, fmt.Errorf("evidence: secret %s: value shorter than %d bytes cannot be masked safely", name, MinSecretLen)
 		}
-		m.pairs = append(m.pairs, newPair(v, secretPlaceholder(name)))
+		// The raw value and its common encodings (JSON- and HTML-escaped,
+		// percent-encoded, base64, hex, reversed: secrets.Forms), so that a
+		// page that echoes a typed secret encoded does not get it into the
+		// bundle either.
+		for _, f := range secrets.Forms(v) {
+			if len(f) >= MinSecretLen {
+				m.pairs = append(m.pairs, newPair(f, secretPlaceholder(name)))
+			}
+		}
 	}
 	for _, p := range m.pairs {
 		for _, q := range m.pairs {

@@ -10,7 +10,8 @@
 //     placeholder, for text that came back from the page;
 //   - (*Set).Guard returns a function the llm client runs over every request
 //     body before it is sent: it refuses a body in which any known value
-//     appears, raw or in any JSON escaping.
+//     appears, raw, in any JSON escaping, or in one of the encodings
+//     Redact knows.
 //
 // Load builds a session's Set from a mode-0600 secrets file and the
 // AEGIS_SECRET_* environment variables; the session receives the loaded Set.
@@ -99,7 +100,7 @@ func Check(s string) error {
 type Set struct {
 	names  []string          // sorted
 	values map[string]string // name → value
-	order  []string          // names by value length, longest first (for Redact)
+	forms  []form            // every value's forms, longest first (Redact, Guard)
 }
 
 // NewSet returns the set of the given secrets (name → value). Names must be
@@ -117,8 +118,7 @@ func NewSet(values map[string]string) (*Set, error) {
 		s.names = append(s.names, name)
 	}
 	sort.Strings(s.names)
-	s.order = append([]string(nil), s.names...)
-	sort.SliceStable(s.order, func(i, j int) bool { return len(s.values[s.order[i]]) > len(s.values[s.order[j]]) })
+	s.forms = buildForms(s.values)
 	return s, nil
 }
 
@@ -206,17 +206,20 @@ func (s *Set) lookup(name string) (string, bool) {
 	return v, ok
 }
 
-// Redact replaces every occurrence of a secret value in text by the
-// secret's placeholder, longest values first. Use it on anything that came
-// back from the page (a typed field's value in the DOM snapshot, an echoed
-// username) before it goes into a prompt.
+// Redact replaces every occurrence of a secret value in text, raw or in
+// one of its common encodings (see formsOf: JSON- and HTML-escaped,
+// percent-encoded, and for values of at least MinDerivedLen bytes base64,
+// hex and reversed), by the secret's placeholder, longest forms first. Use
+// it on anything that came back from the page (a typed field's value in
+// the DOM snapshot, an echoed username) before it goes into a prompt. A
+// value the page transformed otherwise (split, spaced out) is beyond it.
 func (s *Set) Redact(text string) string {
 	if s.Len() == 0 || text == "" {
 		return text
 	}
-	for _, name := range s.order {
-		if v := s.values[name]; strings.Contains(text, v) {
-			text = strings.ReplaceAll(text, v, Placeholder(name))
+	for _, f := range s.forms {
+		if strings.Contains(text, f.text) {
+			text = strings.ReplaceAll(text, f.text, Placeholder(f.name))
 		}
 	}
 	return text
@@ -241,31 +244,28 @@ var ErrLeak = errors.New("secrets: secret value in a request to the model")
 func (e *LeakError) Is(target error) bool { return target == ErrLeak }
 
 // Guard returns a function that refuses (with a *LeakError) any body in
-// which the value of one of the set's secrets appears: in the raw bytes, or
-// in any string or object key of the body once decoded as JSON, so that no
-// escaping (\", \u0041, \/) hides a value. Give it to llm.Config.Guard. A
+// which the value of one of the set's secrets appears, raw or in one of the
+// encodings Redact knows: in the raw bytes, or in any string or object key
+// of the body once decoded as JSON, so that no escaping (\", \u0041, \/)
+// hides a value. Give it to llm.Config.Guard. A
 // nil or empty set gives a guard that accepts everything.
 func (s *Set) Guard() func(body []byte) error {
 	if s.Len() == 0 {
 		return func([]byte) error { return nil }
 	}
-	names := append([]string(nil), s.names...)
-	values := make(map[string]string, len(names))
-	for _, n := range names {
-		values[n] = s.values[n]
-	}
+	forms := append([]form(nil), s.forms...)
 	check := func(text string) error {
-		for _, n := range names {
-			if strings.Contains(text, values[n]) {
-				return &LeakError{Name: n}
+		for _, f := range forms {
+			if strings.Contains(text, f.text) {
+				return &LeakError{Name: f.name}
 			}
 		}
 		return nil
 	}
 	return func(body []byte) error {
-		for _, n := range names {
-			if bytes.Contains(body, []byte(values[n])) {
-				return &LeakError{Name: n}
+		for _, f := range forms {
+			if bytes.Contains(body, []byte(f.text)) {
+				return &LeakError{Name: f.name}
 			}
 		}
 		return walkStrings(body, check)

@@ -1,0 +1,144 @@
+package secrets
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"html"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// MinDerivedLen is the shortest value (in bytes) whose derived forms
+// (base64, hex, reversed) are looked for: a shorter one would match
+// ordinary text by chance. Escaped forms are looked for at any length.
+const MinDerivedLen = 8
+
+// minBase64Core is the fewest base64 characters of a value's encoding at an
+// alignment that are looked for.
+const minBase64Core = 8
+
+// form is one way a secret's value may be written: the text to look for
+// and the secret it belongs to.
+type form struct {
+	text string
+	name string
+}
+
+// Forms returns the ways a secret's value may be written that Redact and
+// Guard look for (see formsOf), the raw value first: for other parts of
+// aegis that mask values (the evidence writer), so that every sink knows
+// the same encodings.
+func Forms(value string) []string { return formsOf(value) }
+
+// formsOf returns the ways value may appear in text that left aegis or
+// came back from the page, the raw value first: JSON-escaped (once and
+// twice, a JSON string inside a JSON string), percent-encoded (query and
+// path forms, upper- and lower-case hex), HTML-escaped, and for a value of
+// at least MinDerivedLen bytes its base64 encodings (standard and URL
+// alphabets, at each of the three byte alignments inside a longer
+// encoding), its hex (both cases) and the value reversed. Duplicates are
+// dropped.
+func formsOf(value string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	add(value)
+	once := jsonEscape(value)
+	add(once)
+	add(jsonEscape(once))
+	for _, p := range []string{url.QueryEscape(value), url.PathEscape(value)} {
+		add(p)
+		add(lowerPercent(p))
+	}
+	add(html.EscapeString(value))
+	if len(value) < MinDerivedLen {
+		return out
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		for align := 0; align < 3; align++ {
+			add(base64Core(enc, value, align))
+		}
+	}
+	h := hex.EncodeToString([]byte(value))
+	add(h)
+	add(strings.ToUpper(h))
+	add(reverse(value))
+	return out
+}
+
+// jsonEscape is value as encoding/json writes it inside a string, without
+// the quotes.
+func jsonEscape(value string) string {
+	b, _ := json.Marshal(value)
+	return string(b[1 : len(b)-1])
+}
+
+// lowerPercent writes the hex digits of percent escapes in lower case.
+func lowerPercent(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func lowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// base64Core is the part of the encoding of value, starting align bytes
+// into a group of three, that depends on value's bytes alone: what any
+// base64 text holding value at that alignment contains. "" when it is
+// shorter than minBase64Core.
+func base64Core(enc *base64.Encoding, value string, align int) string {
+	padded := make([]byte, align+len(value))
+	copy(padded[align:], value)
+	s := strings.TrimRight(enc.EncodeToString(padded), "=")
+	skip := [3]int{0, 2, 3}[align] // characters that hold bits of the leading bytes
+	end := len(padded) * 8 / 6     // characters made of whole bits of padded
+	if end-skip < minBase64Core {
+		return ""
+	}
+	return s[skip:end]
+}
+
+func reverse(s string) string {
+	r := []rune(s)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return string(r)
+}
+
+// buildForms lists the forms of every secret of values, longest first, so
+// that a form is replaced before any shorter one inside it.
+func buildForms(values map[string]string) []form {
+	var out []form
+	for name, v := range values {
+		for _, f := range formsOf(v) {
+			out = append(out, form{text: f, name: name})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if len(out[i].text) != len(out[j].text) {
+			return len(out[i].text) > len(out[j].text)
+		}
+		if out[i].text != out[j].text {
+			return out[i].text < out[j].text
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
