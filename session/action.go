@@ -526,8 +526,43 @@ func (r *run) takeArtifacts() error {
 
 func (r *run) report(rep StepReport) {
 	if r.cfg.OnStep != nil {
-		r.cfg.OnStep(rep)
+		r.cfg.OnStep(redactReport(r.cfg.Secrets, rep))
 	}
+}
+
+// redactReport is rep with every secret value (in any encoding the set
+// knows) replaced by its placeholder in what came from the page or the
+// model: the target's words, the action's words, reasons, the error, the
+// effect's path. A step report goes to people (progress lines, the popup)
+// and is not masked by the evidence writer.
+func redactReport(set *secrets.Set, rep StepReport) StepReport {
+	if set.Len() == 0 {
+		return rep
+	}
+	a := rep.Action
+	a.Reason, a.Selector, a.URL, a.Value = set.Redact(a.Reason), set.Redact(a.Selector), set.Redact(a.URL), set.Redact(a.Value)
+	a.Text = set.Redact(a.Text)
+	rep.Action = a
+	if rep.Target != nil {
+		t := *rep.Target
+		t.Name, t.ID, t.Label, t.Text = set.Redact(t.Name), set.Redact(t.ID), set.Redact(t.Label), set.Redact(t.Text)
+		rep.Target = &t
+	}
+	if len(rep.Reasons) > 0 {
+		rs := make([]contract.Reason, len(rep.Reasons))
+		for i, x := range rep.Reasons {
+			x.Message = set.Redact(x.Message)
+			rs[i] = x
+		}
+		rep.Reasons = rs
+	}
+	if rep.Effect != nil {
+		e := *rep.Effect
+		e.Path = set.Redact(e.Path)
+		rep.Effect = &e
+	}
+	rep.Error = set.Redact(rep.Error)
+	return rep
 }
 
 // noteLoop feeds loop detection with one outcome.

@@ -216,22 +216,25 @@ func (r *run) output(end ending, res Result) contract.Output {
 	if wire == contract.SessionFailed {
 		wire = contract.SessionAborted
 	}
+	// The output goes to stdout, the popup and CI logs, which the evidence
+	// writer does not mask: every page- or model-made string is redacted.
+	set := r.cfg.Secrets
 	out := contract.Output{
 		ComputerUseSessionID: r.id,
 		Status:               wire,
-		Summary:              end.summary,
+		Summary:              set.Redact(end.summary),
 		ActionsExecuted:      r.executed,
 		DurationMs:           int(res.Timings.Total.Milliseconds()),
 	}
 	if r.curURL != "" && r.curURL != "about:blank" {
-		u := r.curURL
+		u := set.Redact(r.curURL)
 		out.LastURL = &u
 	}
 	out.Evidence, _ = json.Marshal(res.Evidence)
 	out.Extra = map[string]json.RawMessage{}
 	out.Extra["endStatus"], _ = json.Marshal(end.status)
 	if end.err != nil {
-		out.Extra["error"], _ = json.Marshal(map[string]string{"code": end.err.Code, "message": end.err.Error()})
+		out.Extra["error"], _ = json.Marshal(map[string]string{"code": end.err.Code, "message": set.Redact(end.err.Error())})
 	}
 	type artOut struct {
 		ID        string                `json:"id"`
@@ -244,7 +247,7 @@ func (r *run) output(end ending, res Result) contract.Output {
 	arts := []artOut{}
 	for _, a := range r.artifacts {
 		v := bound(a.Value, maxArtifactValue)
-		arts = append(arts, artOut{ID: a.ID, Type: a.Type, SourceURL: a.SourceURL, Selector: a.SourceSelector, Value: v, Truncated: v != a.Value})
+		arts = append(arts, artOut{ID: a.ID, Type: a.Type, SourceURL: set.Redact(a.SourceURL), Selector: set.Redact(a.SourceSelector), Value: set.Redact(v), Truncated: v != a.Value})
 	}
 	out.Extra["artifacts"], _ = json.Marshal(arts)
 	out.Extra["denied"], _ = json.Marshal(r.denied)
