@@ -10,7 +10,6 @@ import (
 	"image"
 	_ "image/jpeg" // DecodeConfig of JPEG screenshots
 	_ "image/png"  // DecodeConfig of PNG screenshots
-	"net/url"
 	"strings"
 	"time"
 
@@ -142,15 +141,9 @@ func millis(d time.Duration) *float64 {
 }
 
 func (d *pwDriver) navigate(ctx context.Context, p playwright.Page, a contract.Action) error {
-	u, err := url.Parse(a.URL)
-	if err != nil || !u.IsAbs() {
-		return newErr(contract.CodeNavigationBlocked, "", "the URL is not absolute", nil)
-	}
-	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", text.CutRunes(s, 32)), nil)
-	}
-	if u.Host == "" {
-		return newErr(contract.CodeNavigationBlocked, "", "the URL has no host", nil)
+	u, err := navigationTarget(a.URL)
+	if err != nil {
+		return err
 	}
 	if d.bounded() && !d.allowedURL(a.URL) {
 		d.refuse(a.URL, effectFor(contract.EffectNavigation, "GET", a.URL, "document"), reasonOrigin)

@@ -390,6 +390,23 @@ func NormalizeOrigin(s string) (string, error) {
 	return o, nil
 }
 
+// navigationTarget parses the URL of a navigate action and refuses what no
+// driver navigates: a relative URL, a scheme other than http and https, no
+// host. Whether the origin is allowed is each driver's next check.
+func navigationTarget(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() {
+		return nil, newErr(contract.CodeNavigationBlocked, "", "the URL is not absolute", nil)
+	}
+	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+		return nil, newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", text.CutRunes(s, 32)), nil)
+	}
+	if u.Host == "" {
+		return nil, newErr(contract.CodeNavigationBlocked, "", "the URL has no host", nil)
+	}
+	return u, nil
+}
+
 // originOf returns the http(s) origin of u; ws and wss map to http and
 // https.
 func originOf(u *url.URL) (string, bool) {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"image"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
@@ -42,15 +41,9 @@ func (d *extDriver) allowedURL(u *url.URL) bool {
 }
 
 func (d *extDriver) navigate(ctx context.Context, a contract.Action) error {
-	u, err := url.Parse(a.URL)
-	if err != nil || !u.IsAbs() {
-		return newErr(contract.CodeNavigationBlocked, "", "the URL is not absolute", nil)
-	}
-	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return newErr(contract.CodeNavigationBlocked, "", fmt.Sprintf("scheme %q is refused: only http and https are navigated", text.CutRunes(s, 32)), nil)
-	}
-	if u.Host == "" {
-		return newErr(contract.CodeNavigationBlocked, "", "the URL has no host", nil)
+	u, err := navigationTarget(a.URL)
+	if err != nil {
+		return err
 	}
 	if !d.allowedURL(u) {
 		o, _ := originOf(u)
