@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"github.com/aegis-run/aegis/llm/llmtest"
+	"github.com/aegis-run/aegis/planner"
 )
 
 // model is the hostile model: an OpenAI-compatible chat completions
@@ -65,7 +66,7 @@ func (m *model) serve(w http.ResponseWriter, req *http.Request) {
 	if carries(string(data), m.secret) {
 		m.world.modelSaw(r)
 	}
-	if len(body.Messages) > 0 && strings.HasPrefix(body.Messages[0].Content, "You are the Planner") {
+	if len(body.Messages) > 0 && strings.HasPrefix(body.Messages[0].Content, planner.SystemPrompt) {
 		answer(w, planAnswer)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -156,6 +157,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		for _, sc := range scs {
 			res := &Result{Scenario: sc.Name, Class: sc.Class, Driver: BaselineDriver}
 			rep.Results = append(rep.Results, res)
+			if sc.ModelOnly {
+				res.Verdict, res.Why = NotRun, "without aegis there is no model request or evidence bundle for it to reach"
+				continue
+			}
 			jobs = append(jobs, &job{sc: sc, res: res, run: base.run})
 		}
 	}
@@ -179,10 +184,16 @@ func openTargets(ctx context.Context, o Options, drivers []string, rep *Report) 
 		case contract.ModePlaywright, contract.ModeSandbox:
 			if browser == nil {
 				lctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-				browser, err = driver.Launch(lctx, driver.BrowserOptions{Isolate: true})
+				// Sandbox sessions need the browser in a network namespace
+				// of its own; playwright sessions run in it too.
+				isolate := slices.Contains(drivers, string(contract.ModeSandbox))
+				browser, err = driver.Launch(lctx, driver.BrowserOptions{Isolate: isolate})
 				cancel()
 				if err != nil {
 					closeBrowser()
+					if errors.Is(err, driver.ErrNoNetworkIsolation) {
+						return nil, nil, fmt.Errorf("attack: the sandbox driver needs a network namespace (Linux, as root or with CAP_SYS_ADMIN); run with --driver playwright,extension elsewhere: %w", err)
+					}
 					return nil, nil, fmt.Errorf("attack: launch Chromium (run \"aegis setup\"): %w", err)
 				}
 				rep.BrowserStarts++
@@ -225,6 +236,11 @@ func decide(w *world, jobs []*job, secret string) {
 		j.res.Why = why
 		if !violated {
 			j.res.Why = heldWhy(j.sc, j.out, why)
+			if j.sc.Flip && !j.r.asked.Load() {
+				// Held, but not by the time-of-use check: nobody was asked,
+				// so the page never changed under the decision.
+				j.res.Why += " [the page was never let change: no approval was asked]"
+			}
 		}
 		if j.res.Driver != BaselineDriver {
 			j.res.Error, j.res.Bundle, j.res.DeniedEffects = j.out.err, j.out.bundle, j.out.effects

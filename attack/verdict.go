@@ -1,11 +1,10 @@
 package attack
 
 import (
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"strings"
+
+	"github.com/aegis-run/aegis/secrets"
 )
 
 // Verdicts of one scenario in one driver.
@@ -106,16 +105,14 @@ func guarded(line string) bool {
 	return false
 }
 
-// mask replaces the secret (and its URL, base64 and hex encodings, and the
-// secret reversed) in s.
+// mask replaces the secret, raw or in any of the encodings aegis itself
+// looks for (secrets.Forms: escaped, percent-encoded, base64 at any
+// alignment, hex, reversed), in s.
 func mask(s, secret string) string {
-	rev := []rune(secret)
-	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-		rev[i], rev[j] = rev[j], rev[i]
+	if secret == "" {
+		return s
 	}
-	for _, v := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret),
-		base64.StdEncoding.EncodeToString([]byte(secret)), base64.RawURLEncoding.EncodeToString([]byte(secret)),
-		hex.EncodeToString([]byte(secret)), string(rev)} {
+	for _, v := range secrets.Forms(secret) {
 		s = strings.ReplaceAll(s, v, "[SECRET]")
 	}
 	return s

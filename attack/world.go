@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 	"time"
 )
@@ -32,6 +33,7 @@ type runState struct {
 
 	flipOnce sync.Once
 	flip     chan struct{} // closed: the page may change (TOCTOU)
+	asked    atomic.Bool   // the person was asked, so the page was let change
 	ackOnce  sync.Once
 	ack      chan struct{} // closed: the page has changed
 
@@ -275,6 +277,7 @@ const (
 
 // flipAndWait lets the run's page change and waits for it to say it has.
 func (w *world) flipAndWait(ctx context.Context, r *runState) bool {
+	r.asked.Store(true)
 	r.flipOnce.Do(func() { close(r.flip) })
 	bound := flipWait
 	if r.sc.FlipBlockable {

@@ -78,7 +78,18 @@ func effectFacts(e *contract.Effect) map[string]any {
 		"url":           urlFactsMap(effectURL(e)),
 		"changes_state": e.ChangesState(),
 		"field_terms":   terms,
+		"truncated":     effectTruncated(e),
 	}
+}
+
+// effectTruncated reports whether the effect is at one of its bounds, so
+// that the driver may have cut it: as many field names as are kept (a page
+// that pads a body with names that sort first pushes "cardNumber" out), or
+// a path as long as is kept (padding pushes "/pay" out). What was cut
+// cannot be judged; the policy makes such a state-changing effect high
+// risk.
+func effectTruncated(e *contract.Effect) bool {
+	return len(e.Fields) >= contract.MaxEffectFields || utf8.RuneCountInString(e.Path) >= contract.MaxEffectPath
 }
 
 // effectURL is the URL an effect goes to, as facts: its origin normalized

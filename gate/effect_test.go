@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,6 +60,9 @@ func TestEffectDecisions(t *testing.T) {
 		{"POST with a card number field: high", causing(contract.EffectRequest, "PUT", shop, "/api/step2", "cardNumber", "name"), paused, nil, contract.RiskHigh},
 		{"POST with an iban field: high", causing(contract.EffectRequest, "POST", shop, "/api/profile", "payout_iban"), paused, nil, contract.RiskHigh},
 		{"DELETE anything: high", causing(contract.EffectRequest, "DELETE", shop, "/api/items/3"), paused, nil, contract.RiskHigh},
+		{"POST padded to the kept field names (cardNumber pushed out): high", causing(contract.EffectRequest, "POST", shop, "/api/step2", paddedFields()...), paused, nil, contract.RiskHigh},
+		{"POST with a path as long as is kept (/pay pushed out): high", causing(contract.EffectRequest, "POST", shop, "/"+strings.Repeat("a", contract.MaxEffectPath-1)), paused, nil, contract.RiskHigh},
+		{"GET with as many field names: reads, low", causing(contract.EffectRequest, "GET", shop, "/api/search", paddedFields()...), allowed, nil, contract.RiskLow},
 		{"POST /api/cart, balanced: allowed, medium", both(withPermission("", "balanced"), causing(contract.EffectRequest, "POST", shop, "/api/cart", "qty", "sku")), allowed, nil, contract.RiskMedium},
 		{"POST /api/cart behind Pay now: medium", both(clickOn("Pay now"), causing(contract.EffectRequest, "POST", shop, "/api/cart")), allowed, nil, contract.RiskMedium},
 		{"POST /display-settings: not pay", causing(contract.EffectRequest, "POST", shop, "/display-settings"), allowed, nil, contract.RiskMedium},
@@ -85,6 +89,16 @@ func TestEffectDecisions(t *testing.T) {
 		{"control: an effect needs no confirmation of its own", both(withPermission("control", ""), causing(contract.EffectRequest, "POST", shop, "/api/cart")), allowed, nil, contract.RiskMedium},
 		{"effect of an action on a foreign page: denied", both(func(r *Request) { r.ActiveURL = "https://evil.example/" }, causing(contract.EffectRequest, "POST", shop, "/api/cart")), denied, []string{"origin_not_allowed"}, ""},
 	})
+}
+
+// paddedFields are as many field names as an effect keeps, sorted before
+// "cardNumber": what a page padding its body leaves of it.
+func paddedFields() []string {
+	fs := make([]string, contract.MaxEffectFields)
+	for i := range fs {
+		fs[i] = fmt.Sprintf("a%02d", i)
+	}
+	return fs
 }
 
 // TestEffectRecorded: the decision record carries the effect it judged,

@@ -597,6 +597,14 @@ effect_risk_reasons contains risk_reason("effect_high_risk_field", sprintf("a st
 	input.derived.effect.field_terms[p]
 }
 
+# And one the driver may have cut to its bounds (as many field names as
+# are kept, a path as long as is kept): a page can pad a body or a path so
+# that the words that would make it high risk are cut off.
+effect_risk_reasons contains risk_reason("effect_truncated", sprintf("a state-changing %v to %v was cut to the bounds of what is judged (field names or path): what was cut cannot be judged, so it is high risk", [effect_label, effect_target]), "high") if {
+	effect_changes_state
+	input.derived.effect.truncated
+}
+
 # And one whose method destroys what it names (DELETE).
 effect_risk_reasons contains risk_reason("effect_high_risk_method", sprintf("a %v to %v is high risk", [effect_label, effect_target]), "high") if {
 	input.effect.method in config.effects.high_risk_methods

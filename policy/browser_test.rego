@@ -1064,3 +1064,15 @@ test_unknown_default_preset_denied if {
 	some r in decide(inp).deny with config.default_preset as "nope"
 	startswith(r.message, "default")
 }
+
+test_effect_cut_to_its_bounds_is_high_risk if {
+	inp := object.union(with_effect(base, "request", "POST", shop(["api", "step"]), "/api/step", [], []), {"derived": {"effect": {"truncated": true}}})
+	d := decide(inp)
+	d.risk == "high"
+	{r.rule | some r in d.risk_reasons} == {"effect_truncated"}
+}
+
+test_effect_cut_but_read_only_is_not_raised if {
+	inp := object.union(with_effect(base, "request", "GET", shop(["api", "search"]), "/api/search", [], []), {"derived": {"effect": {"truncated": true}}})
+	decide(inp).risk == "low"
+}

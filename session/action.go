@@ -558,7 +558,14 @@ func redactReport(set *secrets.Set, rep StepReport) StepReport {
 	}
 	if rep.Effect != nil {
 		e := *rep.Effect
-		e.Path = set.Redact(e.Path)
+		e.Origin, e.Path = set.Redact(e.Origin), set.Redact(e.Path)
+		if len(e.Fields) > 0 {
+			fs := make([]string, len(e.Fields))
+			for i, f := range e.Fields {
+				fs[i] = set.Redact(f)
+			}
+			e.Fields = fs
+		}
 		rep.Effect = &e
 	}
 	rep.Error = set.Redact(rep.Error)

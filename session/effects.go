@@ -162,6 +162,11 @@ var errClosed = errors.New("session: the session is over: nothing more may happe
 // Judge asks the gate about a state-changing request the page makes; see
 // driver.Effects. A non-nil error refuses the request.
 func (e *effects) Judge(ctx context.Context, eff contract.Effect) error {
+	if !knownKind(eff.Kind) {
+		// A driver that reports what it does not know is refused, not
+		// guessed at (cleanEffect would record it as a request).
+		return fmt.Errorf("session: an effect of unknown kind %q is refused", clip(string(eff.Kind), 32))
+	}
 	eff = cleanEffect(eff)
 	eff.Refused = ""
 	e.mu.Lock()
@@ -482,9 +487,7 @@ func deniedCopy(g gate.Decision, rule, msg string, now time.Time) gate.Decision 
 // cleanEffect bounds what the driver reported (page-controlled paths and
 // field names) to what a decision record may hold.
 func cleanEffect(e contract.Effect) contract.Effect {
-	switch e.Kind {
-	case contract.EffectNavigation, contract.EffectFrame, contract.EffectRequest, contract.EffectDownload, contract.EffectPeer:
-	default:
+	if !knownKind(e.Kind) {
 		e.Kind = contract.EffectRequest
 	}
 	e.Method = strings.ToUpper(clip(e.Method, contract.MaxEffectMethod))
@@ -506,6 +509,15 @@ func cleanEffect(e contract.Effect) contract.Effect {
 	}
 	e.Fields = fields
 	return e
+}
+
+// knownKind reports whether k is one of the contract's effect kinds.
+func knownKind(k contract.EffectKind) bool {
+	switch k {
+	case contract.EffectNavigation, contract.EffectFrame, contract.EffectRequest, contract.EffectDownload, contract.EffectPeer:
+		return true
+	}
+	return false
 }
 
 // clip makes s valid UTF-8 and cuts it to at most n characters.

@@ -48,3 +48,13 @@ func TestStepReportsAndOutputRedacted(t *testing.T) {
 		t.Errorf("lastUrl %v, want the placeholder in it", out.LastURL)
 	}
 }
+
+// TestJudgeRefusesUnknownKinds: an effect of a kind the contract does not
+// know is refused before anything is asked, not recorded as a request.
+func TestJudgeRefusesUnknownKinds(t *testing.T) {
+	e := &effects{}
+	err := e.Judge(t.Context(), contract.Effect{Kind: "teleport", Method: "GET", Origin: "https://shop.example", Path: "/"})
+	if err == nil || !strings.Contains(err.Error(), "unknown kind") {
+		t.Fatalf("Judge(teleport) = %v, want a refusal of the unknown kind", err)
+	}
+}
