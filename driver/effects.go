@@ -61,11 +61,19 @@ func effectFor(kind contract.EffectKind, method, raw, resourceType string) contr
 		return e
 	}
 	e.Origin = bound(o, contract.MaxEffectOrigin)
-	e.Path = "/"
-	if u.Path != "" {
-		e.Path = bound(u.Path, contract.MaxEffectPath)
-	}
+	e.Path = effectPath(u)
 	return e
+}
+
+// effectPath is an effect's path: u's path decoded ("/%61dmin" is
+// "/admin", as the policy's words are), "/" when empty, bounded. Every
+// driver writes an effect's path with it, so one policy sees the same
+// path whichever driver reported it.
+func effectPath(u *url.URL) string {
+	if u.Path == "" {
+		return "/"
+	}
+	return bound(u.Path, contract.MaxEffectPath)
 }
 
 // bound makes s valid UTF-8 of at most n runes.

@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -147,6 +148,25 @@ func TestProxyKindAndTunnelEffect(t *testing.T) {
 	for _, tt := range tunnels {
 		if got := tunnelEffect(tt.hostport); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("tunnelEffect(%s) = %+v, want %+v", tt.hostport, got, tt.want)
+		}
+	}
+}
+
+// TestEffectPath: both drivers write an effect's path decoded, so that a
+// percent-encoded letter does not hide a word from the policy.
+func TestEffectPath(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"https://shop.example/%61dmin/delete", "/admin/delete"},
+		{"https://shop.example", "/"},
+		{"https://shop.example/a%20b?x=1", "/a b"},
+		{"https://shop.example/p%D0%B0y", "/pаy"},
+	} {
+		u, err := url.Parse(tc.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := effectPath(u); got != tc.want {
+			t.Errorf("effectPath(%s) = %q, want %q", tc.raw, got, tc.want)
 		}
 	}
 }

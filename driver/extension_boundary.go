@@ -299,7 +299,7 @@ func refusedEffect(ev extRefused) (contract.Effect, BlockedRequest) {
 		if o, ok := originOf(u); ok {
 			e.Origin = text.CutRunes(o, contract.MaxEffectOrigin)
 		}
-		e.Path = text.CutRunes(u.EscapedPath(), contract.MaxEffectPath)
+		e.Path = effectPath(u)
 	}
 	br := BlockedRequest{
 		URL:          boundURL(ev.URL),
@@ -394,7 +394,7 @@ func (d *extDriver) judgeSubmission(ctx context.Context, sel string, judged *jud
 	eff := contract.Effect{
 		Kind:         contract.EffectNavigation,
 		Method:       strings.ToUpper(text.CutRunes(s.Submit.Method, contract.MaxEffectMethod)),
-		Path:         text.CutRunes(u.EscapedPath(), contract.MaxEffectPath),
+		Path:         effectPath(u),
 		Fields:       effectFields(s.Submit.Fields),
 		ResourceType: "document",
 	}

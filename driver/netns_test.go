@@ -98,6 +98,11 @@ func TestSandboxNetworkIsolation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
+			// Go's network poller opens its descriptors on first use and
+			// keeps them: make sure that happened before counting.
+			if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+				ln.Close()
+			}
 			fdsBefore := fdCount(t)
 
 			var foreignHits atomic.Int64

@@ -57,7 +57,7 @@ func blockedLike(d driver.Driver, prefix, typ string) bool {
 
 func eventually(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(guardWait) // a guard against hanging, never reached by a passing run
 	for !f() {
 		if time.Now().After(deadline) {
 			t.Fatalf("never: %s", what)

@@ -215,14 +215,11 @@ func TestWebRTCUDPOffByFlags(t *testing.T) {
 	}
 
 	// The control: the same page in a browser without the WebRTC flags.
-	saved := driver.DefaultArgs
-	driver.DefaultArgs = slices.DeleteFunc(slices.Clone(saved), func(a string) bool {
-		return a == "--force-webrtc-ip-handling-policy=disable_non_proxied_udp" || a == "--webrtc-ip-handling-policy=disable_non_proxied_udp"
-	})
+	// Later flags win: these undo the defaults' WebRTC restriction
+	// without touching driver.DefaultArgs, which other launches read.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	b, err := driver.Launch(ctx, driver.BrowserOptions{})
-	driver.DefaultArgs = saved
+	b, err := driver.Launch(ctx, driver.BrowserOptions{Args: []string{"--force-webrtc-ip-handling-policy=default", "--webrtc-ip-handling-policy=default"}})
 	if err != nil {
 		t.Fatal(err)
 	}

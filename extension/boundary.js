@@ -290,10 +290,14 @@ const closing = new Set();
 chrome.webNavigation.onCreatedNavigationTarget.addListener((d) => {
   const b = boundaryOfTab(d.sourceTabId);
   if (!b) return;
-  closing.add(d.tabId);
   if (b.tabs.size < MAX_POPUPS) {
+    closing.add(d.tabId);
     b.tabs.add(d.tabId);
     install(b).catch(() => {});
+  } else {
+    // Past the cap the popup is not under the rules: close it now rather
+    // than let its first request go out unfiltered.
+    chrome.tabs.remove(d.tabId).catch(() => {});
   }
   report(b, { url: d.url, method: 'GET', type: 'main_frame', frameId: 0 }, REFUSED_POPUP);
 });

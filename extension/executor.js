@@ -235,9 +235,13 @@
     return { submit: { method, url, fields: Array.from(names).sort() } };
   }
 
+  // sameSubmit: the click would send what was judged: the same method,
+  // URL and field names (a page adding a field between the judgement and
+  // the click changes what is sent).
   function sameSubmit(a, b) {
     if (!a || !b) return !a && !b;
-    return a.method === b.method && a.url === b.url;
+    const fa = Array.isArray(a.fields) ? a.fields : [], fb = Array.isArray(b.fields) ? b.fields : [];
+    return a.method === b.method && a.url === b.url && fa.length === fb.length && fa.every((f, i) => f === fb[i]);
   }
 
   function submission(sel) {

@@ -504,10 +504,7 @@ func TestEffectPrompt(t *testing.T) {
 	defer pw.Close()
 	var out strings.Builder
 	ta := session.NewTerminalApprover(pr, &syncWriter{w: &out}, "terminal:tester")
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		_, _ = io.WriteString(pw, "n\n")
-	}()
+	go func() { _, _ = io.WriteString(pw, "n\n") }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if a, err := ta.Approve(ctx, req); err != nil || a.Approved {
