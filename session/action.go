@@ -261,6 +261,9 @@ func (r *run) act(a contract.Action, subj *subject) (res contract.ToolResult, ac
 			return contract.ToolResult{}, nil, err
 		}
 		run.Text = text
+		// The driver remembers the element it types a secret into
+		// (Redact) and masks it from then on, whatever becomes of it.
+		run.Redact = true
 	}
 	r.eff.acts(subj)
 	res, actErr = r.drv.Act(r.ctx, run)
