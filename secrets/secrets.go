@@ -206,23 +206,19 @@ func (s *Set) lookup(name string) (string, bool) {
 	return v, ok
 }
 
-// Redact replaces every occurrence of a secret value in text, raw or in
-// one of its common encodings (see formsOf: JSON- and HTML-escaped,
-// percent-encoded, and for values of at least MinDerivedLen bytes base64,
-// hex and reversed), by the secret's placeholder, longest forms first. Use
-// it on anything that came back from the page (a typed field's value in
-// the DOM snapshot, an echoed username) before it goes into a prompt. A
-// value the page transformed otherwise (split, spaced out) is beyond it.
+// Redact is the egress filter for free text (see Mask): it replaces every
+// occurrence of a secret value in text, raw or in one of its common
+// encodings (Forms), by the secret's placeholder, longest forms first,
+// then masks every span whose letters and digits, case-folded, spell a
+// secret of at least MinNormalizedLen of them, forward or reversed (the
+// normalized check: a value spaced out or split across elements). Use it
+// on anything that came back from the page or leaves aegis as text. A
+// value the page transformed otherwise (encrypted, re-encoded in a way
+// Forms does not list, or shorter than MinNormalizedLen and split) is
+// beyond it.
 func (s *Set) Redact(text string) string {
-	if s.Len() == 0 || text == "" {
-		return text
-	}
-	for _, f := range s.forms {
-		if strings.Contains(text, f.text) {
-			text = strings.ReplaceAll(text, f.text, Placeholder(f.name))
-		}
-	}
-	return text
+	masked, _ := s.Mask(text)
+	return masked
 }
 
 // LeakError reports a request body that holds a secret value. It names the

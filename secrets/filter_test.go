@@ -1,0 +1,198 @@
+package secrets_test
+
+import (
+	"bytes"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/aegis-run/aegis/secrets"
+)
+
+// echoSecret has every character JSON escaping and percent-encoding treat
+// specially, besides letters and digits.
+const echoSecret = `Tr0ub4dor "x\y" &+ 9z`
+
+func echoSet(t *testing.T) *secrets.Set {
+	t.Helper()
+	s, err := secrets.NewSet(map[string]string{"PASSWORD": echoSecret, "USER": "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRedactDerived: a value the page spaced out, split across elements,
+// re-cased or reversed is masked in place by the normalized check, the
+// text around it kept.
+func TestRedactDerived(t *testing.T) {
+	s := echoSet(t)
+	ph := secrets.Placeholder("PASSWORD")
+	norm := secrets.Normalize(echoSecret) // tr0ub4dorxy9z
+	spaced := strings.Join(strings.Split(norm, ""), " ")
+	tests := []struct {
+		name, in, want string
+	}{
+		{"spaced out", "You typed: " + spaced + ".", "You typed: " + ph + "."},
+		{"dashes", "pw=" + strings.Join(strings.Split(norm, ""), "-") + "!", "pw=" + ph + "!"},
+		{"split across elements (visible text)", "Mirror: Tr0ub4 dor xy 9z end", "Mirror: " + ph + " end"},
+		{"upper-cased", "TR0UB4DOR XY 9Z", ph},
+		{"reversed", "z9 yx rod4bu0 rt", ph},
+		{"twice", spaced + " and " + spaced, ph + " and " + ph},
+		{"a prefix only", "Tr0ub4dor", "Tr0ub4dor"},
+		{"short secret not normalized", "a l i c e", "a l i c e"},
+		{"raw short secret", "alice", secrets.Placeholder("USER")},
+		{"percent-encoded", "/login?pw=" + url.QueryEscape(echoSecret), "/login?pw=" + ph},
+	}
+	for _, tc := range tests {
+		if got := s.Redact(tc.in); got != tc.want {
+			t.Errorf("%s: Redact(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestMaskFound(t *testing.T) {
+	s := echoSet(t)
+	tests := []struct {
+		in          string
+		wantNames   []string
+		wantDerived bool
+	}{
+		{"nothing here", nil, false},
+		{echoSecret, []string{"PASSWORD"}, false},
+		{"alice: t r 0 u b 4 d o r x y 9 z", []string{"PASSWORD", "USER"}, true},
+	}
+	for _, tc := range tests {
+		_, got := s.Mask(tc.in)
+		if strings.Join(got.Names, ",") != strings.Join(tc.wantNames, ",") || got.Derived != tc.wantDerived {
+			t.Errorf("Mask(%q) found %+v, want %v derived %v", tc.in, got, tc.wantNames, tc.wantDerived)
+		}
+	}
+}
+
+func TestRefuse(t *testing.T) {
+	s := echoSet(t)
+	tests := []struct {
+		value string
+		want  string // the secret named, "" for accepted
+	}{
+		{"Order #12", ""},
+		{"You typed: " + echoSecret, "PASSWORD"},
+		{"https://x.test/?pw=" + url.QueryEscape(echoSecret), "PASSWORD"},
+		{"T r 0 u b 4 d o r x y 9 z", "PASSWORD"},
+		{"hello alice", "USER"},
+	}
+	for _, tc := range tests {
+		err := s.Refuse("the extracted text of #m", tc.value)
+		var he *secrets.HeldError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("Refuse(%q) = %v, want nil", tc.value, err)
+		case tc.want != "" && (!errors.As(err, &he) || he.Name != tc.want || !errors.Is(err, secrets.ErrHeld)):
+			t.Errorf("Refuse(%q) = %v, want a HeldError naming %s", tc.value, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "Tr0ub4dor"):
+			t.Errorf("the refusal quotes the value: %v", err)
+		}
+	}
+}
+
+// TestWriter: what goes through a Writer is filtered by whole lines, a
+// value written in pieces included, and an unfinished line waits for
+// Flush.
+func TestWriter(t *testing.T) {
+	s := echoSet(t)
+	var out bytes.Buffer
+	w := secrets.NewWriter(&out, s)
+	half := len(echoSecret) / 2
+	for _, p := range []string{"step 1 typed " + echoSecret[:half], echoSecret[half:] + "\nstep 2 ", "T R 0 U B 4 D O R X Y 9 Z\nprompt: " + echoSecret} {
+		if _, err := w.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Contains(out.String(), "prompt") {
+		t.Errorf("an unfinished line was written before Flush: %q", out.String())
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ph := secrets.Placeholder("PASSWORD")
+	want := "step 1 typed " + ph + "\nstep 2 " + ph + "\nprompt: " + ph
+	if got := out.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// FuzzNormalizedSpans: every span the normalized check reports is exact
+// (its letters and digits, case-folded, are the secret's, forward or
+// reversed, or hold it where spans merged), tight (it starts and ends on a
+// letter or digit) and on rune boundaries; spans are ordered and disjoint;
+// and the masked text holds the secret by the normalized check no more.
+func FuzzNormalizedSpans(f *testing.F) {
+	for _, seed := range []struct{ text, secret string }{
+		{"You typed: s e c r e t 1 2", "secret12"},
+		{"<b>Sec</b><i>ret12</i>", "secret12"},
+		{"21terces", "secret12"},
+		{"ＳＥＣＲＥＴ１２ fullwidth", "secret12"},
+		{"ſecret12 long s", "SECRET12"},
+		{"secret12secret12secret1", "secret12"},
+		{"a secret12 and 21terces", "secret12"},
+		{"aaaaaaaaaaaa", "aaaaaaaa"},
+		{"\xff\xfes e c r e t 1 2\x80", "secret12"},
+	} {
+		f.Add(seed.text, seed.secret)
+	}
+	f.Fuzz(func(t *testing.T, text, secret string) {
+		target := secrets.Normalize(secret)
+		if secret == "" || utf8.RuneCountInString(target) < secrets.MinNormalizedLen {
+			return
+		}
+		s, err := secrets.NewSet(map[string]string{"S": secret})
+		if err != nil {
+			return
+		}
+		rev := []rune(target)
+		for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+			rev[i], rev[j] = rev[j], rev[i]
+		}
+		bound := map[int]bool{len(text): true}
+		for i := range text {
+			bound[i] = true
+		}
+		prev := 0
+		for _, sp := range s.NormalizedSpans(text) {
+			if sp.Start < prev || sp.End <= sp.Start || sp.End > len(text) || sp.Name != "S" {
+				t.Fatalf("span %+v out of order or bounds (previous end %d, text %d bytes)", sp, prev, len(text))
+			}
+			prev = sp.End
+			part := text[sp.Start:sp.End]
+			if !bound[sp.Start] || !bound[sp.End] {
+				t.Fatalf("span %+v not on rune boundaries of %q", sp, text)
+			}
+			first, _ := utf8.DecodeRuneInString(part)
+			last, _ := utf8.DecodeLastRuneInString(part)
+			if !isAlnum(first) || !isAlnum(last) {
+				t.Fatalf("span %q does not start and end on a letter or digit", part)
+			}
+			n := secrets.Normalize(part)
+			if !strings.HasPrefix(n, target) && !strings.HasPrefix(n, string(rev)) {
+				t.Fatalf("span %q normalizes to %q, want it to start with %q or %q", part, n, target, string(rev))
+			}
+		}
+		masked, _ := s.Mask(text)
+		if strings.Contains(masked, secret) {
+			t.Fatalf("masked text %q still holds the secret", masked)
+		}
+		for _, sp := range s.NormalizedSpans(masked) {
+			// What is left can only be a match the placeholders' own
+			// letters take part in.
+			if !strings.Contains(secrets.Normalize(masked[sp.Start:sp.End]), "secret") {
+				t.Fatalf("masked text %q still holds %q at %+v", masked, target, sp)
+			}
+		}
+	})
+}
+
+func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }

@@ -1,0 +1,177 @@
+package secrets
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MinNormalizedLen is the fewest letters and digits a secret's value must
+// hold for the normalized check (see Normalize) to look for it. A shorter
+// normalized value ("alice", "1234") turns up in ordinary text once
+// separators and case are ignored, and masking it there would mangle the
+// page for the model, so such a value is matched by its encoded forms
+// only (Forms).
+const MinNormalizedLen = 8
+
+// Normalize returns the letters and digits of s, case-folded: what the
+// normalized check compares. A value a page echoed with separators put
+// in ("s e c r e t", "s-e-c-r-e-t", text split across elements that the
+// observer joins with spaces) or its case changed normalizes like the
+// value itself.
+func Normalize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			b.WriteRune(fold(r))
+		}
+	}
+	return b.String()
+}
+
+// fold is the case-folded form of r: the smallest rune of its case orbit
+// (unicode.SimpleFold), so that every case variant of a letter folds to
+// the same rune.
+func fold(r rune) rune {
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	return m
+}
+
+// normTarget is one string the normalized check looks for: a secret's
+// normalized value, forward or reversed.
+type normTarget struct {
+	text string
+	name string
+}
+
+// normTargets lists the normalized values (forward and reversed) of the
+// set's secrets that are at least MinNormalizedLen runes long.
+func (s *Set) normTargets() []normTarget {
+	if s.Len() == 0 {
+		return nil
+	}
+	var out []normTarget
+	for _, name := range s.names {
+		n := Normalize(s.values[name])
+		if utf8.RuneCountInString(n) < MinNormalizedLen {
+			continue
+		}
+		out = append(out, normTarget{text: n, name: name})
+		if r := reverse(n); r != n {
+			out = append(out, normTarget{text: r, name: name})
+		}
+	}
+	return out
+}
+
+// normText is a text normalized (see Normalize) with, for every byte of
+// the normalized text that starts a rune, the span of the original text
+// that rune came from.
+type normText struct {
+	norm  string
+	start []int // start[i]: byte offset in the original of the rune at norm[i]
+	end   []int // end[i]: byte offset just past it
+}
+
+func normalizeMapped(s string) normText {
+	var b strings.Builder
+	b.Grow(len(s))
+	start := make([]int, 0, len(s))
+	end := make([]int, 0, len(s))
+	for i, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			continue
+		}
+		n := b.Len()
+		b.WriteRune(fold(r))
+		// Every byte of the written rune maps to the original rune's span;
+		// only the first is read.
+		for range b.Len() - n {
+			start = append(start, i)
+			end = append(end, i+utf8.RuneLen(r))
+		}
+	}
+	return normText{norm: b.String(), start: start, end: end}
+}
+
+// Span is a part of a text, text[Start:End], in which the normalized
+// check found the secret Name.
+type Span struct {
+	Start, End int
+	Name       string
+}
+
+// normalizedSpans returns the spans of text whose letters and digits,
+// case-folded, are one of targets, in order and merged where they
+// overlap. A span starts at the first letter or digit of the match and
+// ends after its last, so the separators around it are kept.
+func normalizedSpans(text string, targets []normTarget) []Span {
+	if len(targets) == 0 || text == "" {
+		return nil
+	}
+	nt := normalizeMapped(text)
+	var spans []Span
+	for _, t := range targets {
+		for from := 0; from+len(t.text) <= len(nt.norm); {
+			i := strings.Index(nt.norm[from:], t.text)
+			if i < 0 {
+				break
+			}
+			i += from
+			last := i + len(t.text) - 1 // a byte of the match's last rune
+			spans = append(spans, Span{Start: nt.start[i], End: nt.end[last], Name: t.name})
+			from = i + len(t.text)
+		}
+	}
+	if len(spans) < 2 {
+		return spans
+	}
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].Start != spans[j].Start {
+			return spans[i].Start < spans[j].Start
+		}
+		return spans[i].End > spans[j].End
+	})
+	merged := spans[:1]
+	for _, sp := range spans[1:] {
+		top := &merged[len(merged)-1]
+		if sp.Start < top.End {
+			top.End = max(top.End, sp.End)
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	return merged
+}
+
+// NormalizedSpans returns the spans of text in which the normalized check
+// finds one of the set's secrets (see Normalize and MinNormalizedLen), in
+// order, overlapping ones merged: what Redact masks beyond the encoded
+// forms.
+func (s *Set) NormalizedSpans(text string) []Span {
+	return normalizedSpans(text, s.normTargets())
+}
+
+// maskNormalized replaces every span the normalized check finds in text
+// by its secret's placeholder, and reports whether it found any.
+func maskNormalized(text string, targets []normTarget) (string, bool) {
+	spans := normalizedSpans(text, targets)
+	if len(spans) == 0 {
+		return text, false
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	prev := 0
+	for _, sp := range spans {
+		b.WriteString(text[prev:sp.Start])
+		b.WriteString(Placeholder(sp.Name))
+		prev = sp.End
+	}
+	b.WriteString(text[prev:])
+	return b.String(), true
+}
