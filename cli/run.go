@@ -377,7 +377,7 @@ type sessionHooks struct {
 // runSession builds everything a session needs from the options, runs it,
 // prints the progress and the output, and returns the exit code as an
 // error.
-func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) error {
+func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
 	mode := contract.DriverMode(o.driver)
 	if mode != contract.ModeSandbox && mode != contract.ModePlaywright {
 		return usageError("--driver %q: want sandbox or playwright", o.driver)
@@ -400,6 +400,10 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if err != nil {
 		return usageError("%v", err)
 	}
+	// From here on, everything aegis prints passes the egress filter.
+	stdio, flush := filterStdio(stdio, set)
+	defer flush()
+	defer func() { err = redactError(set, err) }()
 	pl, nav, model, err := agents(o, in, set)
 	if err != nil {
 		return err

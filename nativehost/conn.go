@@ -71,6 +71,7 @@ type Conn struct {
 	done      chan struct{}
 	subs      map[int]func(name string, data json.RawMessage)
 	lastSub   int
+	filter    func(string) string // SetFilter; nil: none
 }
 
 // NewConn returns a Conn reading frames from r and writing them to w.
@@ -246,12 +247,28 @@ func (c *Conn) respond(id int64, result any, e *Error) error {
 	return err
 }
 
-func (c *Conn) send(m Message) error {
+// SetFilter makes every frame sent from now on, but those of
+// CallUnfiltered, pass f: every string of its params, result and error
+// message (object keys included) is replaced by f of it (see filterFrame).
+// The host sets the session's egress filter (secrets.Set.Redact); nil
+// removes it.
+func (c *Conn) SetFilter(f func(string) string) {
 	c.mu.Lock()
-	closed := c.closed
+	c.filter = f
+	c.mu.Unlock()
+}
+
+func (c *Conn) send(m Message) error { return c.sendFiltered(m, true) }
+
+func (c *Conn) sendFiltered(m Message, filtered bool) error {
+	c.mu.Lock()
+	closed, f := c.closed, c.filter
 	c.mu.Unlock()
 	if closed {
 		return ErrDisconnected
+	}
+	if f != nil && filtered {
+		m = filterFrame(m, f)
 	}
 	b, err := m.Encode()
 	if err != nil {
@@ -276,6 +293,17 @@ func (c *Conn) Notify(event string, data any) error {
 // request over the frame limit is refused with a *FrameSizeError, and
 // nothing is sent.
 func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.call(ctx, method, params, true)
+}
+
+// CallUnfiltered is Call without the filter of SetFilter, for the one
+// request that must carry a secret's value: the driver's call that types
+// a resolved type action into the page.
+func (c *Conn) CallUnfiltered(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.call(ctx, method, params, false)
+}
+
+func (c *Conn) call(ctx context.Context, method string, params any, filtered bool) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -294,7 +322,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	id := c.lastID
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if err := c.send(Message{Kind: KindRequest, ID: id, Method: method, Params: raw}); err != nil {
+	if err := c.sendFiltered(Message{Kind: KindRequest, ID: id, Method: method, Params: raw}, filtered); err != nil {
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()

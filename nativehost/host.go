@@ -397,6 +397,10 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	if err != nil {
 		return res, err
 	}
+	// Every frame to the extension passes the session's egress filter
+	// from now on, but the driver's call that types a resolved secret
+	// (sessionPort.Call).
+	h.conn.SetFilter(set.Redact)
 	root := h.o.Config.EvidenceDir
 	if root == "" {
 		if root, err = DefaultEvidenceDir(); err != nil {
@@ -577,11 +581,33 @@ func (p sessionPort) Subscribe(fn func(name string, data json.RawMessage)) (canc
 }
 
 func (p sessionPort) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	raw, err := p.conn.Call(ctx, method, params)
+	call := p.conn.Call
+	if typesText(method, params) {
+		// The frame that carries a type action's text to the executor:
+		// the one frame that may hold a secret's value.
+		call = p.conn.CallUnfiltered
+	}
+	raw, err := call(ctx, method, params)
 	if errors.Is(err, ErrDisconnected) {
 		p.s.Abort("the extension disconnected")
 	}
 	return raw, err
+}
+
+// typesText reports whether a driver call types text into the page: a
+// tab.call of the page script's type function.
+func typesText(method string, params any) bool {
+	if method != "tab.call" {
+		return false
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return false
+	}
+	var p struct {
+		Fn string `json:"fn"`
+	}
+	return json.Unmarshal(b, &p) == nil && p.Fn == "type"
 }
 
 type popupApprover struct {

@@ -3,6 +3,7 @@ package navigator
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
@@ -44,7 +45,7 @@ type Trimmed struct {
 // the DOM snapshot (emptied if need be), then the visible text, then the
 // extracted artifacts' values, each cut at its end with a marker; it never
 // drops or shortens an affordance, which is what the model acts on. The
-// secret values of set are replaced by their placeholders first. The
+// observation passes the egress filter of set first (FilterObservation). The
 // document is written by encoding/json and validated against the schema:
 // an observation that is not valid once scrubbed and trimmed is an error
 // (wrapping the schema's *schemas.ValidationError, or schemas.ErrTooLarge).
@@ -52,7 +53,7 @@ func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) (
 	if budget <= 0 {
 		budget = DefaultObservationBudget
 	}
-	o := scrubObservation(obs, set)
+	o := FilterObservation(obs, set)
 	var tr Trimmed
 	// The document is as long as the rest (the observation with the fields
 	// that may be cut emptied) plus the encoded length of each of those
@@ -191,32 +192,107 @@ func encLen(s string) int {
 	return len(b) - 2
 }
 
-// scrubObservation returns obs with every secret value of set replaced by
-// its placeholder, in every string the page controls.
-func scrubObservation(obs contract.Observation, set *secrets.Set) contract.Observation {
+// FilterObservation returns obs passed through the egress filter of set
+// (secrets.Set.Mask): every string the page controls has every secret
+// value, in any encoding the filter knows or spelled out by the
+// normalized check, replaced by its placeholder. An extracted artifact
+// whose value holds a secret is a structured value and is dropped whole
+// (the session refused it when it was extracted). The DOM snapshot is
+// emptied when the normalized check found a value the encodings did not
+// (the page echoes it spaced out or split), or when its text nodes joined
+// hold a value (split across elements: in the snapshot the pieces are
+// separated by markup the check cannot see through): the visible text and
+// the affordances, masked, remain for the model. The session filters
+// each observation once, right after the driver made it; EncodeObservation
+// filters again, for callers that hand it an observation of their own.
+func FilterObservation(obs contract.Observation, set *secrets.Set) contract.Observation {
 	if set.Len() == 0 {
 		return obs
 	}
+	derived := false
+	mask := func(s string) string {
+		out, f := set.Mask(s)
+		derived = derived || f.Derived
+		return out
+	}
 	o := obs
-	o.State.ActiveURL = set.Redact(o.State.ActiveURL)
-	o.State.Title = set.Redact(o.State.Title)
-	o.DOMText = set.Redact(o.DOMText)
-	o.DOMSnapshot = set.Redact(o.DOMSnapshot)
+	o.State.ActiveURL = mask(o.State.ActiveURL)
+	o.State.Title = mask(o.State.Title)
+	o.DOMText = mask(o.DOMText)
 	o.Affordances = make([]contract.Affordance, len(obs.Affordances))
 	for i, a := range obs.Affordances {
-		a.Selector = set.Redact(a.Selector)
-		a.Text = set.Redact(a.Text)
-		a.Role = set.Redact(a.Role)
+		a.Selector = mask(a.Selector)
+		a.Text = mask(a.Text)
+		a.Role = mask(a.Role)
 		o.Affordances[i] = a
 	}
 	if obs.ExtractedArtifacts != nil {
-		o.ExtractedArtifacts = make([]contract.Artifact, len(obs.ExtractedArtifacts))
-		for i, a := range obs.ExtractedArtifacts {
-			a.Value = set.Redact(a.Value)
-			a.SourceSelector = set.Redact(a.SourceSelector)
-			a.SourceURL = set.Redact(a.SourceURL)
-			o.ExtractedArtifacts[i] = a
+		o.ExtractedArtifacts = make([]contract.Artifact, 0, len(obs.ExtractedArtifacts))
+		for _, a := range obs.ExtractedArtifacts {
+			if set.Holding(a.Value) != "" {
+				continue
+			}
+			a.SourceSelector = mask(a.SourceSelector)
+			a.SourceURL = mask(a.SourceURL)
+			o.ExtractedArtifacts = append(o.ExtractedArtifacts, a)
 		}
 	}
+	snap := mask(o.DOMSnapshot)
+	switch {
+	case derived, snap != o.DOMSnapshot && json.Valid([]byte(o.DOMSnapshot)) && !json.Valid([]byte(snap)),
+		set.Holding(snapshotText(snap)) != "":
+		// A derived echo, a mask across the snapshot's structure, or a
+		// value whose pieces are text nodes of several elements.
+		o.DOMSnapshot = ""
+	default:
+		o.DOMSnapshot = snap
+	}
 	return o
+}
+
+// snapshotText returns the text nodes of a DOM snapshot (the observer's
+// JSON: an element is [tag, {attributes}, children...], a text node a
+// string child) joined in document order without separators, as inline
+// elements render them side by side; "" for a snapshot that is not JSON.
+func snapshotText(snap string) string {
+	if snap == "" {
+		return ""
+	}
+	d := json.NewDecoder(strings.NewReader(snap))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return ""
+	}
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for _, x := range t {
+				if _, ok := x.([]any); ok {
+					walk(x)
+				}
+			}
+		case []any:
+			if len(t) < 2 {
+				return
+			}
+			if _, tag := t[0].(string); !tag {
+				return
+			}
+			if _, attrs := t[1].(map[string]any); !attrs {
+				return
+			}
+			for _, c := range t[2:] {
+				if s, ok := c.(string); ok {
+					b.WriteString(s)
+				} else {
+					walk(c)
+				}
+			}
+		}
+	}
+	walk(v)
+	return b.String()
 }

@@ -65,7 +65,7 @@ func holdToSchema(t *testing.T, o contract.Observation, budget int, set *secrets
 	if set != nil && bytes.Contains(got, []byte(testSecretValue)) {
 		t.Fatalf("budget %d: the secret value is in the document", budget)
 	}
-	checkTrimmed(t, scrubObservation(o, set), got, tr, budget)
+	checkTrimmed(t, FilterObservation(o, set), got, tr, budget)
 	return true
 }
 

@@ -45,6 +45,7 @@ func TestRedactDerived(t *testing.T) {
 		{"a prefix only", "Tr0ub4dor", "Tr0ub4dor"},
 		{"short secret not normalized", "a l i c e", "a l i c e"},
 		{"raw short secret", "alice", secrets.Placeholder("USER")},
+		{"JSON as JavaScript writes it (& not escaped)", `{"t":"Tr0ub4dor \"x\\y\" &+ 9z"}`, `{"t":"` + ph + `"}`},
 		{"percent-encoded", "/login?pw=" + url.QueryEscape(echoSecret), "/login?pw=" + ph},
 	}
 	for _, tc := range tests {

@@ -34,7 +34,8 @@ func Forms(value string) []string { return formsOf(value) }
 
 // formsOf returns the ways value may appear in text that left aegis or
 // came back from the page, the raw value first: JSON-escaped (once and
-// twice, a JSON string inside a JSON string), percent-encoded (query and
+// twice, a JSON string inside a JSON string; with <, > and & escaped as
+// Go writes them and as they are, as JavaScript writes them), percent-encoded (query and
 // path forms, upper- and lower-case hex), HTML-escaped, and for a value of
 // at least MinDerivedLen bytes its base64 encodings (standard and URL
 // alphabets, at each of the three byte alignments inside a longer
@@ -50,9 +51,14 @@ func formsOf(value string) []string {
 		}
 	}
 	add(value)
-	once := jsonEscape(value)
-	add(once)
-	add(jsonEscape(once))
+	// Both JSON writers: Go's (<, >, & as \u003c...) and those that leave
+	// them as they are (JavaScript's JSON.stringify, RFC 8785, the DOM
+	// snapshot), once and nested.
+	for _, esc := range []func(string) string{jsonEscape, jsonEscapePlain} {
+		once := esc(value)
+		add(once)
+		add(esc(once))
+	}
 	for _, p := range []string{url.QueryEscape(value), url.PathEscape(value)} {
 		add(p)
 		add(lowerPercent(p))
@@ -78,6 +84,17 @@ func formsOf(value string) []string {
 func jsonEscape(value string) string {
 	b, _ := json.Marshal(value)
 	return string(b[1 : len(b)-1])
+}
+
+// jsonEscapePlain is value as a JSON writer that does not escape <, >
+// and & writes it inside a string, without the quotes.
+func jsonEscapePlain(value string) string {
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	_ = e.Encode(value) // a string always encodes
+	out := strings.TrimSuffix(b.String(), "\n")
+	return out[1 : len(out)-1]
 }
 
 // lowerPercent writes the hex digits of percent escapes in lower case.

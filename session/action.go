@@ -51,7 +51,8 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 			r.report(report)
 			return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
 		}
-		target = &el
+		// Page words, through the egress filter before anything sees them.
+		target = filterTarget(cfg.Secrets, &el)
 		report.Target = target
 	}
 
@@ -146,6 +147,14 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		r.report(report)
 		return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
 	}
+	res.URL = cfg.Secrets.Redact(res.URL)
+	// What an extract produced is taken now: an artifact holding a secret
+	// is refused, and its id is not in the recorded result.
+	var extracted []driver.Extracted
+	var held error
+	if a.Type == contract.ActExtract {
+		extracted, held = r.takeExtracted(&res)
+	}
 	res.RiskTag = d.Risk
 	r.executed++
 	r.fresh = false
@@ -181,10 +190,24 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		return outcome{}, &end
 	}
 	if a.Type == contract.ActExtract {
-		if e := r.takeArtifacts(); e != nil {
+		if e := r.storeArtifacts(extracted); e != nil {
 			end := r.fail("evidence", "cannot record an artifact", e)
 			return outcome{}, &end
 		}
+	}
+	if held != nil && res.OK {
+		// A structured value holding a secret: refused, said and recorded.
+		msg := held.Error()
+		report.Error = "secret: " + msg
+		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
+		r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackError, Code: "secret_in_value", Message: msg})
+		if e := r.emitError("artifact.secret_refused", fmt.Sprintf("action %s: %s", bound(a.ID, 128), msg)); e != nil {
+			end := r.fail("evidence", "cannot record", e)
+			return outcome{}, &end
+		}
+		r.noteLoop(a, before, planned, false)
+		r.report(report)
+		return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
 	}
 	if !res.OK {
 		if e, ok := r.ctxEnding(); ok {
@@ -339,10 +362,10 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 		actx, cancel := context.WithTimeout(r.ctx, r.cfg.ApprovalTimeout)
 		t0 := time.Now()
 		var err error
-		ans, err = r.cfg.Approver.Approve(actx, ApprovalRequest{
+		ans, err = r.cfg.Approver.Approve(actx, filterRequest(r.cfg.Secrets, ApprovalRequest{
 			SessionID: r.id, Action: a, Target: target, URL: req.ActiveURL, Risk: paused.Risk,
 			Reasons: reasons, ActionHash: paused.ActionHash,
-		})
+		}))
 		r.t.Approval += time.Since(t0)
 		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
@@ -473,6 +496,9 @@ func (r *run) observe() error {
 			obs.ExtractedArtifacts[i].Value = u
 		}
 	}
+	// Once, before it is recorded or handed to the Navigator: the page's
+	// words through the egress filter.
+	obs = navigator.FilterObservation(obs, r.cfg.Secrets)
 	seq := r.obsSeq
 	if err := r.record(func() error { return r.w.Observation(seq, obs) }); err != nil {
 		return err
@@ -485,12 +511,10 @@ func (r *run) observe() error {
 	return nil
 }
 
-// takeArtifacts records what an extract action produced: images first
-// (under their own id), then the artifact records.
-func (r *run) takeArtifacts() error {
-	t0 := time.Now()
-	exs := r.drv.TakeArtifacts()
-	r.t.Driver += time.Since(t0)
+// storeArtifacts records what an extract action produced (takeExtracted
+// let through): images first (under their own id), then the artifact
+// records.
+func (r *run) storeArtifacts(exs []driver.Extracted) error {
 	for _, ex := range exs {
 		art := ex.Artifact
 		if ex.Image != nil {

@@ -274,10 +274,10 @@ func (e *effects) approve(ctx context.Context, req gate.Request, paused gate.Dec
 		actx, cancel := context.WithTimeout(e.ctx, r.cfg.ApprovalTimeout)
 		stop := context.AfterFunc(ctx, cancel)
 		var err error
-		ans, err = r.cfg.Approver.Approve(actx, ApprovalRequest{
+		ans, err = r.cfg.Approver.Approve(actx, filterRequest(r.cfg.Secrets, ApprovalRequest{
 			SessionID: r.id, Action: a, Target: req.Target, URL: req.ActiveURL, Risk: paused.Risk,
 			Reasons: reasons, ActionHash: paused.ActionHash, Effect: &eff,
-		})
+		}))
 		timedOut := actx.Err() != nil && e.ctx.Err() == nil && ctx.Err() == nil
 		stop()
 		cancel()
@@ -322,6 +322,7 @@ func (e *effects) queue(ev contract.StreamEvent) bool {
 		return false
 	}
 	ev.Timestamp = stamp(r.now())
+	ev = filterEvent(r.cfg.Secrets, ev)
 	// A failed write is sticky in the queue: it fails the session at its
 	// next record or flush.
 	_ = r.rec.add(func() error { return r.w.Event(ev) })

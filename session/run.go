@@ -159,6 +159,7 @@ func (r *run) emit(ev contract.StreamEvent) error {
 	if ev.Timestamp == "" {
 		ev.Timestamp = stamp(r.now())
 	}
+	ev = filterEvent(r.cfg.Secrets, ev)
 	// The writer publishes the event on the bus once it is in
 	// events.jsonl (publish), so the bus carries exactly that file.
 	return r.record(func() error { return r.w.Event(ev) })
@@ -168,7 +169,10 @@ func (r *run) emit(ev contract.StreamEvent) error {
 // recorder's goroutine.
 func (r *run) publish(ev contract.StreamEvent) {
 	t0 := time.Now()
-	_ = r.s.bus.Publish(ev)
+	// The events the session emits are filtered already (emit); the
+	// writer's own pass the filter here, so that the live stream holds no
+	// value whatever the writer's masker knows.
+	_ = r.s.bus.Publish(filterEvent(r.cfg.Secrets, ev))
 	r.busTime.Add(int64(time.Since(t0)))
 }
 

@@ -1,0 +1,62 @@
+package navigator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/navigator"
+	"github.com/aegis-run/aegis/secrets"
+)
+
+// TestFilterObservation: the page's words are masked in place, a value
+// split across elements empties the snapshot, and an extracted artifact
+// holding a value is dropped.
+func TestFilterObservation(t *testing.T) {
+	const secret = `Sw0rdf1sh "q\z" &+`
+	set, err := secrets.NewSet(map[string]string{"PW": secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := secrets.Placeholder("PW")
+	tests := []struct {
+		name         string
+		obs          contract.Observation
+		wantText     string
+		wantSnapshot string
+		wantArts     int
+	}{
+		{
+			name: "echoed as typed",
+			obs: contract.Observation{DOMText: "You typed: " + secret,
+				DOMSnapshot: `{"root":["#document",{},["p",{},"You typed: Sw0rdf1sh \"q\\z\" &+"]],"v":1}`},
+			wantText: "You typed: " + ph, wantSnapshot: `{"root":["#document",{},["p",{},"You typed: ` + ph + `"]],"v":1}`,
+		},
+		{
+			name: "split across elements",
+			obs: contract.Observation{DOMText: "Sw0rd f1sh qz",
+				DOMSnapshot: `{"root":["#document",{},["p",{},["b",{},"Sw0rd"],["i",{},"f1sh q"],"z"]],"v":1}`},
+			wantText: ph, wantSnapshot: "",
+		},
+		{
+			name:     "spaced out",
+			obs:      contract.Observation{DOMText: "S w 0 r d f 1 s h q z", DOMSnapshot: `{"root":["#document",{},["p",{},"S w 0 r d f 1 s h q z"]],"v":1}`},
+			wantText: ph, wantSnapshot: "",
+		},
+		{
+			name: "an artifact holding it",
+			obs: contract.Observation{DOMText: "ok", ExtractedArtifacts: []contract.Artifact{
+				{ID: "a1", Type: contract.ArtifactText, Value: "sw0rdf1sh-qz"}, {ID: "a2", Type: contract.ArtifactText, Value: "fine"}}},
+			wantText: "ok", wantArts: 1,
+		},
+	}
+	for _, tc := range tests {
+		got := navigator.FilterObservation(tc.obs, set)
+		if got.DOMText != tc.wantText || got.DOMSnapshot != tc.wantSnapshot || len(got.ExtractedArtifacts) != tc.wantArts {
+			t.Errorf("%s: got text %q snapshot %q %d artifacts, want %q %q %d", tc.name, got.DOMText, got.DOMSnapshot, len(got.ExtractedArtifacts), tc.wantText, tc.wantSnapshot, tc.wantArts)
+		}
+		if strings.Contains(got.DOMSnapshot+got.DOMText, "Sw0rd") {
+			t.Errorf("%s: a piece of the value is left", tc.name)
+		}
+	}
+}
