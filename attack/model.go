@@ -126,6 +126,8 @@ func (s Step) action(id string) map[string]any {
 		a["selector"], a["text"], a["redact"] = s.Selector, s.Text, strings.Contains(s.Text, "{{secret:")
 	case "wait":
 		a["durationMs"] = 1
+	case "extract":
+		a["selector"], a["extract"] = s.Selector, s.Extract
 	}
 	return a
 }

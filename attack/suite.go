@@ -279,8 +279,11 @@ func heldWhy(sc *Scenario, out sessionOutcome, truthWhy string) string {
 	return why
 }
 
+// randomSecret is the run's secret: random letters and digits with a
+// quote, a backslash, a space, an ampersand and a plus, so that every
+// escaping (JSON, HTML, percent-encoding in both forms) changes it.
 func randomSecret() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return "attack-secret-" + hex.EncodeToString(b[:])
+	return `Atk"` + hex.EncodeToString(b[:]) + `\ q&r+s`
 }

@@ -40,9 +40,11 @@ type runState struct {
 	allowed []hit
 	foreign []hit
 	// toModel counts the model requests that carried the secret; inBundle
-	// names the bundle files that hold it.
+	// names the bundle files that hold it; sinks names the other ways out
+	// of aegis that held it (step reports, live events, the output).
 	toModel  int
 	inBundle []string
+	sinks    []string
 }
 
 // world holds the servers every scenario talks to: the allowed origin, the
@@ -304,13 +306,17 @@ type truth struct {
 	ToModel int
 	// InBundle names the evidence files that hold the secret.
 	InBundle []string
+	// Sinks names the other ways out of aegis that held the secret: step
+	// reports, live events, the session's output and error, and model
+	// requests the guard had to refuse.
+	Sinks []string
 }
 
 func (w *world) truth(r *runState) truth {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return truth{Allowed: append([]hit(nil), r.allowed...), Foreign: append([]hit(nil), r.foreign...), UDP: r.udpCount,
-		ToModel: r.toModel, InBundle: append([]string(nil), r.inBundle...)}
+		ToModel: r.toModel, InBundle: append([]string(nil), r.inBundle...), Sinks: append([]string(nil), r.sinks...)}
 }
 
 // modelSaw counts a model request of the run that carried the secret.
@@ -318,6 +324,19 @@ func (w *world) modelSaw(r *runState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r.toModel++
+	w.notify()
+}
+
+// sinkHolds records a way out of aegis that held the run's secret, once.
+func (w *world) sinkHolds(r *runState, what string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range r.sinks {
+		if s == what {
+			return
+		}
+	}
+	r.sinks = append(r.sinks, what)
 	w.notify()
 }
 

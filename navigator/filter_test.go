@@ -1,6 +1,8 @@
 package navigator_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -36,12 +38,12 @@ func TestFilterObservation(t *testing.T) {
 			name: "split across elements",
 			obs: contract.Observation{DOMText: "Sw0rd f1sh qz",
 				DOMSnapshot: `{"root":["#document",{},["p",{},["b",{},"Sw0rd"],["i",{},"f1sh q"],"z"]],"v":1}`},
-			wantText: ph, wantSnapshot: "",
+			wantText: ph, wantSnapshot: "stub",
 		},
 		{
 			name:     "spaced out",
 			obs:      contract.Observation{DOMText: "S w 0 r d f 1 s h q z", DOMSnapshot: `{"root":["#document",{},["p",{},"S w 0 r d f 1 s h q z"]],"v":1}`},
-			wantText: ph, wantSnapshot: "",
+			wantText: ph, wantSnapshot: "stub",
 		},
 		{
 			name: "an artifact holding it",
@@ -51,7 +53,17 @@ func TestFilterObservation(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
+		tc.obs.State.DOMHash = sha256Hex(tc.obs.DOMSnapshot)
 		got := navigator.FilterObservation(tc.obs, set)
+		if tc.wantSnapshot == "stub" {
+			tc.wantSnapshot = got.DOMSnapshot
+			if !strings.Contains(got.DOMSnapshot, navigator.MaskedSnapshotTag) {
+				t.Errorf("%s: snapshot %q, want the masked stub", tc.name, got.DOMSnapshot)
+			}
+		}
+		if got.State.DOMHash != sha256Hex(got.DOMSnapshot) {
+			t.Errorf("%s: domHash %s is not the filtered snapshot's", tc.name, got.State.DOMHash)
+		}
 		if got.DOMText != tc.wantText || got.DOMSnapshot != tc.wantSnapshot || len(got.ExtractedArtifacts) != tc.wantArts {
 			t.Errorf("%s: got text %q snapshot %q %d artifacts, want %q %q %d", tc.name, got.DOMText, got.DOMSnapshot, len(got.ExtractedArtifacts), tc.wantText, tc.wantSnapshot, tc.wantArts)
 		}
@@ -59,4 +71,9 @@ func TestFilterObservation(t *testing.T) {
 			t.Errorf("%s: a piece of the value is left", tc.name)
 		}
 	}
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }

@@ -1,6 +1,8 @@
 package navigator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -202,7 +204,9 @@ func encLen(s string) int {
 // (the page echoes it spaced out or split), or when its text nodes joined
 // hold a value (split across elements: in the snapshot the pieces are
 // separated by markup the check cannot see through): the visible text and
-// the affordances, masked, remain for the model. The session filters
+// the affordances, masked, remain for the model; a stub takes its place
+// (MaskedSnapshotTag). When the snapshot changed, state.domHash is set
+// to the hash of the filtered one, as the evidence requires. The session filters
 // each observation once, right after the driver made it; EncodeObservation
 // filters again, for callers that hand it an observation of their own.
 func FilterObservation(obs contract.Observation, set *secrets.Set) contract.Observation {
@@ -247,7 +251,33 @@ func FilterObservation(obs contract.Observation, set *secrets.Set) contract.Obse
 	default:
 		o.DOMSnapshot = snap
 	}
+	if o.DOMSnapshot != obs.DOMSnapshot {
+		if o.DOMSnapshot == "" {
+			o.DOMSnapshot = maskedSnapshot(o.DOMText)
+		}
+		if obs.State.DOMHash != "" {
+			// The hash is the snapshot's: of the filtered one now.
+			o.State.DOMHash = sha256Hex(o.DOMSnapshot)
+		}
+	}
 	return o
+}
+
+// MaskedSnapshotTag is the one element of the snapshot FilterObservation
+// puts in place of one it had to empty.
+const MaskedSnapshotTag = "#masked"
+
+// maskedSnapshot is the snapshot that replaces one FilterObservation
+// emptied: no content, but the hash of the filtered visible text, so that
+// two such pages with different text still have different domHashes and
+// the session still sees the page change.
+func maskedSnapshot(filteredText string) string {
+	return `{"masked":"` + sha256Hex(filteredText) + `","root":["#document",{},["` + MaskedSnapshotTag + `"]],"v":1}`
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 // snapshotText returns the text nodes of a DOM snapshot (the observer's

@@ -46,6 +46,7 @@ func TestRedactDerived(t *testing.T) {
 		{"short secret not normalized", "a l i c e", "a l i c e"},
 		{"raw short secret", "alice", secrets.Placeholder("USER")},
 		{"JSON as JavaScript writes it (& not escaped)", `{"t":"Tr0ub4dor \"x\\y\" &+ 9z"}`, `{"t":"` + ph + `"}`},
+		{"encodeURIComponent", "help for Tr0ub4dor%20%22x%5Cy%22%20%26%2B%209z", "help for " + ph},
 		{"percent-encoded", "/login?pw=" + url.QueryEscape(echoSecret), "/login?pw=" + ph},
 	}
 	for _, tc := range tests {

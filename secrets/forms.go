@@ -35,12 +35,13 @@ func Forms(value string) []string { return formsOf(value) }
 // formsOf returns the ways value may appear in text that left aegis or
 // came back from the page, the raw value first: JSON-escaped (once and
 // twice, a JSON string inside a JSON string; with <, > and & escaped as
-// Go writes them and as they are, as JavaScript writes them), percent-encoded (query and
-// path forms, upper- and lower-case hex), HTML-escaped, and for a value of
-// at least MinDerivedLen bytes its base64 encodings (standard and URL
-// alphabets, at each of the three byte alignments inside a longer
-// encoding), its hex (both cases) and the value reversed. Duplicates are
-// dropped.
+// Go writes them, and left as they are, as JavaScript writes them),
+// percent-encoded (query and path forms and JavaScript's
+// encodeURIComponent, upper- and lower-case hex), HTML-escaped, and for a
+// value of at least MinDerivedLen bytes its base64 encodings (standard
+// and URL alphabets, at each of the three byte alignments inside a longer
+// encoding), its hex (both cases) and the value reversed (raw and
+// JSON-escaped). Duplicates are dropped.
 func formsOf(value string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -59,7 +60,7 @@ func formsOf(value string) []string {
 		add(once)
 		add(esc(once))
 	}
-	for _, p := range []string{url.QueryEscape(value), url.PathEscape(value)} {
+	for _, p := range []string{url.QueryEscape(value), url.PathEscape(value), uriComponent(value)} {
 		add(p)
 		add(lowerPercent(p))
 	}
@@ -75,7 +76,10 @@ func formsOf(value string) []string {
 	h := hex.EncodeToString([]byte(value))
 	add(h)
 	add(strings.ToUpper(h))
-	add(reverse(value))
+	rev := reverse(value)
+	add(rev)
+	add(jsonEscape(rev))
+	add(jsonEscapePlain(rev))
 	return out
 }
 
@@ -95,6 +99,24 @@ func jsonEscapePlain(value string) string {
 	_ = e.Encode(value) // a string always encodes
 	out := strings.TrimSuffix(b.String(), "\n")
 	return out[1 : len(out)-1]
+}
+
+// uriComponent is value as JavaScript's encodeURIComponent writes it:
+// every byte percent-encoded but letters, digits and -_.!~*'().
+func uriComponent(value string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	return b.String()
 }
 
 // lowerPercent writes the hex digits of percent escapes in lower case.
