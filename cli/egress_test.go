@@ -73,7 +73,7 @@ func TestRunEgress(t *testing.T) {
 		n++
 		mu.Unlock()
 		if i < len(steps) {
-			llmtest.Answer(`{"actions":[` + steps[i] + `],"status":"continue","summary":"working"}`)(w, r)
+			llmtest.Answer(`{"actions":[`+steps[i]+`],"status":"continue","summary":"working"}`)(w, r)
 			return
 		}
 		llmtest.Answer(`{"actions":[{"id":"w1","type":"wait","reason":"done","policyTags":[],"durationMs":1}],"status":"done","summary":"signed in"}`)(w, r)
