@@ -77,7 +77,8 @@ Secrets: write {{secret:NAME}} in a type step or action; the value comes
 from $AEGIS_SECRET_NAME or --secrets-file (NAME=value lines, mode 0600).
 The model, the policy, the evidence and the output only ever see the
 placeholder; the value is typed into a field the policy judges sensitive,
-and nowhere else.
+and nowhere else. Everything printed on stdout and stderr passes the
+secrets' egress filter: a value the page echoes shows as its placeholder.
 
 Approvals (--approve): the policy pauses high-risk actions (payments,
 deletions, typing into sensitive fields) for a human. ask prompts on the

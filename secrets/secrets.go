@@ -3,11 +3,16 @@
 // only ever see and write the placeholder, and the session resolves it to
 // the value at the last moment, when the driver types it.
 //
-// Three tools enforce that:
+// These tools enforce that:
 //
 //   - Find and Check parse placeholders (NAME is [A-Z][A-Z0-9_]{0,63});
-//   - (*Set).Redact replaces every known value in a string by its
-//     placeholder, for text that came back from the page;
+//   - (*Set).Redact is the egress filter for free text: it replaces every
+//     known value in a string, in any of its Forms or spelled out by its
+//     letters and digits (the normalized check, see Normalize), by its
+//     placeholder, for text that came back from the page or leaves aegis;
+//     Writer applies it to an output stream a line at a time;
+//   - (*Set).Refuse refuses a structured value (an extracted artifact)
+//     that holds a value, with a *HeldError naming the secret;
 //   - (*Set).Guard returns a function the llm client runs over every request
 //     body before it is sent: it refuses a body in which any known value
 //     appears, raw, in any JSON escaping, or in one of the encodings
