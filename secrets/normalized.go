@@ -114,6 +114,15 @@ func normalizedSpans(text string, targets []normTarget) []Span {
 	if len(targets) == 0 || text == "" {
 		return nil
 	}
+	// Most texts hold no secret: the offsets are mapped only for one that
+	// does.
+	ns, found := Normalize(text), false
+	for _, t := range targets {
+		found = found || strings.Contains(ns, t.text)
+	}
+	if !found {
+		return nil
+	}
 	nt := normalizeMapped(text)
 	var spans []Span
 	for _, t := range targets {
