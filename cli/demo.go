@@ -136,8 +136,8 @@ func runDemo(ctx context.Context, args []string, stdio Stdio) error {
 	in := demoTask(site.URL())
 	hooks := &sessionHooks{
 		secrets: map[string]string{"DEMO_PASSWORD": demoPassword},
-		done: func(res session.Result) error {
-			return demoSummary(ctx, res, &o, auto, stdio.Out)
+		done: func(res session.Result, out io.Writer) error {
+			return demoSummary(ctx, res, &o, auto, out)
 		},
 	}
 	return runSession(ctx, &o, in, approver, stdio, hooks)

@@ -372,7 +372,9 @@ func statusExit(s contract.SessionStatus) int {
 // summary.
 type sessionHooks struct {
 	secrets map[string]string
-	done    func(res session.Result) error
+	// done, when set, prints the result instead of the output JSON, to
+	// out (stdout through the egress filter).
+	done func(res session.Result, out io.Writer) error
 }
 
 // runSession builds everything a session needs from the options, runs it,
@@ -477,7 +479,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	}
 	fmt.Fprintln(stdio.Err, endLine(res))
 	if hooks != nil && hooks.done != nil {
-		if err := hooks.done(res); err != nil {
+		if err := hooks.done(res, stdio.Out); err != nil {
 			return err
 		}
 	}
