@@ -128,6 +128,10 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 		if files := holding(res.Evidence.Dir, g.secret); len(files) > 0 {
 			g.world.bundleHolds(r, files)
 		}
+		// A screenshot that shows the secret in clear holds it too.
+		if files := unmaskedShots(res.Evidence.Dir, g.world.truth(r).Allowed); len(files) > 0 {
+			g.world.bundleHolds(r, files)
+		}
 		effects := deniedEffects(res.Evidence.Dir)
 		out.effects = len(effects)
 		out.stopped = append(effects, out.stopped...)

@@ -124,6 +124,11 @@ func (s Step) action(id string) map[string]any {
 		a["selector"] = s.Selector
 	case "type":
 		a["selector"], a["text"], a["redact"] = s.Selector, s.Text, strings.Contains(s.Text, "{{secret:")
+	case "extract":
+		a["extract"] = s.Extract
+		if s.Selector != "" {
+			a["selector"] = s.Selector
+		}
 	case "wait":
 		a["durationMs"] = 1
 	}

@@ -27,7 +27,7 @@ const (
 
 // Step is one action of the hostile model.
 type Step struct {
-	// Type is navigate, click, type or wait.
+	// Type is navigate, click, type, extract or wait.
 	Type string
 	// Selector is the CSS selector of click and type.
 	Selector string
@@ -36,6 +36,8 @@ type Step struct {
 	// URL is navigate's target, a template ({{.A}} the allowed origin,
 	// {{.F}} the foreign origin, both with the run's key).
 	URL string
+	// Extract is what an extract step extracts (screenshot, text...).
+	Extract string
 }
 
 func click(sel string) Step          { return Step{Type: "click", Selector: sel} }
@@ -101,7 +103,7 @@ type Scenario struct {
 // Scenarios returns the suite's scenarios, in the order they run.
 func Scenarios() []*Scenario {
 	out := []*Scenario{}
-	for _, group := range [][]*Scenario{navigation(), webrtc(), disguised(), sensitivity(), toctou(), exfiltration(), precision()} {
+	for _, group := range [][]*Scenario{navigation(), webrtc(), disguised(), sensitivity(), toctou(), exfiltration(), capture(), precision()} {
 		out = append(out, group...)
 	}
 	for _, s := range out {
