@@ -488,6 +488,9 @@ func (d *pwDriver) screenshot(ctx context.Context, p playwright.Page, a contract
 	if err != nil {
 		return Extracted{}, err
 	}
+	if err := stillTainted(a.Selector, before, after); err != nil {
+		return Extracted{}, err
+	}
 	shot, err := maskShot(ctx, a.Selector, data, contract.MIMEPNG, area, before, after)
 	if err != nil {
 		return Extracted{}, err

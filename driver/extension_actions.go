@@ -275,6 +275,9 @@ func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracte
 	if err != nil {
 		return Extracted{}, err
 	}
+	if err := stillTainted(a.Selector, before, after); err != nil {
+		return Extracted{}, err
+	}
 	if len(data) == 0 || len(data) > contract.MaxImageBytes {
 		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("screenshot of %d bytes is outside 1..%d", len(data), contract.MaxImageBytes), nil)
 	}

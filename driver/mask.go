@@ -18,8 +18,10 @@ import (
 // was typed into) and every sensitive field (its maskRects) right before
 // and right after the capture, then paint every box of both answers
 // opaque in MaskColor on the decoded image before anyone stores it. The
-// page cannot undo painting done here, after the capture; a field it
-// moves between the two answers is painted where it was in each. A page
+// page cannot undo painting done here, after the capture; the observer
+// measures tainted elements directly (not by a walk a page could
+// mislead) with the box getter it took before page scripts ran, and a
+// screenshot during which one of them moved is refused. A page
 // with more fields or elements than the observer walks makes the
 // screenshot fail: it is never stored unmasked. Fields in cross-origin
 // frames are out of the observer's reach, and are not masked (no secret
@@ -45,25 +47,49 @@ type maskArea struct {
 	Height float64 `json:"height"`
 }
 
-// maskView is one maskRects answer: the boxes to paint and the viewport's
-// size in CSS pixels when they were measured.
+// maskView is one maskRects answer: the boxes to paint (Rects: sensitive
+// fields and what is inside tainted elements; Taint: the tainted elements
+// themselves, measured directly) and the viewport's size in CSS pixels
+// when they were measured.
 type maskView struct {
 	Rects  []maskArea
+	Taint  []maskArea
 	VW, VH float64
 }
 
 // maskViewOf checks an observer answer of maskRects.
 func maskViewOf(r pageResult) (maskView, error) {
-	v := maskView{Rects: r.Rects, VW: r.VW, VH: r.VH}
+	v := maskView{Rects: r.Rects, Taint: r.Taint, VW: r.VW, VH: r.VH}
 	if !finitePos(v.VW) || !finitePos(v.VH) {
 		return maskView{}, newErr(contract.CodeInternal, "", "the observer reported no viewport size to mask the screenshot by", nil)
 	}
-	for _, a := range v.Rects {
+	for _, a := range append(v.Rects[:len(v.Rects):len(v.Rects)], v.Taint...) {
 		if !finite(a.X) || !finite(a.Y) || !finitePos(a.Width) || !finitePos(a.Height) {
 			return maskView{}, newErr(contract.CodeInternal, "", "the observer reported a mask box that is not a box", nil)
 		}
 	}
 	return v, nil
+}
+
+// maskMoveSlack is how far (CSS pixels) a tainted element may seem to
+// move between the two answers of a screenshot: rounding only.
+const maskMoveSlack = 0.5
+
+// stillTainted fails when a tainted element moved, appeared or went
+// between before and after: a page that moves the field a secret was
+// typed into while it is captured may have shown it where neither answer
+// put it, and the screenshot is refused.
+func stillTainted(sel string, before, after maskView) error {
+	same := len(before.Taint) == len(after.Taint)
+	for i := 0; same && i < len(before.Taint); i++ {
+		a, b := before.Taint[i], after.Taint[i]
+		same = math.Abs(a.X-b.X) <= maskMoveSlack && math.Abs(a.Y-b.Y) <= maskMoveSlack &&
+			math.Abs(a.Width-b.Width) <= maskMoveSlack && math.Abs(a.Height-b.Height) <= maskMoveSlack
+	}
+	if !same {
+		return newErr(contract.CodeInternal, sel, "a field a secret was typed into moved during the screenshot: the screenshot is refused", nil)
+	}
+	return nil
 }
 
 func finite(f float64) bool    { return !math.IsNaN(f) && !math.IsInf(f, 0) }
@@ -92,7 +118,7 @@ type maskedShot struct {
 func maskShot(ctx context.Context, sel string, data []byte, mime string, clip *maskArea, views ...maskView) (maskedShot, error) {
 	n := 0
 	for _, v := range views {
-		n += len(v.Rects)
+		n += len(v.Rects) + len(v.Taint)
 	}
 	if n == 0 && len(data) <= contract.MaxImageBytes {
 		return maskedShot{data: data, mime: mime}, nil
@@ -112,7 +138,7 @@ func maskShot(ctx context.Context, sel string, data []byte, mime string, clip *m
 			base = *clip
 		}
 		sx, sy := float64(b.Dx())/base.Width, float64(b.Dy())/base.Height
-		for _, a := range v.Rects {
+		for _, a := range append(v.Rects[:len(v.Rects):len(v.Rects)], v.Taint...) {
 			r := image.Rect(
 				int(math.Floor((a.X-base.X)*sx))-maskPad,
 				int(math.Floor((a.Y-base.Y)*sy))-maskPad,

@@ -308,8 +308,10 @@ type pageResult struct {
 	Changed []string `json:"changed"`
 	// split
 	Segments []string `json:"segments"`
-	// maskRects: the boxes to paint over and the viewport's size
+	// maskRects: the boxes to paint over (of sensitive fields, of tainted
+	// elements) and the viewport's size
 	Rects []maskArea `json:"rects"`
+	Taint []maskArea `json:"taint"`
 	VW    float64    `json:"vw"`
 	VH    float64    `json:"vh"`
 }

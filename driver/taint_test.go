@@ -49,6 +49,17 @@ f.addEventListener('input', () => {
 });
 </script></body></html>`
 
+// movingPage moves its password field by a pixel every frame once
+// something is typed into it.
+const movingPage = `<!doctype html><html><head><meta charset="utf-8"><title>Sign in</title></head><body style="margin:0">
+<input type="password" id="f1" name="login" style="position:absolute;left:40px;top:60px;width:300px;height:40px">
+<script>
+const f = document.getElementById('f1');
+let x = 40;
+const step = () => { x = x > 600 ? 40 : x + 1; f.style.left = x + 'px'; requestAnimationFrame(step); };
+f.addEventListener('input', () => { f.type = 'text'; requestAnimationFrame(step); }, { once: true });
+</script></body></html>`
+
 // The boxes of taintPage, in CSS pixels of the viewport.
 var (
 	fieldBox = image.Rect(40, 60, 340, 100)
@@ -68,6 +79,10 @@ func TestTaintMasksTypedSecret(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path == "/moving" {
+			fmt.Fprint(w, movingPage)
+			return
+		}
 		fmt.Fprint(w, taintPage)
 	}))
 	t.Cleanup(srv.Close)
@@ -166,6 +181,24 @@ func checkTaint(t *testing.T, d driver.Driver, site string) {
 	}
 	allMask(t, "the typed field in #box", img, scaled(fieldBox, scale, image.Pt(20, 40)))
 	notMask(t, "the background of #box", img, scaled(image.Rect(20, 70, 310, 95), scale, image.Point{}))
+
+	// A page that moves the field while it is captured gets no screenshot.
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site + "/moving"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Describe(ctx, "#f1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = act(t, d, contract.Action{Type: contract.ActExtract, Extract: contract.ExtractScreenshot})
+	if err == nil || !strings.Contains(err.Error(), "moved during the screenshot") {
+		t.Errorf("a screenshot while the typed field moves: error %v, want it refused", err)
+	}
+	if arts := d.TakeArtifacts(); len(arts) != 0 {
+		t.Errorf("a refused screenshot left %d artifacts", len(arts))
+	}
 }
 
 // noLeak fails t if v, marshalled, holds taintSecret.

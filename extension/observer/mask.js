@@ -35,6 +35,9 @@
   // installs, before any page script runs, and called through Reflect.apply,
   // so a page that replaces them later changes nothing here.
   const taintSet = new WeakSet();
+  // taintList holds the same elements, for maskRects to measure directly
+  // rather than find them by a walk a page script could mislead.
+  const taintList = [];
   const taintHas = WeakSet.prototype.has;
   const taintAdd = WeakSet.prototype.add;
   const boxOf = root.Element ? root.Element.prototype.getBoundingClientRect : null;
@@ -72,7 +75,9 @@
   }
 
   function taint(el) {
+    if (tainted(el)) return;
     apply(taintAdd, taintSet, [el]);
+    taintList[taintList.length] = el;
   }
 
   // MAX_MASKS bounds the boxes one maskRects reports; a page with more
@@ -84,16 +89,43 @@
     return boxOf ? apply(boxOf, el, []) : el.getBoundingClientRect();
   }
 
+  // contentBox is the box of what el holds, which may overflow el's own
+  // box (a contenteditable element's text); null for a form field.
+  function contentBox(el) {
+    const t = lname(el);
+    if (t === 'input' || t === 'textarea' || t === 'select') return null;
+    try {
+      const range = el.ownerDocument.createRange();
+      range.selectNodeContents(el);
+      return range.getBoundingClientRect();
+    } catch (e) { return null; }
+  }
+
+  // maskRects answers {rects, taint, vw, vh}: rects are the boxes of the
+  // sensitive fields and of everything inside a tainted element, found by
+  // walking the page; taint are the boxes of the tainted elements and
+  // their content, measured directly; vw and vh are the viewport's size.
+  // All in top-level viewport CSS pixels. The driver refuses a screenshot
+  // during which a tainted element moved (its taint boxes before and
+  // after differ).
   function maskRects(o) {
     return result(() => {
       const opts = normOpts(o);
       const isSensitive = makeSensitive(opts.sensitive);
-      const rects = [];
-      const add = (r, off) => {
+      const rects = [], taintRects = [];
+      const addTo = (list, r, off) => {
         if (!(r && r.width > 0 && r.height > 0)) return;
-        if (rects.length >= MAX_MASKS) throw new Fail('internal', 'more than ' + MAX_MASKS + ' fields to mask: the screenshot is refused');
-        rects.push({ x: r.left + off.x, y: r.top + off.y, width: r.width, height: r.height });
+        if (rects.length + taintRects.length >= MAX_MASKS) throw new Fail('internal', 'more than ' + MAX_MASKS + ' fields to mask: the screenshot is refused');
+        list[list.length] = { x: r.left + off.x, y: r.top + off.y, width: r.width, height: r.height };
       };
+      const add = (r, off) => addTo(rects, r, off);
+      for (let i = 0; i < taintList.length; i++) {
+        const el = taintList[i];
+        if (!el.isConnected) continue;
+        const off = frameOffset(el);
+        addTo(taintRects, box(el), off);
+        addTo(taintRects, contentBox(el), off);
+      }
       const max = LIMITS.maxElements[1];
       let walked = 0;
       // Items: [node, frame offset, inside a tainted element].
@@ -108,17 +140,7 @@
         if (!isElement(n)) continue;
         if (++walked > max) throw new Fail('internal', 'the page has more than ' + max + ' elements: the screenshot cannot be masked and is refused');
         const t = tainted(n);
-        if (inTaint || t || isSensitive(n)) {
-          add(box(n), off);
-          if (t && !(lname(n) === 'input' || lname(n) === 'textarea' || lname(n) === 'select')) {
-            // Content that overflows the element's own box.
-            try {
-              const range = n.ownerDocument.createRange();
-              range.selectNodeContents(n);
-              add(range.getBoundingClientRect(), off);
-            } catch (e) { /* the element's box is masked */ }
-          }
-        }
+        if (inTaint || (!t && isSensitive(n))) add(box(n), off);
         const under = inTaint || t;
         if (isFrame(n)) {
           const fd = frameDoc(n);
@@ -134,6 +156,6 @@
         vw = innerW ? apply(innerW, root, []) : root.innerWidth;
         vh = innerH ? apply(innerH, root, []) : root.innerHeight;
       } catch (e) { vw = 0; vh = 0; }
-      return { rects, vw: Number(vw) || 0, vh: Number(vh) || 0 };
+      return { rects, taint: taintRects, vw: Number(vw) || 0, vh: Number(vh) || 0 };
     });
   }
