@@ -3,6 +3,7 @@ package driver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
@@ -34,6 +35,10 @@ var MaskColor = color.RGBA{A: 0xff}
 // maskPad widens every painted box by this many image pixels on each side,
 // against rounding and anti-aliased edges.
 const maskPad = 2
+
+// maxMaskPixels bounds the screenshots maskShot decodes (a 16384-pixel
+// square viewport at scale 1, 1 GiB as RGBA, is past it).
+const maxMaskPixels = 8192 * 8192
 
 // maskJPEGQuality is the quality of a screenshot re-encoded as JPEG
 // because its PNG is larger than contract.MaxImageBytes.
@@ -123,13 +128,20 @@ func maskShot(ctx context.Context, sel string, data []byte, mime string, clip *m
 	if n == 0 && len(data) <= contract.MaxImageBytes {
 		return maskedShot{data: data, mime: mime}, nil
 	}
+	if c, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil && c.Width*c.Height > maxMaskPixels {
+		return maskedShot{}, newErr(contract.CodeInternal, sel, fmt.Sprintf("a screenshot of %dx%d pixels is too large to mask", c.Width, c.Height), nil)
+	}
 	src, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return maskedShot{}, newErr(contract.CodeInternal, sel, "the screenshot to mask does not decode", err)
 	}
 	b := src.Bounds()
-	img := image.NewRGBA(b)
-	draw.Draw(img, b, src, b.Min, draw.Src)
+	img, ok := src.(draw.Image)
+	if !ok {
+		rgba := image.NewRGBA(b)
+		draw.Draw(rgba, b, src, b.Min, draw.Src)
+		img = rgba
+	}
 	fill := image.NewUniform(MaskColor)
 	painted := 0
 	for _, v := range views {

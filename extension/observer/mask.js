@@ -17,10 +17,9 @@
   // of every tainted element and every sensitive field (isSensitive) of
   // the top document, its open shadow roots and its same-origin frames,
   // whatever their type, visible or not. The drivers ask for them right
-  // before and right after a screenshot and paint both sets opaque on
-  // the image (driver/mask.go), so a page can neither undo the painting
-  // nor move a field out of it between the two reports without also being
-  // under it in one of them.
+  // before and right after a screenshot and paint both sets opaque on the
+  // image (driver/mask.go), where no page script can undo it; a
+  // screenshot during which a tainted element moved is refused.
 
   // TAINT_SAFE_ATTRS are the only attributes of a tainted element that
   // reach a snapshot: id and name address the element (and are the facts
