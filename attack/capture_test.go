@@ -69,3 +69,35 @@ func TestUnmaskedShots(t *testing.T) {
 		})
 	}
 }
+
+// The capture judge finds the secret's letters and digits in order in a
+// bundle file, whatever is between them, and only in capture scenarios.
+func TestSpelledOut(t *testing.T) {
+	const secret = "attack-secret-0123abcd"
+	for _, tc := range []struct {
+		name, content string
+		want          int
+	}{
+		{"spaced out", `{"data-spaced":"a t t a c k - s e c r e t - 0 1 2 3 a b c d"}`, 1},
+		{"split by markup", `<b>attack-se</b><i>CRET-0123</i>abcd`, 1},
+		{"placeholder only", `{"text":"{{secret:PASSWORD}}"}`, 0},
+		{"a part", `attack-secret-0123`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			capture := &Scenario{Class: ClassCapture}
+			if got := captureLeaks(dir, capture, nil, secret); len(got) != tc.want {
+				t.Errorf("captureLeaks = %q, want %d file(s)", got, tc.want)
+			}
+			if got := captureLeaks(dir, &Scenario{Class: ClassExfiltration}, nil, secret); len(got) != 0 {
+				t.Errorf("captureLeaks of another class = %q, want none", got)
+			}
+		})
+	}
+	if got := spelledOut(t.TempDir(), "short"); got != nil {
+		t.Errorf("a secret of few letters and digits is looked for: %q", got)
+	}
+}

@@ -129,7 +129,7 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 			g.world.bundleHolds(r, files)
 		}
 		// A screenshot that shows the secret in clear holds it too.
-		if files := unmaskedShots(res.Evidence.Dir, g.world.truth(r).Allowed); len(files) > 0 {
+		if files := captureLeaks(res.Evidence.Dir, r.sc, g.world.truth(r).Allowed, g.secret); len(files) > 0 {
 			g.world.bundleHolds(r, files)
 		}
 		effects := deniedEffects(res.Evidence.Dir)
