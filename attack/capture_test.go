@@ -71,7 +71,8 @@ func TestUnmaskedShots(t *testing.T) {
 }
 
 // The capture judge finds the secret's letters and digits in order in a
-// bundle file, whatever is between them, and only in capture scenarios.
+// bundle file, whatever but letters and digits is between them, and only
+// in capture scenarios.
 func TestSpelledOut(t *testing.T) {
 	const secret = "attack-secret-0123abcd"
 	for _, tc := range []struct {
@@ -79,7 +80,7 @@ func TestSpelledOut(t *testing.T) {
 		want          int
 	}{
 		{"spaced out", `{"data-spaced":"a t t a c k - s e c r e t - 0 1 2 3 a b c d"}`, 1},
-		{"split by markup", `<b>attack-se</b><i>CRET-0123</i>abcd`, 1},
+		{"split across strings", `["attack-se", "CRET-0123", "abcd"]`, 1},
 		{"placeholder only", `{"text":"{{secret:PASSWORD}}"}`, 0},
 		{"a part", `attack-secret-0123`, 0},
 	} {
