@@ -107,9 +107,10 @@ func alnum(s string) string {
 }
 
 // spelledOut returns the files of the bundle in dir whose letters and
-// digits hold the secret's, in order (a copy spaced out, or split by
-// markup, is one); none when the secret has fewer than minSpelled of
-// them. Images are left to unmaskedShots.
+// digits hold the secret's, in order (a copy spaced out is one; so is one
+// split into JSON strings, but not one split by markup, whose tag names
+// are letters); none when the secret has fewer than minSpelled of them.
+// Images are left to unmaskedShots.
 func spelledOut(dir, secret string) []string {
 	want := alnum(secret)
 	if len(want) < minSpelled {
