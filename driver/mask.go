@@ -29,7 +29,8 @@ import (
 // is ever typed there: a selector cannot enter such a frame).
 
 // MaskColor is the colour screenshots are painted with where a tainted
-// element or a sensitive field is: opaque black.
+// element or a sensitive field is: opaque black. (A variable only because
+// Go has no constant structs, as image/color's Black; never assigned.)
 var MaskColor = color.RGBA{A: 0xff}
 
 // maskPad widens every painted box by this many image pixels on each side,
