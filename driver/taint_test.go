@@ -60,6 +60,15 @@ const step = () => { x = x > 600 ? 40 : x + 1; f.style.left = x + 'px'; requestA
 f.addEventListener('input', () => { f.type = 'text'; requestAnimationFrame(step); }, { once: true });
 </script></body></html>`
 
+// editablePage is a contenteditable element with text in it, which the
+// page copies into an attribute when it changes.
+const editablePage = `<!doctype html><html><head><meta charset="utf-8"><title>Note</title></head><body style="margin:0;background:#fff">
+<div id="ce" contenteditable="true" aria-label="Note" style="position:absolute;left:40px;top:60px;width:300px;height:40px;font:20px monospace">old <b>text</b></div>
+<script>
+const ce = document.getElementById('ce');
+ce.addEventListener('input', () => { ce.dataset.copy = ce.textContent; document.title = 'Typed'; });
+</script></body></html>`
+
 // The boxes of taintPage, in CSS pixels of the viewport.
 var (
 	fieldBox = image.Rect(40, 60, 340, 100)
@@ -79,8 +88,12 @@ func TestTaintMasksTypedSecret(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if r.URL.Path == "/moving" {
+		switch r.URL.Path {
+		case "/moving":
 			fmt.Fprint(w, movingPage)
+			return
+		case "/editable":
+			fmt.Fprint(w, editablePage)
 			return
 		}
 		fmt.Fprint(w, taintPage)
@@ -90,6 +103,7 @@ func TestTaintMasksTypedSecret(t *testing.T) {
 		d := open(t, contract.ModePlaywright, srv.URL)
 		closeDriver(t, d)
 		checkTaint(t, d, srv.URL)
+		checkTaintEditable(t, d, srv.URL)
 	})
 	t.Run("extension", func(t *testing.T) {
 		b := nativehosttest.Start(t, nativehosttest.Options{Relay: true})
@@ -108,7 +122,60 @@ func TestTaintMasksTypedSecret(t *testing.T) {
 		}
 		closeDriver(t, d)
 		checkTaint(t, d, srv.URL)
+		checkTaintEditable(t, d, srv.URL)
 	})
+}
+
+// checkTaintEditable types the secret into an element with text in it
+// (contenteditable): its text, the page's copy of it in an attribute and
+// its box in a screenshot are masked; Describe reports no text for it.
+func checkTaintEditable(t *testing.T, d driver.Driver, site string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site + "/editable"}); err != nil {
+		t.Fatal(err)
+	}
+	if el, err := d.Describe(ctx, "#ce"); err != nil || el.Text != "old text" {
+		t.Fatalf("Describe(#ce) before = %+v, %v", el, err)
+	}
+	if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#ce", Text: taintSecret, Redact: true}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		obs, err := d.Observe(ctx, driver.ObserveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obs.State.Title == "Typed" {
+			noLeak(t, "observation", obs)
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the page never saw the typing")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	el, err := d.Describe(ctx, "#ce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noLeak(t, "described element", el)
+	if el.Text != "" || el.Label != "" {
+		t.Errorf("Describe(#ce) = %+v, want no text and no label (its aria-label is its own attribute)", el)
+	}
+	for _, sel := range []string{"#ce", "#ce b", ""} {
+		if _, err := act(t, d, contract.Action{Type: contract.ActExtract, Extract: contract.ExtractText, Selector: sel}); err != nil && sel != "#ce b" {
+			t.Fatal(err)
+		}
+	}
+	noLeak(t, "extracted text", d.TakeArtifacts())
+	img, _ := screenshot(t, d, "")
+	obs, err := d.Observe(ctx, driver.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := float64(img.Bounds().Dx()) / float64(obs.State.Viewport.Width)
+	allMask(t, "the typed element", img, scaled(fieldBox, scale, image.Point{}))
 }
 
 func checkTaint(t *testing.T, d driver.Driver, site string) {
