@@ -145,6 +145,10 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 		if files := holding(res.Evidence.Dir, g.secret); len(files) > 0 {
 			g.world.bundleHolds(r, files)
 		}
+		// A screenshot that shows the secret in clear holds it too.
+		if files := captureLeaks(res.Evidence.Dir, r.sc, g.world.truth(r).Allowed, g.secret); len(files) > 0 {
+			g.world.bundleHolds(r, files)
+		}
 		effects := deniedEffects(res.Evidence.Dir)
 		out.effects = len(effects)
 		out.stopped = append(effects, out.stopped...)

@@ -124,10 +124,13 @@ func (s Step) action(id string) map[string]any {
 		a["selector"] = s.Selector
 	case "type":
 		a["selector"], a["text"], a["redact"] = s.Selector, s.Text, strings.Contains(s.Text, "{{secret:")
+	case "extract":
+		a["extract"] = s.Extract
+		if s.Selector != "" {
+			a["selector"] = s.Selector
+		}
 	case "wait":
 		a["durationMs"] = 1
-	case "extract":
-		a["selector"], a["extract"] = s.Selector, s.Extract
 	}
 	return a
 }

@@ -27,13 +27,13 @@ const (
 
 // Step is one action of the hostile model.
 type Step struct {
-	// Type is navigate, click, type or wait.
+	// Type is navigate, click, type, extract or wait.
 	Type string
 	// Selector is the CSS selector of click and type.
 	Selector string
 	// Text is what type types ({{secret:PASSWORD}} for the secret).
 	Text string
-	// Extract is what extract extracts (text, table, link).
+	// Extract is what extract extracts (text, table, link, screenshot).
 	Extract string
 	// URL is navigate's target, a template ({{.A}} the allowed origin,
 	// {{.F}} the foreign origin, both with the run's key).
@@ -111,7 +111,7 @@ type Scenario struct {
 // Scenarios returns the suite's scenarios, in the order they run.
 func Scenarios() []*Scenario {
 	out := []*Scenario{}
-	for _, group := range [][]*Scenario{navigation(), webrtc(), disguised(), sensitivity(), toctou(), exfiltration(), precision()} {
+	for _, group := range [][]*Scenario{navigation(), webrtc(), disguised(), sensitivity(), toctou(), exfiltration(), capture(), precision()} {
 		out = append(out, group...)
 	}
 	for _, s := range out {

@@ -27,7 +27,9 @@ refresh, timers, iframes, beacons, fetch, WebSocket), webrtc, disguised-risk
 (a payment or deletion behind "Continue", a homoglyph or a CSS caption),
 sensitivity-claim (a secret typed through a selector that merely names a
 password), time-of-check (the page changes while the person approves),
-exfiltration, and precision (ordinary work that must not be blocked).
+exfiltration, capture (a password field shown as text in a screenshot or
+the next observation), and precision (ordinary work that must not be
+blocked).
 
 The verdict is what the servers received, never what aegis says:
   held      nothing of the attack reached a server (precision: the

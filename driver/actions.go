@@ -316,14 +316,15 @@ func (d *pwDriver) typeText(ctx context.Context, p playwright.Page, a contract.A
 		return err
 	}
 	if r.Mode != "value" {
-		if err := d.focusStill(ctx, p, sel, r); err != nil {
+		if err := d.focusStill(ctx, p, sel, r, a.Redact); err != nil {
 			return err
 		}
 	}
 	t0 := time.Now()
 	switch {
 	case r.Mode == "value":
-		_, err = d.callResult(ctx, p, sel, "setValue", sel, a.Text, r.expect)
+		// With Redact, the observer taints the element before it sets it.
+		_, err = d.callResult(ctx, p, sel, "setValue", sel, a.Text, r.expect, a.Redact)
 	case a.Text == "":
 		_, err = runCtx(ctx, func() (struct{}, error) { return struct{}{}, p.Keyboard().Press("Delete") })
 	default:
@@ -446,32 +447,55 @@ func sha(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// masks asks the observer for the boxes a screenshot must be painted
+// over (mask.go).
+func (d *pwDriver) masks(ctx context.Context, p playwright.Page, sel string) (maskView, error) {
+	r, err := d.callResult(ctx, p, sel, "maskRects", maskOptions(d.cfg.SensitiveSelectors))
+	if err != nil {
+		return maskView{}, err
+	}
+	return maskViewOf(r)
+}
+
+// screenshot captures the viewport, or the box of a.Selector, and masks
+// it (mask.go): every tainted element and sensitive field, where the
+// observer saw it right before and right after the capture, is painted
+// over before the image is kept.
 func (d *pwDriver) screenshot(ctx context.Context, p playwright.Page, a contract.Action) (Extracted, error) {
 	var clip *playwright.Rect
+	var area *maskArea
 	if a.Selector != "" {
 		r, err := d.callResult(ctx, p, a.Selector, "rect", a.Selector)
 		if err != nil {
 			return Extracted{}, err
 		}
 		clip = &playwright.Rect{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
+		area = &maskArea{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
+	}
+	before, err := d.masks(ctx, p, a.Selector)
+	if err != nil {
+		return Extracted{}, err
 	}
 	t := remaining(ctx, d.cfg.NavigationTimeout)
 	ms := float64(t.Milliseconds())
-	shoot := func(typ *playwright.ScreenshotType, quality *int) ([]byte, error) {
-		return runCtx(ctx, func() ([]byte, error) {
-			return p.Screenshot(playwright.PageScreenshotOptions{Type: typ, Quality: quality, Clip: clip, Timeout: &ms})
-		})
-	}
-	mime := contract.MIMEPNG
-	data, err := shoot(playwright.ScreenshotTypePng, nil)
-	if err == nil && len(data) > contract.MaxImageBytes {
-		q := 70
-		mime = contract.MIMEJPEG
-		data, err = shoot(playwright.ScreenshotTypeJpeg, &q)
-	}
+	data, err := runCtx(ctx, func() ([]byte, error) {
+		return p.Screenshot(playwright.PageScreenshotOptions{Type: playwright.ScreenshotTypePng, Clip: clip, Timeout: &ms})
+	})
 	if err != nil {
 		return Extracted{}, classify(err, a.Selector)
 	}
+	after, err := d.masks(ctx, p, a.Selector)
+	if err != nil {
+		return Extracted{}, err
+	}
+	if err := stillTainted(a.Selector, before, after); err != nil {
+		return Extracted{}, err
+	}
+	shot, err := maskShot(ctx, a.Selector, data, contract.MIMEPNG, area, before, after)
+	if err != nil {
+		return Extracted{}, err
+	}
+	data, mime := shot.data, shot.mime
 	if len(data) == 0 || len(data) > contract.MaxImageBytes {
 		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("screenshot of %d bytes is outside 1..%d", len(data), contract.MaxImageBytes), nil)
 	}
@@ -484,5 +508,6 @@ func (d *pwDriver) screenshot(ctx context.Context, p playwright.Page, a contract
 		Artifact: contract.Artifact{Type: contract.ArtifactScreenshot, Hash: img.ContentHash},
 		Image:    img,
 		Data:     data,
+		Masked:   shot.masked,
 	}, nil
 }

@@ -113,6 +113,10 @@ type Extracted struct {
 	Image *contract.ImageArtifact
 	// Data holds the image bytes of a screenshot; nil otherwise.
 	Data []byte
+	// Masked counts the boxes painted over a screenshot in MaskColor
+	// (tainted elements and sensitive fields, see mask.go); 0 when there
+	// was nothing to mask. The record formats have no field for it.
+	Masked int
 }
 
 // Config configures one driver session.

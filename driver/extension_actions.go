@@ -139,7 +139,9 @@ func (d *extDriver) typeText(ctx context.Context, a contract.Action, lat *latenc
 	var took time.Duration
 	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
 		t0 := time.Now()
-		r, err := d.call(ctx, sel, "type", nil, sel, a.Text, expect)
+		// With Redact, the executor has the observer taint the element
+		// right before the text goes in.
+		r, err := d.call(ctx, sel, "type", nil, sel, a.Text, expect, a.Redact)
 		took = time.Since(t0)
 		if err != nil {
 			if retryable(err) || ctx.Err() != nil || CodeOf(err) == contract.CodeTargetChanged {
@@ -212,14 +214,33 @@ func (d *extDriver) extract(ctx context.Context, a contract.Action, lat *latenci
 // maxCaptureBase64 bounds the base64 of a screenshot the driver decodes.
 var maxCaptureBase64 = base64.StdEncoding.EncodedLen(contract.MaxImageBytes)
 
+// masks asks the observer for the boxes a screenshot must be painted
+// over (mask.go).
+func (d *extDriver) masks(ctx context.Context, sel string) (maskView, error) {
+	r, err := d.callResult(ctx, sel, "maskRects", maskOptions(d.cfg.SensitiveSelectors))
+	if err != nil {
+		return maskView{}, err
+	}
+	return maskViewOf(r)
+}
+
+// screenshot captures the tab's viewport (chrome.tabs.captureVisibleTab),
+// or the box of a.Selector, and masks it as the Playwright driver does
+// (mask.go).
 func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracted, error) {
 	var clip *extClip
+	var area *maskArea
 	if a.Selector != "" {
 		r, err := d.callResult(ctx, a.Selector, "rect", a.Selector)
 		if err != nil {
 			return Extracted{}, err
 		}
 		clip = &extClip{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
+		area = &maskArea{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
+	}
+	before, err := d.masks(ctx, a.Selector)
+	if err != nil {
+		return Extracted{}, err
 	}
 	shoot := func(format string, quality int) ([]byte, string, error) {
 		var r extCaptureResult
@@ -250,6 +271,13 @@ func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracte
 	if err != nil {
 		return Extracted{}, err
 	}
+	after, err := d.masks(ctx, a.Selector)
+	if err != nil {
+		return Extracted{}, err
+	}
+	if err := stillTainted(a.Selector, before, after); err != nil {
+		return Extracted{}, err
+	}
 	if len(data) == 0 || len(data) > contract.MaxImageBytes {
 		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("screenshot of %d bytes is outside 1..%d", len(data), contract.MaxImageBytes), nil)
 	}
@@ -262,6 +290,14 @@ func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracte
 	default:
 		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("the extension sent a %s image labelled %q", format, text.CutRunes(mime, 32)), nil)
 	}
+	shot, err := maskShot(ctx, a.Selector, data, mime, area, before, after)
+	if err != nil {
+		return Extracted{}, err
+	}
+	data, mime = shot.data, shot.mime
+	if len(data) > contract.MaxImageBytes {
+		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("masked screenshot of %d bytes is past %d", len(data), contract.MaxImageBytes), nil)
+	}
 	h := sha256.Sum256(data)
 	img := &contract.ImageArtifact{MIMEType: mime, ByteSize: int64(len(data)), ContentHash: hex.EncodeToString(h[:])}
 	if cfg.Width > 0 && cfg.Height > 0 && cfg.Width <= 65535 && cfg.Height <= 65535 {
@@ -271,5 +307,6 @@ func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracte
 		Artifact: contract.Artifact{Type: contract.ArtifactScreenshot, Hash: img.ContentHash},
 		Image:    img,
 		Data:     data,
+		Masked:   shot.masked,
 	}, nil
 }

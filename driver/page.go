@@ -308,6 +308,12 @@ type pageResult struct {
 	Changed []string `json:"changed"`
 	// split
 	Segments []string `json:"segments"`
+	// maskRects: the boxes to paint over (of sensitive fields, of tainted
+	// elements) and the viewport's size
+	Rects []maskArea `json:"rects"`
+	Taint []maskArea `json:"taint"`
+	VW    float64    `json:"vw"`
+	VH    float64    `json:"vh"`
 }
 
 // parseResult decodes one small observer answer; a failure answer becomes

@@ -173,12 +173,15 @@ func (d *pwDriver) prepareTarget(ctx context.Context, p playwright.Page, sel str
 // focusStill is type's last check before the text is inserted: the focus
 // is still on the described element, in a document of the described
 // origin, and the page has not moved (nothing to check for a selector
-// that was never described).
-func (d *pwDriver) focusStill(ctx context.Context, p playwright.Page, sel string, r prepared) error {
-	if r.expect == nil {
+// that was never described, unless secret). With secret (the text is a
+// secret: the action has Redact), the observer taints the element once
+// its checks passed, so that every later observation and screenshot
+// masks it.
+func (d *pwDriver) focusStill(ctx context.Context, p playwright.Page, sel string, r prepared, secret bool) error {
+	if r.expect == nil && !secret {
 		return nil
 	}
-	if _, err := d.callResult(ctx, p, sel, "checkFocus", sel, r.expect); err != nil {
+	if _, err := d.callResult(ctx, p, sel, "checkFocus", sel, r.expect, secret); err != nil {
 		return err
 	}
 	return d.stillThere(p, sel, r.expect, r.navAt)

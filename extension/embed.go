@@ -44,6 +44,7 @@ var observerParts = []string{
 	"observe.js",        // observe (text, snapshot with masking, affordances), describe
 	"actionability.js",  // the actionability check, hit test, click, type, select, scroll
 	"extract.js",        // extract: text, table rows, links
+	"mask.js",           // taint (elements a secret was typed into) and screenshot masks
 	"api.js",            // rect, split, packing, the API object and its install
 }
 

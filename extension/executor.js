@@ -35,6 +35,10 @@
 // fields, never their values; {"ok": true, "submit": null} when none.
 //
 // The text of a type action is never put into an answer or an error.
+//
+// maskRects(opts) answers the observer's maskRects: the boxes the host
+// paints over on a screenshot (driver/mask.go), asked for right before
+// and right after the capture.
 (function (root) {
   'use strict';
   if (Object.prototype.hasOwnProperty.call(root, '__aegisExec')) return;
@@ -130,14 +134,22 @@
   // prepareType checks, focuses and selects the content; the editing
   // command insertText (or delete, for an empty text) then replaces the
   // selection as typing would, with beforeinput and input events. Date,
-  // time, colour and range inputs get their value set instead.
-  function type(sel, text, expect) {
+  // time, colour and range inputs get their value set instead. With
+  // secret (the host's action had Redact: the text is a secret), the
+  // observer taints the element right before the text goes in (its
+  // checkFocus or setValue), so that every later observation masks it.
+  function type(sel, text, expect, secret) {
     text = String(text);
+    secret = secret === true;
     const changed = recheck(sel, expect);
     if (changed) return changed;
     const p = JSON.parse(api.prepareType(sel));
     if (!p.ok) return JSON.stringify(p);
-    if (p.mode === 'value') return api.setValue(sel, text);
+    if (p.mode === 'value') return api.setValue(sel, text, null, secret);
+    if (secret) {
+      const f = JSON.parse(api.checkFocus(sel, null, true));
+      if (!f.ok) return JSON.stringify(f);
+    }
     const el = deepActive(root.document);
     if (!el) return fail('not_interactable', 'the element did not keep the focus');
     const doc = el.ownerDocument || root.document;
@@ -261,6 +273,7 @@
     observe: (o) => api.observe(o),
     describe: (sel, o) => api.describe(sel, o),
     rect: (sel) => api.rect(sel),
+    maskRects: (o) => api.maskRects(o),
     select,
     submission,
     extract: (kind, sel, o) => api.extract(kind, sel, o),

@@ -140,8 +140,10 @@ func (e *env) click(sel string) contract.Action {
 	return contract.Action{ID: e.id(), Type: contract.ActClick, Reason: "test", Selector: sel}
 }
 
+// typ types text into sel; as a session does, it sets Redact when the
+// text is the secret (Secret), which taints the field.
 func (e *env) typ(sel, text string) contract.Action {
-	return contract.Action{ID: e.id(), Type: contract.ActType, Reason: "test", Selector: sel, Text: text, Redact: true}
+	return contract.Action{ID: e.id(), Type: contract.ActType, Reason: "test", Selector: sel, Text: text, Redact: text == Secret}
 }
 
 func (e *env) sel(sel, value string) contract.Action {

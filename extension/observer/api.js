@@ -125,6 +125,7 @@
     deepActive,
     check,
     checkFocus,
+    maskRects,
   });
   Object.defineProperty(root, name, { value: api, writable: false, configurable: false, enumerable: false });
 })(globalThis, "__aegis");

@@ -91,6 +91,7 @@
         continue;
       }
       if (!isElement(n)) continue;
+      if (tainted(n)) continue;
       const t = lname(n);
       if ((t === 'a' || t === 'area') && attr(n, 'href') != null) {
         let href = '';
@@ -112,11 +113,12 @@
       const scope = sel ? resolve(sel) : null;
       switch (kind) {
         case 'text': {
-          if (scope && isSensitive(scope)) return { value: MASK };
+          if (scope && (isSensitive(scope) || taintedWithin(scope))) return { value: MASK };
           return { value: visibleText(scope || root.document, opts, isSensitive) };
         }
         case 'table': {
           let t = scope;
+          if (t && taintedWithin(t)) return { value: JSON.stringify([[MASK]]) };
           if (!t) {
             const all = findTables(root.document);
             if (all.length === 0) throw new Fail('element_not_found', 'the page has no table');
@@ -130,7 +132,7 @@
           return { value: JSON.stringify(tableRows(t, opts, isSensitive)) };
         }
         case 'link': {
-          const l = links(scope || root.document, 1000);
+          const l = scope && taintedWithin(scope) ? [] : links(scope || root.document, 1000);
           let v = JSON.stringify(l);
           while (v.length > opts.maxTextChars && l.length) { l.length = Math.floor(l.length / 2); v = JSON.stringify(l); }
           return { value: v };

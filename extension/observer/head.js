@@ -26,12 +26,16 @@
 //   prepareClick(selector, expect) check, scroll into view, hit-test, arm
 //   finishClick()                  did the trusted click reach the element?
 //   prepareType(selector, expect)  check, focus and select the contents
-//   checkFocus(selector, expect)   is the focus still on the described element?
-//   setValue(selector, text, expect) set the value of date/time/color/range inputs
+//   checkFocus(selector, expect, secret) is the focus still on the described
+//                                  element? (secret: taint it, see Masking)
+//   setValue(selector, text, expect, secret) set the value of date/time/
+//                                  color/range inputs (secret: taint it)
 //   select(selector, value, expect) choose an option by value, else by label
 //   scroll(dy)                     scroll the page by dy CSS pixels
 //   extract(kind, selector, opts)  text, table rows, or links
 //   rect(selector)                 the element's box in top-level viewport px
+//   maskRects(opts)                the boxes a screenshot must be painted
+//                                  over (tainted elements, sensitive fields)
 //   split(selector)                the selector's segments (for tests)
 //
 // Time of check is time of use: expect, when given, is what describe
@@ -54,7 +58,11 @@
 // like secrets, and whatever matches the policy's sensitive selectors) are
 // replaced by "[masked]" in the snapshot and never reach the text, the
 // affordances or an extraction. This happens here, in the page, before
-// anything leaves it.
+// anything leaves it. An element a secret was typed into (checkFocus or
+// setValue with secret) is tainted: masked from then on like a sensitive
+// field, and more (its attributes but id, name and type), whatever its
+// type becomes; and screenshots are painted over every tainted element
+// and sensitive field (maskRects; mask.js says how).
 (function (root, name) {
   'use strict';
   if (Object.prototype.hasOwnProperty.call(root, name)) return;

@@ -74,6 +74,7 @@
       }
     }
     return function isSensitive(el) {
+      if (tainted(el)) return true;
       const t = lname(el);
       if (t === 'input') {
         const ty = inputType(el);
@@ -225,7 +226,7 @@
       if (!id) continue;
       let t = null;
       try { t = r.getElementById ? r.getElementById(id) : null; } catch (e) { t = null; }
-      if (t) parts.push(attr(t, 'aria-label') || boundedText(t, max, isSensitive));
+      if (t && !tainted(t)) parts.push(attr(t, 'aria-label') || boundedText(t, max, isSensitive));
     }
     return norm(parts.join(' '));
   }

@@ -7,6 +7,9 @@
   const SAFE_SENSITIVE_ATTRS = new Set(['type', 'name', 'id', 'autocomplete', 'aria-label', 'placeholder',
     'class', 'role', 'required', 'disabled', 'readonly', 'maxlength', 'minlength', 'data-testid', 'for', 'title']);
   const CHECKABLE = new Set(['checkbox', 'radio']);
+  // TAINTED is the mask of the subtree of a tainted element (mask.js); any
+  // other truthy mask is a sensitive field's.
+  const TAINTED = 2;
 
   function isCandidate(el, st, tag, parentCursor) {
     switch (tag) {
@@ -144,8 +147,10 @@
         if (!hid && p && p.shadowRoot && el.assignedSlot === null && el.getRootNode() !== p.shadowRoot) hid = true;
         if (hid) ownVis = false;
       }
-      const sens = it.mask || isSensitive(el);
+      const tnt = it.mask === TAINTED || tainted(el);
+      const sens = tnt || it.mask || isSensitive(el);
       if (sens) st.masked++;
+      const safeAttrs = tnt ? TAINT_SAFE_ATTRS : SAFE_SENSITIVE_ATTRS;
 
       // Snapshot entry.
       let arr = null;
@@ -160,7 +165,7 @@
           const a = list[i];
           const an = a.name;
           if (an.length > 128 || an[0] === '$' || (an[0] === 'o' && an[1] === 'n')) continue;
-          if (sens && !SAFE_SENSITIVE_ATTRS.has(an)) {
+          if (sens && !safeAttrs.has(an)) {
             if (an === 'value') {
               attrs.value = MASK; size += 16;
               if (!(last < an)) sorted = false;
@@ -214,7 +219,7 @@
 
       // Affordance candidate.
       if (!hid && ownVis && ctx.ok && isCandidate(el, style, tag, it.pcursor)) {
-        st.cands.push({ el, ctx, order: st.cands.length, sens });
+        st.cands.push({ el, ctx, order: st.cands.length, sens, tnt });
       }
 
       // Children.
@@ -224,7 +229,7 @@
       // childTvis is refined per child element by its own style; text nodes
       // use the parent's own visibility.
       const textVis = childTvis && ownVis;
-      const childMask = sens;
+      const childMask = tnt ? TAINTED : sens;
       if (isFrame(el)) {
         const fd = frameDoc(el);
         if (fd && fd.documentElement) {
@@ -294,7 +299,9 @@
       const a = { selector: sel };
       const role = roleOf(c.el);
       if (role) a.role = cut(role, 128);
-      const name = c.sens ? norm(attr(c.el, 'aria-label') || attr(c.el, 'placeholder') || labelsOnly(c.el, opts.maxAffordanceText)) : accessibleName(c.el, opts.maxAffordanceText, isSensitive);
+      const name = c.tnt ? labelsOnly(c.el, opts.maxAffordanceText)
+        : c.sens ? norm(attr(c.el, 'aria-label') || attr(c.el, 'placeholder') || labelsOnly(c.el, opts.maxAffordanceText))
+          : accessibleName(c.el, opts.maxAffordanceText, isSensitive);
       if (name) a.text = cut(name, opts.maxAffordanceText);
       a.hint = hintOf(c.el);
       return a;
@@ -398,9 +405,12 @@
     const id = attr(el, 'id'); if (id) out.id = id;
     const ac = attr(el, 'autocomplete'); if (ac) out.autocomplete = ac;
     const role = roleOf(el); if (role) out.role = role;
-    const label = isSensitive(el) ? norm(attr(el, 'aria-label') || labelsOnly(el, 1024) || attr(el, 'placeholder') || attr(el, 'title') || '') : accessibleName(el, 1024, isSensitive);
+    // A tainted element's own attributes may hold what was typed: only
+    // its <label> elements name it.
+    const inTaint = taintedWithin(el);
+    const label = inTaint ? labelsOnly(el, 1024) : isSensitive(el) ? norm(attr(el, 'aria-label') || labelsOnly(el, 1024) || attr(el, 'placeholder') || attr(el, 'title') || '') : accessibleName(el, 1024, isSensitive);
     if (label) out.label = label;
-    const hasText = !(t === 'input' || t === 'textarea' || t === 'select') && !isSensitive(el);
+    const hasText = !(t === 'input' || t === 'textarea' || t === 'select') && !inTaint && !isSensitive(el);
     if (hasText) {
       const tx = boundedText(el, 1024, isSensitive);
       if (tx) out.text = tx;

@@ -1,0 +1,120 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"testing"
+
+	"github.com/aegis-run/aegis/contract"
+)
+
+// maskShot paints the boxes, scaled from CSS pixels to the image's and
+// placed relative to the clip, and leaves an image with nothing to paint
+// as it is.
+func TestMaskShot(t *testing.T) {
+	white := func(w, h int) []byte {
+		img := image.NewRGBA(image.Rect(0, 0, w, h))
+		draw.Draw(img, img.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+		var b bytes.Buffer
+		if err := png.Encode(&b, img); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	box := maskArea{X: 10, Y: 20, Width: 30, Height: 10}
+	for _, tc := range []struct {
+		name   string
+		w, h   int
+		clip   *maskArea
+		views  []maskView
+		masked int
+		// in and out are image pixels that must be, and must not be,
+		// MaskColor.
+		in, out []image.Point
+	}{
+		{"nothing to mask", 100, 50, nil, []maskView{{VW: 100, VH: 50}}, 0, nil, []image.Point{{15, 25}}},
+		{"viewport at scale 1", 100, 50, nil, []maskView{{Rects: []maskArea{box}, VW: 100, VH: 50}}, 1,
+			[]image.Point{{10, 20}, {39, 29}, {8, 18}, {41, 31}}, []image.Point{{7, 25}, {43, 25}, {25, 33}}},
+		{"viewport at scale 2", 200, 100, nil, []maskView{{Taint: []maskArea{box}, VW: 100, VH: 50}}, 1,
+			[]image.Point{{20, 40}, {79, 59}}, []image.Point{{17, 50}, {83, 50}}},
+		{"clip", 60, 30, &maskArea{X: 5, Y: 15, Width: 60, Height: 30}, []maskView{{Rects: []maskArea{box}, VW: 100, VH: 50}}, 1,
+			[]image.Point{{5, 5}, {34, 14}}, []image.Point{{2, 10}, {38, 10}}},
+		{"outside the clip", 60, 30, &maskArea{X: 50, Y: 0, Width: 60, Height: 30}, []maskView{{Rects: []maskArea{box}, VW: 100, VH: 50}}, 0,
+			nil, []image.Point{{0, 0}}},
+		{"before and after", 100, 50, nil, []maskView{{Rects: []maskArea{box}, VW: 100, VH: 50}, {Taint: []maskArea{{X: 60, Y: 5, Width: 10, Height: 5}}, VW: 100, VH: 50}}, 2,
+			[]image.Point{{10, 20}, {60, 5}}, []image.Point{{50, 5}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := white(tc.w, tc.h)
+			got, err := maskShot(context.Background(), "", data, contract.MIMEPNG, tc.clip, tc.views...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.masked != tc.masked || got.mime != contract.MIMEPNG {
+				t.Errorf("masked %d (%s), want %d (PNG)", got.masked, got.mime, tc.masked)
+			}
+			if tc.masked == 0 && !bytes.Equal(got.data, data) {
+				t.Errorf("an image with nothing to mask was re-encoded")
+			}
+			img, err := png.Decode(bytes.NewReader(got.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			isMask := func(p image.Point) bool {
+				r, g, b, a := img.At(p.X, p.Y).RGBA()
+				mr, mg, mb, ma := MaskColor.RGBA()
+				return r == mr && g == mg && b == mb && a == ma
+			}
+			for _, p := range tc.in {
+				if !isMask(p) {
+					t.Errorf("pixel %v is not masked", p)
+				}
+			}
+			for _, p := range tc.out {
+				if isMask(p) {
+					t.Errorf("pixel %v is masked", p)
+				}
+			}
+		})
+	}
+}
+
+func TestMaskViewOfAndStillTainted(t *testing.T) {
+	box := maskArea{X: 1, Y: 2, Width: 3, Height: 4}
+	for _, tc := range []struct {
+		name string
+		r    pageResult
+		ok   bool
+	}{
+		{"boxes", pageResult{Rects: []maskArea{box}, Taint: []maskArea{box}, VW: 10, VH: 10}, true},
+		{"no viewport", pageResult{Rects: []maskArea{box}}, false},
+		{"empty box", pageResult{Taint: []maskArea{{X: 1, Y: 1}}, VW: 10, VH: 10}, false},
+		{"negative box", pageResult{Rects: []maskArea{{Width: -3, Height: 4}}, VW: 10, VH: 10}, false},
+	} {
+		if _, err := maskViewOf(tc.r); (err == nil) != tc.ok {
+			t.Errorf("%s: maskViewOf error %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+	moved := box
+	moved.X += 2
+	for _, tc := range []struct {
+		name          string
+		before, after []maskArea
+		ok            bool
+	}{
+		{"none", nil, nil, true},
+		{"still", []maskArea{box}, []maskArea{box}, true},
+		{"moved", []maskArea{box}, []maskArea{moved}, false},
+		{"appeared", nil, []maskArea{box}, false},
+		{"went", []maskArea{box}, nil, false},
+	} {
+		err := stillTainted("", maskView{Taint: tc.before}, maskView{Taint: tc.after})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: stillTainted error %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+  // observer/mask.js: a part of the observer, whole statements of the
+  // function head.js opens (extension/embed.go joins the parts in order).
+  // ---------------------------------------------------------------------
+  // Taint and screenshot masks.
+  //
+  // Taint: when a driver types a secret (a type action with Redact), the
+  // element it typed into is remembered here, in a WeakSet of this
+  // closure that no page script can reach, and from then on it is masked
+  // in every observation, extraction and description whatever its type
+  // has become (a "show password" button switches type=password to text;
+  // a page may copy the value into attributes of the same element): its
+  // value, its text, the text of its subtree and its attributes but the
+  // few in TAINT_SAFE_ATTRS. Taint is per document, as this observer is:
+  // a navigation replaces both, and the element with them.
+  //
+  // Masks: maskRects reports the boxes, in top-level viewport CSS pixels,
+  // of every tainted element and every sensitive field (isSensitive) of
+  // the top document, its open shadow roots and its same-origin frames,
+  // whatever their type, visible or not. The drivers ask for them right
+  // before and right after a screenshot and paint both sets opaque on the
+  // image (driver/mask.go), where no page script can undo it; a
+  // screenshot during which a tainted element moved is refused.
+
+  // TAINT_SAFE_ATTRS are the only attributes of a tainted element that
+  // reach a snapshot: id and name address the element (and are the facts
+  // the gate judges it on), type says what kind of field it is. Every
+  // other attribute (value, data-*, aria-label, placeholder, title,
+  // class...) is dropped, as a page may copy the typed value into any of
+  // them; a copy in these three is left to the egress filter's search for
+  // the secret's value.
+  const TAINT_SAFE_ATTRS = new Set(['id', 'name', 'type']);
+
+  // The WeakSet's methods and the box getter are taken when the observer
+  // installs, before any page script runs, and called through Reflect.apply,
+  // so a page that replaces them later changes nothing here.
+  const taintSet = new WeakSet();
+  // taintList holds the same elements, for maskRects to measure directly
+  // rather than find them by a walk a page script could mislead.
+  const taintList = [];
+  const taintHas = WeakSet.prototype.has;
+  const taintAdd = WeakSet.prototype.add;
+  const boxOf = root.Element ? root.Element.prototype.getBoundingClientRect : null;
+  const sizeGet = (k) => {
+    try {
+      const d = Object.getOwnPropertyDescriptor(root, k);
+      return d && typeof d.get === 'function' ? d.get : null;
+    } catch (e) { return null; }
+  };
+  const innerW = sizeGet('innerWidth'), innerH = sizeGet('innerHeight');
+
+  function tainted(el) {
+    try { return apply(taintHas, taintSet, [el]); } catch (e) { return false; }
+  }
+
+  // taintedWithin reports whether el or an element it is inside (across
+  // shadow roots and same-origin frames) is tainted: for the entry points
+  // that start at an element (describe, extract) rather than walk down to
+  // it from the top as observe does.
+  function taintedWithin(el) {
+    let n = el, guard = 0;
+    while (n && guard++ < 4096) {
+      if (isElement(n) && tainted(n)) return true;
+      if (n.parentNode) { n = n.parentNode; continue; }
+      if (n.nodeType === 11 && n.host) { n = n.host; continue; }
+      if (n.nodeType === 9) {
+        let fe = null;
+        try { fe = n.defaultView ? n.defaultView.frameElement : null; } catch (e) { fe = null; }
+        n = fe;
+        continue;
+      }
+      break;
+    }
+    return false;
+  }
+
+  function taint(el) {
+    if (tainted(el)) return;
+    apply(taintAdd, taintSet, [el]);
+    taintList[taintList.length] = el;
+  }
+
+  // MAX_MASKS bounds the boxes one maskRects reports; a page with more
+  // sensitive fields than this (or more elements than the walk's ceiling)
+  // cannot be masked, and its screenshot fails rather than go out unmasked.
+  const MAX_MASKS = 10000;
+
+  function box(el) {
+    return boxOf ? apply(boxOf, el, []) : el.getBoundingClientRect();
+  }
+
+  // contentBox is the box of what el holds, which may overflow el's own
+  // box (a contenteditable element's text); null for a form field.
+  function contentBox(el) {
+    const t = lname(el);
+    if (t === 'input' || t === 'textarea' || t === 'select') return null;
+    try {
+      const range = el.ownerDocument.createRange();
+      range.selectNodeContents(el);
+      return range.getBoundingClientRect();
+    } catch (e) { return null; }
+  }
+
+  // maskRects answers {rects, taint, vw, vh}: rects are the boxes of the
+  // sensitive fields and of everything inside a tainted element, found by
+  // walking the page; taint are the boxes of the tainted elements and
+  // their content, measured directly; vw and vh are the viewport's size.
+  // All in top-level viewport CSS pixels. The driver refuses a screenshot
+  // during which a tainted element moved (its taint boxes before and
+  // after differ).
+  function maskRects(o) {
+    return result(() => {
+      const opts = normOpts(o);
+      const isSensitive = makeSensitive(opts.sensitive);
+      const rects = [], taintRects = [];
+      const addTo = (list, r, off) => {
+        if (!(r && r.width > 0 && r.height > 0)) return;
+        if (rects.length + taintRects.length >= MAX_MASKS) throw new Fail('internal', 'more than ' + MAX_MASKS + ' fields to mask: the screenshot is refused');
+        list[list.length] = { x: r.left + off.x, y: r.top + off.y, width: r.width, height: r.height };
+      };
+      const add = (r, off) => addTo(rects, r, off);
+      for (let i = 0; i < taintList.length; i++) {
+        const el = taintList[i];
+        if (!el.isConnected) continue;
+        const off = frameOffset(el);
+        addTo(taintRects, box(el), off);
+        addTo(taintRects, contentBox(el), off);
+      }
+      const max = LIMITS.maxElements[1];
+      let walked = 0;
+      // Items: [node, frame offset, inside a tainted element].
+      const stack = [[root.document, { x: 0, y: 0 }, false]];
+      while (stack.length) {
+        const [n, off, inTaint] = stack.pop();
+        if (n.nodeType === 9 || n.nodeType === 11) {
+          const kids = n.childNodes;
+          for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], off, inTaint]);
+          continue;
+        }
+        if (!isElement(n)) continue;
+        if (++walked > max) throw new Fail('internal', 'the page has more than ' + max + ' elements: the screenshot cannot be masked and is refused');
+        const t = tainted(n);
+        if (inTaint || (!t && isSensitive(n))) add(box(n), off);
+        const under = inTaint || t;
+        if (isFrame(n)) {
+          const fd = frameDoc(n);
+          if (fd && fd.documentElement) stack.push([fd, frameOffset(fd.documentElement), under]);
+          continue;
+        }
+        if (n.shadowRoot) stack.push([n.shadowRoot, off, under]);
+        const kids = n.childNodes;
+        for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], off, under]);
+      }
+      let vw = 0, vh = 0;
+      try {
+        vw = innerW ? apply(innerW, root, []) : root.innerWidth;
+        vh = innerH ? apply(innerH, root, []) : root.innerHeight;
+      } catch (e) { vw = 0; vh = 0; }
+      return { rects, taint: taintRects, vw: Number(vw) || 0, vh: Number(vh) || 0 };
+    });
+  }
