@@ -80,6 +80,7 @@ func hostileCases(site string) []hostileCase {
 // secret's value is in no request to the model and no byte of any bundle;
 // the site never receives it, a payment, a deletion or an order.
 func TestHostileModel(t *testing.T) {
+	browser(t) // every case needs Chromium: skip them all, and the site checks after them, in -short mode
 	s := newSite(t)
 	set := passwordSet(t)
 	cases := hostileCases(s.URL)
