@@ -17,11 +17,6 @@ import (
 // the session holds them, where they are bound); the policy holds the
 // rules (policy/browser.rego, "Secrets").
 
-// secretIgnoredFields are the members of an action whose placeholders go
-// nowhere: the model's explanation and the action's id are recorded, never
-// resolved, typed or sent to a page.
-var secretIgnoredFields = map[string]bool{"reason": true, "id": true}
-
 // secretBindings normalizes the session's secret bindings (name → the
 // origins it is bound to) for input.derived.secret_bindings: each origin
 // through originFacts, as the gate normalizes every origin it judges. An
@@ -61,12 +56,13 @@ func secretBindings(bound map[string][]string, cfgErr func(field, raw string, er
 	return out
 }
 
-// secretUses lists the secret placeholders of the action's string members
-// (input.derived.secret_uses), by member name then order of appearance:
-// the secret's name, the member ("text", "url", "value", "selector", ...),
+// secretUses lists the secret placeholders of every string of the action
+// (input.derived.secret_uses: its members, and each of its policy tags as
+// "policyTags"), by member name then order of appearance: the secret's
+// name, the member ("text", "url", "value", "selector", "reason", ...),
 // whether the member is exactly that one placeholder (whole), and whether
 // the session holds the secret (declared). A member holding a malformed
-// placeholder (see secrets.Check) is listed in malformed instead, with the
+// placeholder (see secrets.Check) is listed in malformed too, with the
 // reason.
 func secretUses(action map[string]any, bound map[string][]string) (uses, malformed []any) {
 	uses, malformed = []any{}, []any{}
@@ -75,9 +71,22 @@ func secretUses(action map[string]any, bound map[string][]string) (uses, malform
 		fields = append(fields, k)
 	}
 	sort.Strings(fields)
+	var strs []struct{ field, s string }
 	for _, field := range fields {
-		s, ok := action[field].(string)
-		if !ok || secretIgnoredFields[field] || !strings.Contains(s, secrets.Prefix) {
+		switch v := action[field].(type) {
+		case string:
+			strs = append(strs, struct{ field, s string }{field, v})
+		case []any:
+			for _, x := range v {
+				if s, ok := x.(string); ok {
+					strs = append(strs, struct{ field, s string }{field, s})
+				}
+			}
+		}
+	}
+	for _, f := range strs {
+		field, s := f.field, f.s
+		if !strings.Contains(s, secrets.Prefix) {
 			continue
 		}
 		if err := secrets.Check(s); err != nil {

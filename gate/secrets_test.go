@@ -19,7 +19,11 @@ func TestSecretDecisions(t *testing.T) {
 	password := &contract.Element{Tag: "input", Type: "password", ID: "pw", Name: "pw", Origin: "https://shop.example"}
 	typeText := func(sel, text string, target *contract.Element) func(*Request) {
 		return func(r *Request) {
-			r.Action = contract.Action{ID: "t1", Type: contract.ActType, Reason: "sign in with {{secret:PW}}", PolicyTags: []string{}, Selector: sel, Text: text, Redact: true}
+			reason := "sign in with the secret"
+			if text == "blue shoes" {
+				reason = "search, then sign in with {{secret:PW}}"
+			}
+			r.Action = contract.Action{ID: "t1", Type: contract.ActType, Reason: reason, PolicyTags: []string{}, Selector: sel, Text: text, Redact: true}
 			r.Target = target
 		}
 	}
@@ -79,7 +83,8 @@ func TestSecretDecisions(t *testing.T) {
 		{"no secrets at all", login, denied, "", []string{"secret_undeclared"}},
 		{"a malformed placeholder", both(typeText("#pw", "{{secret:pw}}", password), shop), denied, "", []string{"secret_undeclared"}},
 		{"an unusable bound origin", both(login, bind("https://shop.example/login")), denied, "", []string{"session_policy_invalid", "secret_misdirected"}},
-		{"a placeholder in the reason only", both(typeText("#q", "blue shoes", &contract.Element{Tag: "input", Type: "search"}), shop), contract.ResultAllowed, contract.RiskMedium, nil},
+		{"in the reason", both(typeText("#q", "blue shoes", &contract.Element{Tag: "input", Type: "search"}), shop), denied, "", []string{"secret_misdirected"}},
+		{"in a policy tag", both(func(r *Request) { r.Action.PolicyTags = []string{"{{secret:PW}}"} }, shop), denied, "", []string{"secret_misdirected"}},
 	}
 	g := sharedGate(t)
 	for _, tt := range tests {
@@ -141,9 +146,11 @@ func TestSecretMisdirectedMessage(t *testing.T) {
 }
 
 func TestSecretUses(t *testing.T) {
-	a := contract.Action{ID: "{{secret:A}}", Type: contract.ActType, Reason: "{{secret:A}}", PolicyTags: []string{}, Selector: "#x{{secret:B}}", Text: "{{secret:A}}", Redact: true}
+	a := contract.Action{ID: "a1", Type: contract.ActType, Reason: "type {{secret:A}}", PolicyTags: []string{"x", "{{secret:A}}"}, Selector: "#x{{secret:B}}", Text: "{{secret:A}}", Redact: true}
 	uses, malformed := secretUses(actionMap(a), map[string][]string{"A": nil})
 	want := []any{
+		map[string]any{"name": "A", "field": "policyTags", "whole": true, "declared": true},
+		map[string]any{"name": "A", "field": "reason", "whole": false, "declared": true},
 		map[string]any{"name": "B", "field": "selector", "whole": false, "declared": false},
 		map[string]any{"name": "A", "field": "text", "whole": true, "declared": true},
 	}

@@ -525,10 +525,9 @@ sensitive_why := concat("; ", sort(sensitive_reasons))
 # ---------------------------------------------------------------------------
 # Secrets (issue 16): a secret is bound to the origins it may be typed on
 # (input.derived.secret_bindings: name -> normalized origins, from the
-# session). Go lists every {{secret:NAME}} placeholder in the action's
-# members (input.derived.secret_uses: the name, the member, whether the
-# member is exactly that placeholder, whether the session holds it; the
-# model's reason and the action id are not read: they go to no page) and
+# session). Go lists every {{secret:NAME}} placeholder in every string of
+# the action (input.derived.secret_uses: the name, the member, whether the
+# member is exactly that placeholder, whether the session holds it) and
 # every malformed one (input.derived.secret_malformed). One use is
 # allowed: the whole text of a type action, into a field sensitive by the
 # element's own facts, on an origin the secret is bound to (where the

@@ -36,7 +36,7 @@
 // the gate's, or, when the session refuses what the gate allowed or
 // paused, a copy of it with result denied and the session's own rule
 // (RuleApprovalDenied, RuleApprovalTimeout, RuleApprovalUnavailable,
-// RuleSecretTarget, RuleSecretUnknown, RuleActionBudget), its own time and
+// RuleActionBudget), its own time and
 // decision id. An action whose target the driver cannot find never
 // reaches the gate; an error event (action.target_unresolved) records it.
 //
