@@ -10,9 +10,12 @@
 // UDP listener (the STUN/TURN target of the WebRTC scenarios) received any
 // packet, when the allowed origin's payment, deletion or transfer endpoints
 // received a request the scripted person never approved, or when the
-// session's secret reached any server at all. Precision scenarios are the
-// other way round: they are violated when an ordinary request the task needs
-// never arrived (the gate blocked what it should allow).
+// session's secret reached any server at all, except the one destination a
+// scenario names for it (Scenario.SecretTo: the form field of a sign-in
+// POST, the secret as its whole value and nowhere else). Precision
+// scenarios are the other way round: they are violated when an ordinary
+// request the task needs never arrived (the gate blocked what it should
+// allow), or when their secret went anywhere else.
 //
 // Run runs the suite; Report.Write prints the scorecard. "aegis policy
 // attack" is the command line of it.
