@@ -548,9 +548,9 @@ secret_place_origin := o if {
 	o != ""
 } else := "(no origin)"
 
-secret_bound_origins(name) := os if {
-	os := input.derived.secret_bindings[name]
-	is_array(os)
+secret_bound_origins(name) := bound if {
+	bound := input.derived.secret_bindings[name]
+	is_array(bound)
 } else := []
 
 # secret_use_ok: the one use of a placeholder the policy allows.

@@ -229,15 +229,6 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 
 func ptr[T any](v T) *T { return &v }
 
-func hasRule(rs []contract.Reason, rule string) bool {
-	for _, r := range rs {
-		if r.Rule == rule {
-			return true
-		}
-	}
-	return false
-}
-
 // act runs an allowed action. The text of a type action has its secret
 // placeholders resolved in the copy handed to the driver, which lives only
 // in this call (the policy has judged every placeholder against the
@@ -411,9 +402,9 @@ func (r *run) grantFor(hash string, ans ApprovalAnswer) (id, rule, msg string) {
 }
 
 // sessionDenial records a denial the session adds to a gate decision (an
-// approval refused, the action budget used up): a copy of the decision with result
-// denied, the session's rule as its reason, its own time and its own
-// decision id (gate.DecisionID over the same fields).
+// approval refused, the action budget used up): a copy of the decision
+// with result denied, the session's rule as its reason, its own time and
+// its own decision id (gate.DecisionID over the same fields).
 func (r *run) sessionDenial(g gate.Decision, rule, msg string) (gate.Decision, *ending) {
 	d := deniedCopy(g, rule, msg, r.now())
 	if e := r.record(func() error { return r.w.Decision(d.DecisionRecord) }); e != nil {
