@@ -79,22 +79,24 @@ NAME=value or NAME@ORIGIN[,ORIGIN...]=value, such as
   SHOP_PASSWORD@https://shop.example,http://127.0.0.1:8080=s3cr3t
 to bind the secret to the origins it may be typed on; a secret declared
 without origins (and an environment secret) is bound to the task's first
-origin. The model, the policy, the evidence and the output only ever see the
-placeholder. The policy lets the secret be typed only as the whole text of a
-type action into a field sensitive by its own facts (a password input, a
-sensitive autocomplete such as current-password) on a bound origin: that needs no approval (medium risk), so a run
-without a terminal (--approve deny) can sign in. Every other use of it
-(another origin, a field that only its name or label calls a password, a
-URL, a select) is denied.
+origin. The model, the policy, the evidence and the output only ever see
+the placeholder. The policy lets the secret be typed only as the whole
+text of a type action into a field sensitive by its own facts (a password
+input, a sensitive autocomplete such as current-password) on a bound
+origin: that needs no approval (medium risk), so a run without a terminal
+(--approve deny) can sign in. Every other use of it (another origin, a
+field that only its name or label calls a password, a URL, a select) is
+denied.
 
 Approvals (--approve): the policy pauses high-risk actions (payments,
-deletions, typing text of the model's own into sensitive fields) for a human. ask prompts on the
-terminal (only when stdin is one; the default then); deny (the default
-without a terminal) refuses them all; low-and-medium-only approves what the
-policy rates low or medium risk and refuses high risk: with the default
-preset it approves nothing, with --preset balanced it confirms ordinary
-input and navigation. An approval is bound to the action's hash, used once,
-and a request unanswered after --approval-timeout is refused.
+deletions, typing text of the model's own into sensitive fields) for a
+human. ask prompts on the terminal (only when stdin is one; the default
+then); deny (the default without a terminal) refuses them all;
+low-and-medium-only approves what the policy rates low or medium risk and
+refuses high risk: with the default preset it approves nothing, with
+--preset balanced it confirms ordinary input and navigation. An approval
+is bound to the action's hash, used once, and a request unanswered after
+--approval-timeout is refused.
 
 Live channel (--listen ADDR): serves the session's stream of events and a
 control channel over WebSocket at ws://ADDR/v1/sessions/SESSION-ID/stream,
