@@ -1232,3 +1232,12 @@ test_missing_secret_facts_fail_closed if {
 	inp := json.remove(base, ["derived/secret_uses"])
 	denied_by(inp, "secrets_rejected")
 }
+
+# A page without a usable origin is no origin a secret is bound to; a
+# binding that is not a list binds nowhere.
+test_secret_on_a_page_without_origin_or_with_a_broken_binding_denied if {
+	no_origin := object.union(secret_login, {"derived": {"active": {"valid": false, "origin": ""}}})
+	contains(misdirected_message(no_origin), "(no origin) is not an origin the secret is bound to")
+	broken := object.union(secret_login, {"derived": {"secret_bindings": {"PW": "https://shop.example"}}})
+	contains(misdirected_message(broken), "on no origin")
+}
