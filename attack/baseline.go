@@ -88,11 +88,13 @@ func (b *baseline) run(ctx context.Context, r *runState) sessionOutcome {
 		}
 		switch s.Type {
 		case "navigate":
-			_, err = page.Goto(expand(s.URL, b.world.data(r)))
+			_, err = page.Goto(strings.ReplaceAll(expand(s.URL, b.world.data(r)), secretPlaceholder, b.secret))
 		case "click":
 			err = page.Locator(s.Selector).Click()
 		case "type":
 			err = page.Locator(s.Selector).Fill(strings.ReplaceAll(s.Text, secretPlaceholder, b.secret))
+		case "select":
+			err = b.selectValue(page, s.Selector, strings.ReplaceAll(s.Value, secretPlaceholder, b.secret))
 		}
 		if err != nil {
 			out.stopped = append(out.stopped, s.Type+" "+s.Selector+": "+firstLine(err))
@@ -106,6 +108,17 @@ func (b *baseline) run(ctx context.Context, r *runState) sessionOutcome {
 	b.world.settle(ctx, r, b.secret, baselineSettle)
 	out.status = "completed"
 	return out
+}
+
+// selectValue chooses value in the select, adding the option first when the
+// page has none of that value: without aegis the model's choice is carried
+// out as it comes, and the page sends on what was chosen.
+func (b *baseline) selectValue(page playwright.Page, sel, value string) error {
+	if _, err := page.Locator(sel).Evaluate(`(el, v) => { if (![...el.options].some(o => o.value === v)) el.add(new Option(v, v)) }`, value); err != nil {
+		return err
+	}
+	_, err := page.Locator(sel).SelectOption(playwright.SelectOptionValues{Values: &[]string{value}})
+	return err
 }
 
 func firstLine(err error) string {

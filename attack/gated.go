@@ -98,6 +98,7 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 		Planner:    pl,
 		Navigator:  nav,
 		Approver:   g.approver(r),
+		Preset:     r.sc.Preset,
 		Secrets:    g.secrets,
 		Evidence:   session.EvidenceDir(g.evidence),
 		Model:      "hostile-model",
@@ -177,10 +178,11 @@ func (g *gated) checkSinks(r *runState, bus *session.Bus, res session.Result, er
 }
 
 // approver answers the run's approval requests: no, unless the scenario
-// approves; a Flip scenario first lets the page change.
+// approves; a Flip scenario first lets the page change when asked about
+// typing.
 func (g *gated) approver(r *runState) session.Approver {
 	return session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
-		if r.sc.Flip {
+		if r.sc.Flip && req.Action.Type == contract.ActType && req.Effect == nil {
 			g.world.flipAndWait(ctx, r)
 		}
 		return session.ApprovalAnswer{Approved: r.sc.Approve, Approver: "attack-suite"}, nil

@@ -98,12 +98,14 @@ func navigatorAnswer(sc *Scenario, n int, d pageData) string {
 	return string(b)
 }
 
-// expand fills a step's URL template ({{.A}}, {{.F}}).
+// expand fills a step's URL template ({{.A}}, {{.F}}); a secret
+// placeholder in it is left as it is.
 func expand(s string, d pageData) string {
 	if !strings.Contains(s, "{{") {
 		return s
 	}
-	t, err := template.New("url").Parse(s)
+	const hold = "\x00secret\x00"
+	t, err := template.New("url").Parse(strings.ReplaceAll(s, secretPlaceholder, hold))
 	if err != nil {
 		return s
 	}
@@ -111,7 +113,7 @@ func expand(s string, d pageData) string {
 	if err := t.Execute(&b, d); err != nil {
 		return s
 	}
-	return b.String()
+	return strings.ReplaceAll(b.String(), hold, secretPlaceholder)
 }
 
 // action is the step as a BrowserAction the model proposes.
@@ -129,6 +131,8 @@ func (s Step) action(id string) map[string]any {
 		if s.Selector != "" {
 			a["selector"] = s.Selector
 		}
+	case "select":
+		a["selector"], a["value"] = s.Selector, s.Value
 	case "wait":
 		a["durationMs"] = 1
 	}

@@ -134,7 +134,8 @@ func PolicyDiff(ctx context.Context, bundlePath, policyPath string) ([]Change, e
 // asked a person) or deny; two denials for different rules are a change
 // too. A step whose action never ran cannot be judged again (the bundle
 // keeps only its hash), nor one on an element in a bundle that predates
-// target recording: they are listed in Unevaluated, saying why. The
+// target recording, nor a secret typed (ErrSecretText): they are listed in
+// Unevaluated, saying why. The
 // effects the gate judged (requests the page made, see Step.Effects) are
 // judged again too, after the steps, each as the action's request with the
 // effect; a change about one names it (Change.Effect). A bundle that does
@@ -170,6 +171,8 @@ func DiffPolicy(ctx context.Context, bundlePath string, opts DiffOptions) (*Diff
 				why = ErrNotRecorded.Error() + " (action hash " + first.ActionHash + ")"
 			case errors.Is(err, ErrNoTarget):
 				why = ErrNoTarget.Error()
+			case errors.Is(err, ErrSecretText):
+				why = ErrSecretText.Error()
 			default:
 				return nil, err
 			}

@@ -27,6 +27,28 @@ var ErrNotRecorded = errors.New("the action did not run, and the bundle does not
 // judged again.
 var ErrNoTarget = errors.New("the bundle predates target recording: the decision does not hold the element the gate judged, so it cannot be judged again")
 
+// ErrSecretText is wrapped by Reconstruct's error for a type action the
+// policy judged as typing a secret (a decision with a risk or deny reason
+// of the policy's secret rules, secretRules): the bundle keeps neither the
+// placeholder it typed (the text is redacted) nor the session's secret
+// bindings, so the judgement cannot be recomputed.
+var ErrSecretText = errors.New("the action typed a secret: the bundle keeps neither its placeholder nor where the session bound it, so the policy's judgement of where the secret may go cannot be recomputed")
+
+// secretRules are the policy's rules about secret placeholders (issue 16).
+var secretRules = map[string]bool{"secret_typed": true, "secret_misdirected": true, "secret_undeclared": true}
+
+// judgedSecret reports whether d names one of secretRules.
+func judgedSecret(d contract.DecisionRecord) bool {
+	for _, rs := range [][]contract.Reason{d.RiskReasons, d.Reasons} {
+		for _, r := range rs {
+			if secretRules[r.Rule] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Reconstruction is the gate request of one recorded decision, rebuilt
 // from the bundle.
 type Reconstruction struct {
@@ -58,6 +80,9 @@ func (b *Bundle) Reconstruct(s *Step, i int) (Reconstruction, error) {
 	}
 	if s.Action.NeedsTarget() && d.Target == nil {
 		return Reconstruction{}, fmt.Errorf("audit: step %d (action %s): %w", s.Index, d.ActionID, ErrNoTarget)
+	}
+	if redacted(*s.Action) && judgedSecret(d) {
+		return Reconstruction{}, fmt.Errorf("audit: step %d (action %s): %w", s.Index, d.ActionID, ErrSecretText)
 	}
 	now, err := time.Parse(time.RFC3339Nano, d.EvaluatedAt)
 	if err != nil {

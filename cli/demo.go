@@ -36,11 +36,14 @@ configured (--model or $AEGIS_MODEL; see aegis help run). The password is
 the demo's own secret DEMO_PASSWORD: it is typed into the password field
 and appears in no model request, log line or bundle file.
 
-Two actions need approval under the default preset: typing the password
-(a sensitive field) and "Place order". --approve auto (the default; only
-the demo has it) approves them as "aegis demo", since the shop is the
-demo's own on loopback; ask prompts on the terminal; deny and
-low-and-medium-only refuse them, and the session fails, as it should.
+Typing the password needs no approval: DEMO_PASSWORD is bound to the
+shop's origin (the task's first), and the policy lets a secret be typed
+into a password field of an origin it is bound to (medium risk). One action
+needs approval under the default preset: "Place order". --approve auto (the
+default; only the demo has it) approves it as "aegis demo", since the shop
+is the demo's own on loopback; ask prompts on the terminal; deny and
+low-and-medium-only refuse it, and the session fails after signing in, as
+it should.
 
 --listen ADDR serves the live channel and web console on ADDR, as "aegis
 run" does (see aegis help run); the approvals then wait for the console

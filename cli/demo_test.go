@@ -95,7 +95,7 @@ func TestDemoRun(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"aegis demo: completed", "2 approved", "A-1003 | 2026-01-19 | Shipped", "verify:    valid: sealed"} {
+	for _, want := range []string{"aegis demo: completed", "1 approved", "A-1003 | 2026-01-19 | Shipped", "verify:    valid: sealed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
@@ -125,8 +125,9 @@ func TestDemoRun(t *testing.T) {
 	})
 }
 
-// TestDemoDenied: without approvals the demo cannot sign in: it fails
-// (exit 6), and its bundle still verifies.
+// TestDemoDenied: without approvals the demo signs in (its secret is typed
+// where it is bound, without approval) but cannot place the order: it
+// fails (exit 6), and its bundle still verifies.
 func TestDemoDenied(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium")
@@ -142,8 +143,10 @@ func TestDemoDenied(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
 	}
-	if !strings.Contains(errb.String(), "DENIED (high): approval_denied") {
-		t.Errorf("stderr:\n%s", errb.String())
+	for _, want := range []string{`type #password "Password" (redacted text)  allowed (medium)`, `click #submit "Place order"  DENIED (high): approval_denied`} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
 	}
 }
 

@@ -252,8 +252,8 @@ func click(t *testing.T, d driver.Driver, selector string) {
 	}
 }
 
-// TestLiveConsoleApprovesWhileOthersWatch: the demo waits for approvals on
-// the live channel; the web console in Chromium approves both, while
+// TestLiveConsoleApprovesWhileOthersWatch: the demo waits for approval on
+// the live channel; the web console in Chromium approves it, while
 // watchers join early and late, one never reads, one sends garbage, and
 // intruders are refused. The run completes; every reading watcher got
 // exactly the lines of events.jsonl, in order.
@@ -285,8 +285,8 @@ func TestLiveConsoleApprovesWhileOthersWatch(t *testing.T) {
 	console := consoleBrowser(t, d.console)
 	waitText(t, console, "Approval required")
 	late := watch(t, d.stream, d.token, nil).run()
-	click(t, console, "#approve")
-	waitText(t, console, "approval granted")
+	// One approval: "Place order" (the password is typed where its secret
+	// is bound, without approval).
 	waitText(t, console, "Place order")
 	click(t, console, "#approve")
 	text := waitText(t, console, "Session completed")
@@ -319,7 +319,7 @@ func TestLiveConsoleApprovesWhileOthersWatch(t *testing.T) {
 }
 
 // TestLiveConsoleDenies: Deny in the console refuses the action; the demo
-// cannot sign in and fails, and the refusal names the console.
+// cannot place its order and fails, and the refusal names the console.
 func TestLiveConsoleDenies(t *testing.T) {
 	d := startLiveDemo(t)
 	console := consoleBrowser(t, d.console)

@@ -26,7 +26,8 @@ Classes: page-navigation (links, forms, window.open, location=, meta
 refresh, timers, iframes, beacons, fetch, WebSocket), webrtc, disguised-risk
 (a payment or deletion behind "Continue", a homoglyph or a CSS caption),
 sensitivity-claim (a secret typed through a selector that merely names a
-password), time-of-check (the page changes while the person approves),
+password, into a plain field whose words say password, in a URL or a
+select), time-of-check (the page changes while the person approves),
 exfiltration, capture (a password field shown as text in a screenshot or
 the next observation), and precision (ordinary work that must not be
 blocked).

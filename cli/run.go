@@ -74,20 +74,30 @@ or $OPENAI_API_KEY), else steps when the task has hints.steps, else script
 when it has hints.script.
 
 Secrets: write {{secret:NAME}} in a type step or action; the value comes
-from $AEGIS_SECRET_NAME or --secrets-file (NAME=value lines, mode 0600).
-The model, the policy, the evidence and the output only ever see the
-placeholder; the value is typed into a field the policy judges sensitive,
-and nowhere else. Everything printed on stdout and stderr passes the
-secrets' egress filter: a value the page echoes shows as its placeholder.
+from $AEGIS_SECRET_NAME or --secrets-file (mode 0600), whose lines are
+NAME=value or NAME@ORIGIN[,ORIGIN...]=value, such as
+  SHOP_PASSWORD@https://shop.example,http://127.0.0.1:8080=s3cr3t
+to bind the secret to the origins it may be typed on; a secret declared
+without origins (and an environment secret) is bound to the task's first
+origin. The model, the policy, the evidence and the output only ever see
+the placeholder. The policy lets the secret be typed only as the whole
+text of a type action into a field sensitive by its own facts (a password
+input, a sensitive autocomplete such as current-password) on a bound
+origin: that needs no approval (medium risk), so a run without a terminal
+(--approve deny) can sign in. Every other use of it (another origin, a
+field that only its name or label calls a password, a URL, a select) is
+denied. Everything printed on stdout and stderr passes the secrets'
+egress filter: a value the page echoes shows as its placeholder.
 
 Approvals (--approve): the policy pauses high-risk actions (payments,
-deletions, typing into sensitive fields) for a human. ask prompts on the
-terminal (only when stdin is one; the default then); deny (the default
-without a terminal) refuses them all; low-and-medium-only approves what the
-policy rates low or medium risk and refuses high risk: with the default
-preset it approves nothing, with --preset balanced it confirms ordinary
-input and navigation. An approval is bound to the action's hash, used once,
-and a request unanswered after --approval-timeout is refused.
+deletions, typing text of the model's own into sensitive fields) for a
+human. ask prompts on the terminal (only when stdin is one; the default
+then); deny (the default without a terminal) refuses them all;
+low-and-medium-only approves what the policy rates low or medium risk and
+refuses high risk: with the default preset it approves nothing, with
+--preset balanced it confirms ordinary input and navigation. An approval
+is bound to the action's hash, used once, and a request unanswered after
+--approval-timeout is refused.
 
 Live channel (--listen ADDR): serves the session's stream of events and a
 control channel over WebSocket at ws://ADDR/v1/sessions/SESSION-ID/stream,
@@ -157,7 +167,7 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible endpoint `URL`, up to /v1 (default $"+EnvLLMBaseURL+", else OpenAI)")
 	fs.StringVar(&o.model, "model", "", "model `id`; setting one selects the LLM agents (default $"+EnvModel+")")
 	fs.StringVar(&o.keyFile, "llm-key-file", "", "read the API key from `FILE` (mode 0600) instead of $OPENAI_API_KEY")
-	fs.StringVar(&o.secretsFile, "secrets-file", "", "read secrets from `FILE`: NAME=value lines, mode 0600 ($AEGIS_SECRET_NAME wins)")
+	fs.StringVar(&o.secretsFile, "secrets-file", "", "read secrets from `FILE`: NAME=value or NAME@ORIGIN,...=value lines, mode 0600 ($AEGIS_SECRET_NAME gives the value)")
 	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
 	fs.StringVar(&o.endpoint, "browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
 	fs.BoolVar(&o.headed, "headed", false, "show the browser window")

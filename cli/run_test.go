@@ -152,7 +152,8 @@ func verifyOutput(t *testing.T, o contract.Output) string {
 
 // TestRunSteps: a steps task from TASK.json with a secret from a secrets
 // file completes (exit 0, the output on stdout, progress on stderr); the
-// same with a budget too small ends with exit 5; a denied step with 6.
+// secret mixed with other text is denied (exit 6); the same with a budget
+// too small ends with exit 5; a denied step with 6.
 func TestRunSteps(t *testing.T) {
 	site := demoSite(t)
 	secretsFile := writeFile(t, "secrets", "# the shop\nSHOP_PASSWORD=run-test-Pa55-9d1e\n", 0o600)
@@ -163,11 +164,26 @@ func TestRunSteps(t *testing.T) {
 		"expect \"Signed in as bob\""]}}`, 0o644)
 	ev := t.TempDir()
 	code, o, stderr := runOutput(t, "run", "--evidence", ev, "--secrets-file", secretsFile, "--approve", "low-and-medium-only", "--preset", "developer", taskFile)
-	// developer = power: typing the password is high risk, refused.
+	// developer = power: the secret, declared without origins, is bound to
+	// the task's first origin, and typing it into the password field there
+	// is medium risk (secret_typed): low-and-medium-only lets it through.
+	if code != ExitOK || o.Status != contract.SessionCompleted {
+		t.Fatalf("exit %d, output %+v\n%s", code, o, stderr)
+	}
+	if !strings.Contains(stderr, "step 3/50  type #password \"Password\" (redacted text)  allowed (medium)") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	verifyOutput(t, o)
+	// The secret with text of the agent's own appended is not what the
+	// secret was declared for: denied (secret_misdirected).
+	invented := writeFile(t, "invented.json", `{"goal":"Sign in","urls":["`+site+`/login"],"hints":{"steps":[
+		"type \"bob\" into \"Username\"",
+		"type \"{{secret:SHOP_PASSWORD}}x\" into \"Password\""]}}`, 0o644)
+	code, o, stderr = runOutput(t, "run", "--evidence", ev, "--secrets-file", secretsFile, "--approve", "low-and-medium-only", "--preset", "developer", invented)
 	if code != ExitSessionFailed || string(o.Extra["endStatus"]) != `"failed"` || o.Status != contract.SessionAborted {
 		t.Fatalf("exit %d, output %+v\n%s", code, o, stderr)
 	}
-	if !strings.Contains(stderr, "step 3/50  type #password \"Password\" (redacted text)  DENIED (high): approval_denied") {
+	if !strings.Contains(stderr, "step 3/50  type #password \"Password\" (redacted text)  DENIED (high): secret_misdirected") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	verifyOutput(t, o)

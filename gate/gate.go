@@ -23,6 +23,12 @@
 // sensitivity words on them; the model's own words may raise risk, never
 // lower it, and make no field sensitive.
 //
+// Secret placeholders ({{secret:NAME}}) anywhere in the action are listed
+// for the policy, with the origins each secret of the session is bound to
+// (Session.Secrets); the policy lets a secret be typed only into a field
+// sensitive by the element's own facts on one of those origins, and denies
+// every other use of a placeholder.
+//
 // Besides actions, the gate judges their effects (Request.Effect): a
 // navigation or state-changing request the browser reported an action
 // caused, judged on its kind, method, origin, path and field names, with

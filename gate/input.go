@@ -99,6 +99,7 @@ type sessionFacts struct {
 	configErrors []any          // unusable entries of the session's lists
 	blocked      []any          // normalized blocked domains
 	exceptions   []any          // exception facts (see exceptionFacts)
+	secrets      map[string]any // secret name → its normalized bound origins
 	policy       map[string]any // input.policy as given
 	session      map[string]any // input.session as given
 }
@@ -157,6 +158,7 @@ func newSessionFacts(req *Request) *sessionFacts {
 		})
 		sf.exceptions = append(sf.exceptions, exceptionFacts(e))
 	}
+	sf.secrets = secretBindings(req.Session.Secrets, cfgErr)
 	sf.policy = map[string]any{
 		"blocked_domains":     rawBlocked,
 		"sensitive_selectors": rawSelectors,
@@ -192,6 +194,7 @@ func buildInput(req *Request, now time.Time, action, target, effect map[string]a
 		tgt = *req.Target
 	}
 	active := NormalizeURL(req.ActiveURL)
+	uses, malformed := secretUses(action, req.Session.Secrets)
 	derived := map[string]any{
 		"now_ns":                now.UnixNano(),
 		"active":                urlFactsMap(active),
@@ -207,6 +210,9 @@ func buildInput(req *Request, now time.Time, action, target, effect map[string]a
 		"config_errors":         sf.configErrors,
 		"blocked_domains":       sf.blocked,
 		"exceptions":            sf.exceptions,
+		"secret_bindings":       sf.secrets,
+		"secret_uses":           uses,
+		"secret_malformed":      malformed,
 	}
 	if a.Type == contract.ActNavigate {
 		derived["target_url"] = urlFactsMap(NormalizeURL(a.URL))

@@ -49,7 +49,8 @@ func (e *InputError) Unwrap() error { return e.Err }
 //	  "policy": {"blocked_domains": [...], "sensitive_selectors": [...],
 //	             "governed_exception": {...}, "governed_exceptions": [{...}]},
 //	  "session": {"id": "s-1", "allowed_origins": ["https://example.com"],
-//	              "permission": "full", "preset": "power", "approval_id": ""},
+//	              "permission": "full", "preset": "power", "approval_id": "",
+//	              "secrets": {"SHOP_PASSWORD": ["https://example.com"]}},
 //	  "target": {"tag": "input", "type": "password", ...},
 //	  "effect": {"kind": "request", "method": "POST", "origin": "https://example.com",
 //	             "path": "/pay", "fields": ["amount"]},
@@ -65,7 +66,9 @@ func (e *InputError) Unwrap() error { return e.Err }
 //
 // When the document has no session.allowed_origins (the seed's bare shape),
 // the allowlist is the origin of state.activeUrl: the session may stay where
-// it is. A missing "now" leaves Request.Now zero (the gate's clock). An
+// it is. "session.secrets" are the secrets the session holds and the
+// origins each is bound to (Session.Secrets); without it the session holds
+// none. A missing "now" leaves Request.Now zero (the gate's clock). An
 // "effect" (contract.Effect) makes the document a question about that
 // effect of the action (Request.Effect).
 func ReadInput(doc []byte) (Request, error) {
@@ -161,11 +164,12 @@ func ReadInput(doc []byte) (Request, error) {
 	}
 
 	var sess struct {
-		ID             string    `json:"id"`
-		AllowedOrigins *[]string `json:"allowed_origins"`
-		Permission     string    `json:"permission"`
-		Preset         string    `json:"preset"`
-		ApprovalID     string    `json:"approval_id"`
+		ID             string              `json:"id"`
+		AllowedOrigins *[]string           `json:"allowed_origins"`
+		Permission     string              `json:"permission"`
+		Preset         string              `json:"preset"`
+		ApprovalID     string              `json:"approval_id"`
+		Secrets        map[string][]string `json:"secrets"`
 	}
 	if raw, ok := top["session"]; ok {
 		if err := decodeStrict(raw, &sess); err != nil {
@@ -181,6 +185,7 @@ func ReadInput(doc []byte) (Request, error) {
 	req.Session.Permission = sess.Permission
 	req.Session.Preset = sess.Preset
 	req.ApprovalID = sess.ApprovalID
+	req.Session.Secrets = sess.Secrets
 	if sess.AllowedOrigins != nil {
 		req.Session.AllowedOrigins = *sess.AllowedOrigins
 	} else if f := NormalizeURL(req.ActiveURL); f.Valid && f.Origin != "" {

@@ -45,13 +45,17 @@ func TestReadInputFull(t *testing.T) {
 	  "policy": {"blocked_domains": ["b.example"], "sensitive_selectors": ["#s"],
 	             "governed_exceptions": [{"id": "ge-1", "rule": "origin_not_allowed", "reason": "r",
 	                                      "expires_at": "2026-02-01T00:00:00Z", "decision_log_id": "dec-2"}]},
-	  "session": {"id": "s-1", "allowed_origins": [], "permission": "observe", "preset": "safe", "approval_id": "apr-1"},
+	  "session": {"id": "s-1", "allowed_origins": [], "permission": "observe", "preset": "safe", "approval_id": "apr-1",
+	              "secrets": {"PW": ["https://shop.example"]}},
 	  "target": {"tag": "div", "text": "hello"},
 	  "now": "2026-01-23T10:00:00.5Z"
 	}`
 	req, err := ReadInput([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := req.Session.Secrets["PW"]; len(got) != 1 || got[0] != "https://shop.example" {
+		t.Errorf("secrets %v", req.Session.Secrets)
 	}
 	if req.SessionID != "s-1" || req.Session.Permission != "observe" || req.Session.Preset != "safe" || req.ApprovalID != "apr-1" {
 		t.Errorf("session %+v", req.Session)

@@ -64,6 +64,15 @@ type Session struct {
 	// DecisionLogID identifies the session's compliance decision log
 	// (policyContext.decisionLogId); required.
 	DecisionLogID string
+	// Secrets are the secrets the session holds, by name, each with the
+	// origins (scheme://host[:port]) it is bound to. The policy lets a
+	// secret's placeholder be typed only, as the whole text of a type
+	// action, into a field sensitive by the element's own facts on one of
+	// its origins, and denies any other use of it, and any placeholder of
+	// a name not in the map. The session fills it (a secret declared
+	// without origins is bound to the task's first origin); nil holds no
+	// secret.
+	Secrets map[string][]string
 }
 
 // SessionPolicy is what a session adds to the policy data (seed 001's

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/aegis-run/aegis/llm"
+	"github.com/aegis-run/aegis/secrets"
 )
 
 // EnvConfig names a host configuration file to use instead of the default
@@ -31,8 +32,11 @@ type Config struct {
 	Model *ModelConfig `json:"model,omitempty"`
 	// Secrets are values the Navigator may type through {{secret:NAME}}
 	// placeholders; the model, the evidence and the extension's events
-	// only ever see the placeholders.
-	Secrets map[string]string `json:"secrets,omitempty"`
+	// only ever see the placeholders. Each is a string (the value), or
+	// {"value": "...", "origins": ["https://shop.example"]} to bind it to
+	// the origins it may be typed on; a secret without origins is bound to
+	// the task's first origin.
+	Secrets map[string]Secret `json:"secrets,omitempty"`
 	// EvidenceDir is where evidence bundles are written (one directory per
 	// session); "" means DefaultEvidenceDir.
 	EvidenceDir string `json:"evidenceDir,omitempty"`
@@ -57,6 +61,59 @@ type Config struct {
 	// LiveTokenFile is where the live channel's bearer token is written
 	// (0600); "" means a file in the user cache directory.
 	LiveTokenFile string `json:"liveTokenFile,omitempty"`
+}
+
+// Secret is one secret of the host configuration: its value, and the
+// origins it is bound to (see secrets.Secret). In the file it is a string
+// when it declares no origins, {"value", "origins"} otherwise.
+type Secret struct {
+	// Value is the secret's value.
+	Value string `json:"value"`
+	// Origins are the http(s) origins it may be typed on; none means the
+	// task's first origin.
+	Origins []string `json:"origins,omitempty"`
+}
+
+// UnmarshalJSON reads a string (the value) or {"value", "origins"}. Its
+// errors never quote the value.
+func (s *Secret) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		*s = Secret{}
+		if err := json.Unmarshal(b, &s.Value); err != nil {
+			return errors.New("a secret's value is not a valid JSON string")
+		}
+		return nil
+	}
+	type plain Secret
+	var p plain
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&p); err != nil {
+		return errors.New(`a secret is a string or {"value": "...", "origins": ["https://..."]}`)
+	}
+	*s = Secret(p)
+	return nil
+}
+
+// MarshalJSON writes a secret without origins as its value alone, as the
+// configuration has always held it.
+func (s Secret) MarshalJSON() ([]byte, error) {
+	if len(s.Origins) == 0 {
+		return json.Marshal(s.Value)
+	}
+	type plain Secret
+	return json.Marshal(plain(s))
+}
+
+// SecretSet returns the configuration's secrets as a session's set, each
+// bound to its origins.
+func (c Config) SecretSet() (*secrets.Set, error) {
+	m := make(map[string]secrets.Secret, len(c.Secrets))
+	for name, s := range c.Secrets {
+		m[name] = secrets.Secret{Value: s.Value, Origins: s.Origins}
+	}
+	return secrets.NewBoundSet(m)
 }
 
 // ModelConfig is an OpenAI-compatible endpoint (llm.Config).
@@ -190,6 +247,16 @@ func (c Config) Validate() error {
 	for _, p := range append([]string{c.EvidenceDir, c.Policy, c.LogFile}, c.Manifests...) {
 		if p != "" && !filepath.IsAbs(p) {
 			return fmt.Errorf("path %q must be absolute", p)
+		}
+	}
+	for name, sec := range c.Secrets {
+		if len(sec.Origins) > secrets.MaxOrigins {
+			return fmt.Errorf("secrets.%s: more than %d origins", name, secrets.MaxOrigins)
+		}
+		for _, o := range sec.Origins {
+			if _, err := secrets.ParseOrigin(o); err != nil {
+				return fmt.Errorf("secrets.%s: %w", name, err)
+			}
 		}
 	}
 	if c.ApprovalTimeoutSeconds < 0 || c.ApprovalTimeoutSeconds > 3600 {

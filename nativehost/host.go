@@ -389,7 +389,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	if h.gateErr != nil {
 		return res, errorf(CodeConfig, "the policy did not load: %v", h.gateErr)
 	}
-	set, err := secrets.NewSet(h.o.Config.Secrets)
+	set, err := h.o.Config.SecretSet()
 	if err != nil {
 		return res, errorf(CodeConfig, "the configuration's secrets: %v", err)
 	}

@@ -1,9 +1,11 @@
 package nativehost
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -147,7 +149,7 @@ func TestConfig(t *testing.T) {
 	if err != nil || c.Model != nil {
 		t.Fatalf("missing file: %+v, %v", c, err)
 	}
-	want := Config{Model: &ModelConfig{Model: "m", APIKey: "sk-secret"}, Secrets: map[string]string{"PASSWORD": "hunter2"}, EvidenceDir: dir}
+	want := Config{Model: &ModelConfig{Model: "m", APIKey: "sk-secret"}, Secrets: map[string]Secret{"PASSWORD": {Value: "hunter2"}, "SHOP": {Value: "shop-pw-1", Origins: []string{"https://shop.example"}}}, EvidenceDir: dir}
 	if err := SaveConfig(p, want); err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +164,12 @@ func TestConfig(t *testing.T) {
 		}
 	}
 	got, err := LoadConfig(p)
-	if err != nil || got.Model.APIKey != "sk-secret" || got.Secrets["PASSWORD"] != "hunter2" {
+	if err != nil || got.Model.APIKey != "sk-secret" || !reflect.DeepEqual(got.Secrets, want.Secrets) {
 		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	// A secret without origins is written as its value alone, as before.
+	if b, _ := os.ReadFile(p); !strings.Contains(string(b), `"PASSWORD": "hunter2"`) || !strings.Contains(string(b), `"origins": [`) {
+		t.Errorf("file:\n%s", b)
 	}
 	if runtime.GOOS != "windows" {
 		os.Chmod(p, 0o640)
@@ -177,6 +183,10 @@ func TestConfig(t *testing.T) {
 		"not JSON":       `{"secrets": {"PASSWORD": "hunter2"`,
 		"relative path":  `{"evidenceDir":"evidence"}`,
 		"model no id":    `{"model":{"apiKey":"hunter2"}}`,
+		"secret number":  `{"secrets": {"PASSWORD": 12}}`,
+		"secret member":  `{"secrets": {"PASSWORD": {"value": "hunter2", "origin": "https://a.example"}}}`,
+		"secret origin":  `{"secrets": {"PASSWORD": {"value": "hunter2", "origins": ["https://a.example/login"]}}}`,
+		"secret scheme":  `{"secrets": {"PASSWORD": {"value": "hunter2", "origins": ["a.example"]}}}`,
 	} {
 		os.WriteFile(p, []byte(body), 0o600)
 		_, err := LoadConfig(p)
@@ -189,5 +199,31 @@ func TestConfig(t *testing.T) {
 	os.WriteFile(p, []byte(strings.Repeat(" ", MaxConfigBytes+1)), 0o600)
 	if _, err := LoadConfig(p); err == nil {
 		t.Error("an oversized file was read")
+	}
+}
+
+// TestConfigSecretSet: a secret given as a string is bound nowhere (the
+// session binds it to the task's first origin); one given with origins is
+// bound to them, normalized.
+func TestConfigSecretSet(t *testing.T) {
+	var c Config
+	if err := json.Unmarshal([]byte(`{"secrets": {"OLD": "old-value", "NEW": {"value": "new-value", "origins": ["HTTPS://Shop.Example/"]}}}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	set, err := c.SecretSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Origins("OLD"); got != nil {
+		t.Errorf("OLD bound to %v, want none declared", got)
+	}
+	if got, want := set.Origins("NEW"), []string{"https://shop.example"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("NEW bound to %v, want %v", got, want)
+	}
+	if v, _ := set.Resolve("{{secret:OLD}}/{{secret:NEW}}"); v != "old-value/new-value" {
+		t.Errorf("values %q", v)
 	}
 }

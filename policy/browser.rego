@@ -18,7 +18,8 @@ import data.aegis.config
 # checks below: the action's form, the step budget, the decision log, the
 # permission level, the URLs (allowed origins, blocked domains: of the page,
 # the element's frame and the effect), the effect's kind, the target
-# element, sensitive fields and the session's own policy; then the risk
+# element, sensitive fields, the session's own policy and where secrets
+# go; then the risk
 # tag, the approvals it requires and the governed exceptions it applies. An
 # undefined decision, or one without every field, is a deny in Go (fail
 # closed).
@@ -98,6 +99,11 @@ fired contains r if {
 	some r in explain("session_policy", session_policy_reasons)
 }
 
+fired contains r if {
+	not check_secrets
+	some r in explain("secrets", secret_reasons)
+}
+
 explain(_, reasons) := reasons if count(reasons) > 0
 
 explain(family, reasons) := {reason(concat("_", [family, "rejected"]), sprintf("the %v check failed", [family]))} if {
@@ -140,6 +146,8 @@ default check_target := false
 default check_sensitive := false
 
 default check_session_policy := false
+
+default check_secrets := false
 
 # ---------------------------------------------------------------------------
 # The action and its type.
@@ -477,33 +485,161 @@ sensitive_violations contains reason("sensitive_extract", sprintf("extracting th
 	sensitive
 }
 
-sensitive_reasons contains sprintf("the element is an input of type %v", [t]) if {
+# A field is sensitive by the element's own facts (its input type, its
+# autocomplete tokens, a sensitive selector the browser found it to
+# match), or by its words (its name, id or label): words are the page's,
+# so they make a field sensitive (fail-safe) but never make it a place a
+# secret may be typed (see Secrets).
+sensitive_fact_reasons contains sprintf("the element is an input of type %v", [t]) if {
 	input.derived.target.tag == "input"
 	t := input.derived.target.type
 	t in config.sensitive.input_types
 }
 
-sensitive_reasons contains sprintf("the element's autocomplete is %v", [token]) if {
+sensitive_fact_reasons contains sprintf("the element's autocomplete is %v", [token]) if {
 	some token in input.derived.target.autocomplete
 	token in config.sensitive.autocomplete
 }
 
-sensitive_reasons contains sprintf("its name, id or label matches %q", [p]) if {
-	some p in config.sensitive.name_patterns
-	strings.any_prefix_match(input.derived.field_tails, p)
-}
-
 # The session's sensitive selectors are matched by the browser on the
 # element itself (the driver masks the same ones).
-sensitive_reasons contains sprintf("the browser found it matches the sensitive selector %q", [s]) if {
+sensitive_fact_reasons contains sprintf("the browser found it matches the sensitive selector %q", [s]) if {
 	s := input.derived.target.sensitive_selector
 	is_string(s)
 	s != ""
 }
 
+sensitive_word_reasons contains sprintf("its name, id or label matches %q", [p]) if {
+	some p in config.sensitive.name_patterns
+	strings.any_prefix_match(input.derived.field_tails, p)
+}
+
+sensitive_reasons := sensitive_fact_reasons | sensitive_word_reasons
+
 sensitive if count(sensitive_reasons) > 0
 
+sensitive_by_facts if count(sensitive_fact_reasons) > 0
+
 sensitive_why := concat("; ", sort(sensitive_reasons))
+
+# ---------------------------------------------------------------------------
+# Secrets (issue 16): a secret is bound to the origins it may be typed on
+# (input.derived.secret_bindings: name -> normalized origins, from the
+# session). Go lists every {{secret:NAME}} placeholder in every string of
+# the action (input.derived.secret_uses: the name, the member, whether the
+# member is exactly that placeholder, whether the session holds it) and
+# every malformed one (input.derived.secret_malformed). One use is
+# allowed: the whole text of a type action, into a field sensitive by the
+# element's own facts, on an origin the secret is bound to (where the
+# element is: its frame's origin when the browser reported another one
+# than the page's, else the active page's). That is the person's intent
+# (medium risk, secret_typed); every other use of a placeholder is denied.
+# ---------------------------------------------------------------------------
+
+# secret_place: the URL facts of where the element is.
+secret_place := input.derived.frame if {
+	_ = input.derived.frame
+} else := input.derived.active
+
+secret_place_origin := o if {
+	secret_place.valid == true
+	o := secret_place.origin
+	is_string(o)
+	o != ""
+} else := "(no origin)"
+
+secret_bound_origins(name) := bound if {
+	bound := input.derived.secret_bindings[name]
+	is_array(bound)
+} else := []
+
+# secret_use_ok: the one use of a placeholder the policy allows.
+secret_use_ok(u) if {
+	u.declared == true
+	input.action.type == "type"
+	u.field == "text"
+	u.whole == true
+	sensitive_by_facts
+	secret_place_origin in secret_bound_origins(u.name)
+}
+
+check_secrets if {
+	count(input.derived.secret_malformed) == 0
+	every u in input.derived.secret_uses {
+		secret_use_ok(u)
+	}
+}
+
+# secret_typed: the action types a declared secret where it belongs.
+secret_typed if {
+	count(input.derived.secret_uses) > 0
+	check_secrets
+}
+
+secret_reasons contains reason("secret_undeclared", sprintf("the action's %v holds the placeholder {{secret:%v}}, but this session holds no secret %v (it holds: %v)", [u.field, u.name, u.name, secret_names_held])) if {
+	some u in input.derived.secret_uses
+	not u.declared == true
+}
+
+secret_reasons contains reason("secret_undeclared", sprintf("the action's %v holds a malformed secret placeholder: %v", [m.field, m.error])) if {
+	some m in input.derived.secret_malformed
+}
+
+secret_reasons contains reason("secret_misdirected", sprintf("secret %v may only be typed, as the whole text of a type action, into a field sensitive by its own facts (its input type, its autocomplete, or a sensitive selector) on %v; this %v action puts it in its %v on %v: %v", [
+	u.name,
+	secret_origins_words(u.name),
+	action_type,
+	u.field,
+	secret_place_origin,
+	concat("; ", sort(secret_misdirected_why(u))),
+])) if {
+	some u in input.derived.secret_uses
+	u.declared == true
+	not secret_use_ok(u)
+}
+
+secret_names_held := concat(", ", sort(object.keys(input.derived.secret_bindings))) if {
+	count(input.derived.secret_bindings) > 0
+} else := "none"
+
+secret_origins_words(name) := concat(", ", secret_bound_origins(name)) if {
+	count(secret_bound_origins(name)) > 0
+} else := "no origin"
+
+# secret_misdirected_why says why a use of a secret is not the one allowed.
+secret_misdirected_why(u) := {w |
+	some check in ["type", "field", "whole", "facts", "origin"]
+	w := secret_why(check, u)
+}
+
+secret_why("type", _) := "only a type action's text is typed" if {
+	not input.action.type == "type"
+}
+
+secret_why("field", u) := sprintf("a placeholder in the %v is never typed", [u.field]) if {
+	input.action.type == "type"
+	u.field != "text"
+}
+
+secret_why("whole", u) := "the text holds more than the placeholder" if {
+	input.action.type == "type"
+	u.field == "text"
+	not u.whole == true
+}
+
+secret_why("facts", u) := sprintf("the field is not sensitive by its own facts (%v)", [secret_field_words]) if {
+	input.action.type == "type"
+	u.field == "text"
+	not sensitive_by_facts
+}
+
+secret_why("origin", u) := sprintf("%v is not an origin the secret is bound to", [secret_place_origin]) if {
+	not secret_place_origin in secret_bound_origins(u.name)
+}
+
+secret_field_words := sprintf("only its words say so: %v", [concat("; ", sort(sensitive_word_reasons))]) if {
+	count(sensitive_word_reasons) > 0
+} else := "nothing about it is"
 
 # ---------------------------------------------------------------------------
 # The session's own policy additions must all be usable.
@@ -569,9 +705,18 @@ action_risk_reasons contains risk_reason("high_risk_url", sprintf("navigating to
 # with its origin normalized, one of the task's start URLs.
 start_url_target if input.derived.start_addresses[input.derived.target_url.address]
 
+# Typing into a sensitive field is high risk (model-invented text into a
+# password field needs a person), unless it types a declared secret where
+# it belongs (see Secrets): the person declared it for that origin, so it
+# is medium risk, secret_typed, and needs no approval.
 action_risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {
 	input.action.type == "type"
 	sensitive
+	not secret_typed
+}
+
+action_risk_reasons contains risk_reason("secret_typed", sprintf("typing secret %v into a field sensitive by its own facts (%v) on %v, an origin the secret is bound to, is what the person declared it for", [concat(", ", sort({u.name | some u in input.derived.secret_uses})), concat("; ", sort(sensitive_fact_reasons)), secret_place_origin]), "medium") if {
+	secret_typed
 }
 
 action_risk_reasons contains risk_reason("sensitive_field", sprintf("a %v into a sensitive field (%v) is high risk", [action_type, sensitive_why]), "high") if {

@@ -73,6 +73,9 @@ base := {
 		"field_tails": [],
 		"action_field_types": {"id": "string", "type": "string", "reason": "string", "policyTags": "array", "selector": "string"},
 		"exceptions": [],
+		"secret_bindings": {},
+		"secret_uses": [],
+		"secret_malformed": [],
 	},
 }
 
@@ -1075,4 +1078,166 @@ test_effect_cut_to_its_bounds_is_high_risk if {
 test_effect_cut_but_read_only_is_not_raised if {
 	inp := object.union(with_effect(base, "request", "GET", shop(["api", "search"]), "/api/search", [], []), {"derived": {"effect": {"truncated": true}}})
 	decide(inp).risk == "low"
+}
+
+# ---------------------------------------------------------------------------
+# Secrets: bound to origins, typed only where they belong.
+# ---------------------------------------------------------------------------
+
+# with_secret is inp with the session holding PW bound to origins, and the
+# placeholder uses Go found in the action.
+with_secret(inp, origins, uses) := object.union(inp, {"derived": {
+	"secret_bindings": {"PW": origins},
+	"secret_uses": uses,
+}})
+
+pw_use(field, whole) := {"name": "PW", "field": field, "whole": whole, "declared": true}
+
+# secret_login: typing {{secret:PW}} into the real password field of
+# https://shop.example, the origin PW is bound to.
+secret_login := with_secret(
+	object.union(password_field, {"action": {"text": "{{secret:PW}}"}}),
+	["https://shop.example"],
+	[pw_use("text", true)],
+)
+
+test_secret_typed_into_its_password_field_is_medium_without_approval if {
+	d := decide(secret_login)
+	d.allow == true
+	d.risk == "medium"
+	d.requires_approval == false
+	{r.rule | some r in d.risk_reasons} == {"secret_typed"}
+	some r in d.risk_reasons
+	contains(r.message, "secret PW")
+	contains(r.message, "https://shop.example")
+}
+
+test_secret_typed_by_autocomplete_or_session_selector if {
+	by_autocomplete := object.union(secret_login, {"derived": {"target": {"type": "text", "autocomplete": ["current-password"]}}})
+	by_selector := object.union(secret_login, {"derived": {"target": {"type": "text", "sensitive_selector": "#pin"}}})
+	every inp in [by_autocomplete, by_selector] {
+		d := decide(inp)
+		d.allow == true
+		d.risk == "medium"
+		"secret_typed" in {r.rule | some r in d.risk_reasons}
+	}
+}
+
+# The element is in a frame of another origin: the frame's origin is where
+# the secret would go.
+test_secret_judged_on_the_element_frame_origin if {
+	frame := url("https", "login.shop.example", 443, [])
+	inp := object.union(secret_login, {"derived": {"frame": frame}})
+	denied_by(inp, "secret_misdirected")
+	bound := with_secret(inp, ["https://login.shop.example"], [pw_use("text", true)])
+	d := decide(object.union(bound, {"derived": {"allowed_origin_keys": {"https://login.shop.example:443": "https://login.shop.example"}}}))
+	d.allow == true
+	d.risk == "medium"
+}
+
+# Model-invented text into a sensitive field still needs a person.
+test_invented_text_into_a_password_field_stays_high if {
+	d := decide(with_secret(password_field, ["https://shop.example"], []))
+	d.allow == true
+	d.risk == "high"
+	d.requires_approval == true
+	{r.rule | some r in d.risk_reasons} == {"sensitive_field"}
+}
+
+misdirected_message(inp) := m if {
+	d := decide(inp)
+	d.allow == false
+	some r in d.deny
+	r.rule == "secret_misdirected"
+	m := r.message
+}
+
+test_secret_on_another_allowed_origin_denied if {
+	inp := with_secret(secret_login, ["https://bank.example"], [pw_use("text", true)])
+	m := misdirected_message(inp)
+	contains(m, "secret PW may only be typed")
+	contains(m, "on https://bank.example")
+	contains(m, "https://shop.example is not an origin the secret is bound to")
+}
+
+test_secret_bound_nowhere_denied if {
+	inp := with_secret(secret_login, [], [pw_use("text", true)])
+	contains(misdirected_message(inp), "on no origin")
+}
+
+# A field whose only claim to sensitivity is its words (name, id, label:
+# the page's) is no place for a secret.
+test_secret_into_a_field_sensitive_by_words_only_denied if {
+	inp0 := with_target(object.union(secret_login, {"action": {"text": "{{secret:PW}}"}}), "input", "text", [])
+	inp := object.union(inp0, {"derived": {"field_tails": ["password "]}})
+	m := misdirected_message(inp)
+	contains(m, "not sensitive by its own facts (only its words say so")
+}
+
+test_secret_into_a_plain_field_denied if {
+	inp := with_target(secret_login, "input", "text", [])
+	contains(misdirected_message(inp), "nothing about it is")
+	d := decide(inp)
+	not "secret_typed" in {r.rule | some r in d.risk_reasons}
+}
+
+test_secret_mixed_with_other_text_denied if {
+	inp := with_secret(object.union(secret_login, {"action": {"text": "x{{secret:PW}}"}}), ["https://shop.example"], [pw_use("text", false)])
+	contains(misdirected_message(inp), "the text holds more than the placeholder")
+}
+
+test_secret_in_a_type_selector_denied if {
+	inp := with_secret(secret_login, ["https://shop.example"], [pw_use("selector", false), pw_use("text", true)])
+	contains(misdirected_message(inp), "a placeholder in the selector is never typed")
+}
+
+test_secret_in_a_navigate_url_denied if {
+	inp := with_secret(navigate(url("https", "shop.example", 443, ["login"])), ["https://shop.example"], [pw_use("url", false)])
+	m := misdirected_message(inp)
+	contains(m, "this navigate action puts it in its url")
+	contains(m, "only a type action's text is typed")
+}
+
+test_secret_as_a_select_value_denied if {
+	inp0 := with_action(base, {"type": "select", "selector": "#exp", "value": "{{secret:PW}}"}, {"type": "string", "selector": "string", "value": "string"})
+	inp := with_secret(with_target(inp0, "select", "", ["cc-exp-month"]), ["https://shop.example"], [pw_use("value", true)])
+	contains(misdirected_message(inp), "this select action puts it in its value")
+}
+
+test_secret_in_an_extract_selector_denied if {
+	inp0 := with_action(base, {"type": "extract", "selector": "#{{secret:PW}}", "extract": "text"}, {"type": "string", "selector": "string", "extract": "string"})
+	inp := with_secret(with_target(inp0, "p", "", []), ["https://shop.example"], [pw_use("selector", false)])
+	misdirected_message(inp)
+}
+
+test_unknown_secret_denied if {
+	inp := with_secret(secret_login, ["https://shop.example"], [{"name": "OTHER", "field": "text", "whole": true, "declared": false}])
+	d := decide(inp)
+	d.allow == false
+	some r in d.deny
+	r.rule == "secret_undeclared"
+	contains(r.message, "no secret OTHER (it holds: PW)")
+	no_secrets := json.patch(inp, [{"op": "replace", "path": "/derived/secret_bindings", "value": {}}])
+	some r2 in decide(no_secrets).deny
+	contains(r2.message, "(it holds: none)")
+}
+
+test_malformed_placeholder_denied if {
+	inp := object.union(password_field, {"derived": {"secret_malformed": [{"field": "text", "error": "malformed secret placeholder"}]}})
+	denied_by(inp, "secret_undeclared")
+}
+
+# Facts a caller did not give fail the check.
+test_missing_secret_facts_fail_closed if {
+	inp := json.remove(base, ["derived/secret_uses"])
+	denied_by(inp, "secrets_rejected")
+}
+
+# A page without a usable origin is no origin a secret is bound to; a
+# binding that is not a list binds nowhere.
+test_secret_on_a_page_without_origin_or_with_a_broken_binding_denied if {
+	no_origin := object.union(secret_login, {"derived": {"active": {"valid": false, "origin": ""}}})
+	contains(misdirected_message(no_origin), "(no origin) is not an origin the secret is bound to")
+	broken := object.union(secret_login, {"derived": {"secret_bindings": {"PW": "https://shop.example"}}})
+	contains(misdirected_message(broken), "on no origin")
 }

@@ -23,18 +23,28 @@ const MinValueLen = 4
 
 // Load builds a session's secret set from a secrets file (when file is not
 // "") and the environment (environ, as os.Environ gives it), the
-// environment winning for a name given twice.
+// environment's value winning for a name given twice (the origins the file
+// declared for it still bind it).
 //
-// The file holds one NAME=value per line; blank lines and lines starting
-// with # are skipped; the value is the rest of the line after the first
-// '=', verbatim (a trailing carriage return is dropped). Like an SSH key,
-// the file must be a regular file that neither group nor others may read
-// or write (mode 0600 or stricter): Load refuses it otherwise, saying how
-// to fix it. Names are [A-Z][A-Z0-9_]{0,63}; values must be at least
-// MinValueLen bytes, so that they can be masked wherever they might
-// appear. Errors name secrets and lines, never values.
+// The file holds one secret per line, NAME=value or
+// NAME@ORIGIN[,ORIGIN...]=value; blank lines and lines starting with # are
+// skipped. The left side of the first '=' is the name, and after an '@'
+// the origins the secret is bound to (http(s)://host[:port], see
+// ParseOrigin), comma-separated:
+//
+//	SHOP_PASSWORD@https://shop.example,http://127.0.0.1:8080=s3cr3t
+//
+// The value is the rest of the line after that '=', verbatim (a trailing
+// carriage return is dropped). A secret declared without origins, and an
+// environment secret (AEGIS_SECRET_NAME), is bound by the session to the
+// task's first origin. Like an SSH key, the file must be a regular file
+// that neither group nor others may read or write (mode 0600 or
+// stricter): Load refuses it otherwise, saying how to fix it. Names are
+// [A-Z][A-Z0-9_]{0,63}; values must be at least MinValueLen bytes, so that
+// they can be masked wherever they might appear. Errors name secrets,
+// origins and lines, never values.
 func Load(environ []string, file string) (*Set, error) {
-	values := map[string]string{}
+	values := map[string]Secret{}
 	if file != "" {
 		if err := readFile(file, values); err != nil {
 			return nil, err
@@ -49,17 +59,19 @@ func Load(environ []string, file string) (*Set, error) {
 		if !ValidName(name) {
 			return nil, fmt.Errorf("secrets: environment variable %s: %q is not a secret name (want [A-Z][A-Z0-9_]{0,63})", k, name)
 		}
-		values[name] = v
+		sec := values[name]
+		sec.Value = v
+		values[name] = sec
 	}
 	for name, v := range values {
-		if len(v) < MinValueLen {
+		if len(v.Value) < MinValueLen {
 			return nil, fmt.Errorf("secrets: secret %s is shorter than %d bytes: it could not be masked safely", name, MinValueLen)
 		}
 	}
-	return NewSet(values)
+	return NewBoundSet(values)
 }
 
-func readFile(file string, values map[string]string) error {
+func readFile(file string, values map[string]Secret) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return fmt.Errorf("secrets: secrets file: %w", err)
@@ -89,17 +101,25 @@ func readFile(file string, values map[string]string) error {
 		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		name, v, ok := strings.Cut(line, "=")
+		left, v, ok := strings.Cut(line, "=")
 		if !ok {
-			return fmt.Errorf("secrets: secrets file %s line %d: want NAME=value", file, n)
+			return fmt.Errorf("secrets: secrets file %s line %d: want NAME=value or NAME@ORIGIN[,ORIGIN...]=value", file, n)
 		}
+		name, list, bound := strings.Cut(left, "@")
 		if !ValidName(name) {
 			return fmt.Errorf("secrets: secrets file %s line %d: %q is not a secret name (want [A-Z][A-Z0-9_]{0,63})", file, n, cut(name, MaxNameLen))
 		}
 		if _, dup := values[name]; dup {
 			return fmt.Errorf("secrets: secrets file %s line %d: secret %s given twice", file, n, name)
 		}
-		values[name] = v
+		sec := Secret{Value: v}
+		if bound {
+			sec.Origins = strings.Split(list, ",")
+			if _, err := parseOrigins(sec.Origins); err != nil {
+				return fmt.Errorf("secrets: secrets file %s line %d: secret %s: %w", file, n, name, err)
+			}
+		}
+		values[name] = sec
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("secrets: secrets file %s: %w", file, err)

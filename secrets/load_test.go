@@ -35,7 +35,7 @@ func TestLoad(t *testing.T) {
 		{"env wins", []string{"AEGIS_SECRET_API_KEY=zzzzzzzz"}, good, "API_KEY,DB_PASSWORD", ""},
 		{"group readable", nil, write("open", "A=abcdef\n", 0o640), "", "mode 0600: run chmod 600"},
 		{"world readable", nil, write("world", "A=abcdef\n", 0o604), "", "accessible by group or others (mode 0604)"},
-		{"bad line", nil, write("bad", "just a value\n", 0o600), "", "line 1: want NAME=value"},
+		{"bad line", nil, write("bad", "just a value\n", 0o600), "", "line 1: want NAME=value or NAME@ORIGIN"},
 		{"bad name", nil, write("name", "lower=abcdef\n", 0o600), "", `line 1: "lower" is not a secret name`},
 		{"twice", nil, write("twice", "A=abcdef\nA=ghijkl\n", 0o600), "", "line 2: secret A given twice"},
 		{"too short", []string{"AEGIS_SECRET_PIN=123"}, "", "", "shorter than 4 bytes"},

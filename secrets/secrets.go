@@ -18,6 +18,12 @@
 //     appears, raw, in any JSON escaping, or in one of the encodings
 //     Redact knows.
 //
+// A secret is bound to the origins it may be typed on (Secret, Origins):
+// the policy lets a secret be typed only into a field that is sensitive by
+// the element's own facts on one of them, and denies every other use of
+// its placeholder. A secret declared without origins is bound by the
+// session to the task's first origin.
+//
 // Load builds a session's Set from a mode-0600 secrets file and the
 // AEGIS_SECRET_* environment variables; the session receives the loaded Set.
 package secrets
@@ -103,23 +109,43 @@ func Check(s string) error {
 // nil are empty sets. A Set never prints its values: String and
 // MarshalJSON list names only.
 type Set struct {
-	names  []string          // sorted
-	values map[string]string // name → value
-	forms  []form            // every value's forms, longest first (Redact, Guard)
+	names   []string            // sorted
+	values  map[string]string   // name → value
+	origins map[string][]string // name → declared origins (normalized, sorted); absent: none declared
+	forms   []form              // every value's forms, longest first (Redact, Guard)
 }
 
-// NewSet returns the set of the given secrets (name → value). Names must be
-// valid; empty values are refused, since an empty value cannot be guarded.
+// NewSet returns the set of the given secrets (name → value), none bound
+// to declared origins. Names must be valid; empty values are refused,
+// since an empty value cannot be guarded.
 func NewSet(values map[string]string) (*Set, error) {
-	s := &Set{values: make(map[string]string, len(values))}
+	m := make(map[string]Secret, len(values))
 	for name, v := range values {
+		m[name] = Secret{Value: v}
+	}
+	return NewBoundSet(m)
+}
+
+// NewBoundSet returns the set of the given secrets (name → value and the
+// origins it is bound to), as NewSet does; each secret's origins are
+// checked and normalized with ParseOrigin (Origins returns them).
+func NewBoundSet(secrets map[string]Secret) (*Set, error) {
+	s := &Set{values: make(map[string]string, len(secrets)), origins: map[string][]string{}}
+	for name, sec := range secrets {
 		if !ValidName(name) {
 			return nil, fmt.Errorf("secrets: invalid secret name %q (want [A-Z][A-Z0-9_]{0,63})", name)
 		}
-		if v == "" {
+		if sec.Value == "" {
 			return nil, fmt.Errorf("secrets: secret %s has an empty value", name)
 		}
-		s.values[name] = v
+		origins, err := parseOrigins(sec.Origins)
+		if err != nil {
+			return nil, fmt.Errorf("secrets: secret %s: %w", name, err)
+		}
+		if origins != nil {
+			s.origins[name] = origins
+		}
+		s.values[name] = sec.Value
 		s.names = append(s.names, name)
 	}
 	sort.Strings(s.names)

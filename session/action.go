@@ -60,7 +60,7 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		SessionID: r.id, StepIndex: r.executed + 1, Action: a, Target: target, ActiveURL: activeURL(r.curURL, target),
 		Session: gate.Session{
 			AllowedOrigins: cfg.Task.URLs, Permission: cfg.Permission, Preset: cfg.Preset,
-			MaxStepBudget: r.maxActions, DecisionLogID: r.decLog,
+			MaxStepBudget: r.maxActions, DecisionLogID: r.decLog, Secrets: secretBindings(cfg.Secrets, cfg.Task.URLs),
 		},
 		Policy: cfg.Policy,
 		Now:    r.now(),
@@ -73,13 +73,6 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		d, end = r.approve(req, d, target)
 		if end != nil {
 			return outcome{}, end
-		}
-	}
-	if d.Allow {
-		if rule, msg := r.secretVeto(a, d.DecisionRecord); rule != "" {
-			if d, end = r.sessionDenial(d, rule, msg); end != nil {
-				return outcome{}, end
-			}
 		}
 	}
 	report.Decision, report.Risk = d.Result, d.Risk
@@ -259,20 +252,11 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 
 func ptr[T any](v T) *T { return &v }
 
-func hasRule(rs []contract.Reason, rule string) bool {
-	for _, r := range rs {
-		if r.Rule == rule {
-			return true
-		}
-	}
-	return false
-}
-
 // act runs an allowed action. The text of a type action has its secret
 // placeholders resolved in the copy handed to the driver, which lives only
-// in this call (secretVeto has checked them before the decision was
-// final). A placeholder that does not resolve is secretErr, and nothing
-// runs.
+// in this call (the policy has judged every placeholder against the
+// session's bindings: secretBindings). A placeholder that does not resolve
+// is secretErr, the session's last check, and nothing runs.
 //
 // While the driver acts, what the page does is attributed to subj (see
 // effects), and to it as the last action afterwards.
@@ -441,9 +425,9 @@ func (r *run) grantFor(hash string, ans ApprovalAnswer) (id, rule, msg string) {
 }
 
 // sessionDenial records a denial the session adds to a gate decision (an
-// approval refused, a secret refused): a copy of the decision with result
-// denied, the session's rule as its reason, its own time and its own
-// decision id (gate.DecisionID over the same fields).
+// approval refused, the action budget used up): a copy of the decision
+// with result denied, the session's rule as its reason, its own time and
+// its own decision id (gate.DecisionID over the same fields).
 func (r *run) sessionDenial(g gate.Decision, rule, msg string) (gate.Decision, *ending) {
 	d := deniedCopy(g, rule, msg, r.now())
 	if e := r.record(func() error { return r.w.Decision(d.DecisionRecord) }); e != nil {
@@ -453,26 +437,30 @@ func (r *run) sessionDenial(g gate.Decision, rule, msg string) (gate.Decision, *
 	return d, nil
 }
 
-// secretVeto returns why the session refuses an action the gate allowed:
-// a type action whose text holds a secret placeholder may only type into a
-// field the gate judged sensitive (risk reason sensitive_field), and only
-// secrets the session holds.
-func (r *run) secretVeto(a contract.Action, d contract.DecisionRecord) (rule, msg string) {
-	if a.Type != contract.ActType || !strings.Contains(a.Text, secrets.Prefix) {
-		return "", ""
+// secretBindings are the session's secrets for the gate (name → the
+// origins each is bound to): those declared for it, or, for a secret
+// declared without origins (an environment secret, a NAME=value line, a
+// host configuration string), the task's first origin. This is the one
+// place that default is applied; the policy judges every placeholder
+// against these bindings (secret_typed, secret_misdirected,
+// secret_undeclared).
+func secretBindings(set *secrets.Set, urls []string) map[string][]string {
+	if set.Len() == 0 {
+		return nil
 	}
-	if !hasRule(d.RiskReasons, "sensitive_field") {
-		return RuleSecretTarget, "a secret may only be typed into a field the policy judges sensitive (a password, one-time code or card field, or one matching a sensitive selector); this field is not"
+	var first []string
+	if all, err := origins(urls); err == nil && len(all) > 0 {
+		first = all[:1]
 	}
-	if err := secrets.Check(a.Text); err != nil {
-		return RuleSecretUnknown, err.Error()
-	}
-	for _, n := range secrets.Find(a.Text) {
-		if !r.cfg.Secrets.Has(n) {
-			return RuleSecretUnknown, fmt.Sprintf("no secret named %s in this session", n)
+	out := make(map[string][]string, set.Len())
+	for _, n := range set.Names() {
+		if o := set.Origins(n); o != nil {
+			out[n] = o
+		} else {
+			out[n] = first
 		}
 	}
-	return "", ""
+	return out
 }
 
 // observe observes the page (retrying once, for a page in the middle of a

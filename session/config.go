@@ -41,8 +41,11 @@ const (
 
 // Rules the session adds to decision records it writes itself: when an
 // approval request is refused (the gate paused the action, and the
-// approver, or its absence, turned the pause into a denial), and when it
-// refuses to type a secret the gate allowed.
+// approver, or its absence, turned the pause into a denial), and when the
+// action budget is used up. Where a secret may be typed is the policy's
+// judgement (secret_typed, secret_misdirected, secret_undeclared): the
+// session's former rules secret_target_not_sensitive and secret_unknown
+// are retired (older bundles may hold them).
 const (
 	// RuleApprovalDenied: the approver refused.
 	RuleApprovalDenied = "approval_denied"
@@ -51,12 +54,6 @@ const (
 	// RuleApprovalUnavailable: no approver could be asked (no approval
 	// store, or the approver failed).
 	RuleApprovalUnavailable = "approval_unavailable"
-	// RuleSecretTarget: a secret placeholder typed into a field the gate
-	// did not judge sensitive.
-	RuleSecretTarget = "secret_target_not_sensitive"
-	// RuleSecretUnknown: a placeholder of a secret the session does not
-	// hold, or a malformed one.
-	RuleSecretUnknown = "secret_unknown"
 	// RuleActionBudget: an action past Task.MaxActions that the policy
 	// allowed (the embedded policy denies it itself, step_budget_exceeded).
 	RuleActionBudget = "session_action_budget"
@@ -194,7 +191,9 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// Secrets resolves {{secret:NAME}} placeholders in the text of type
 	// actions when the driver runs them; the evidence writer masks their
-	// values. nil means none. The caller loads them (secrets.Load).
+	// values. nil means none. The caller loads them (secrets.Load). The
+	// gate learns where each may be typed (gate.Session.Secrets): the
+	// origins declared for it, else the task's first origin.
 	Secrets *secrets.Set
 	// Evidence creates the session's evidence bundle. Required:
 	// EvidenceDir(root) creates it as root/SESSIONID.

@@ -36,7 +36,7 @@
 // the gate's, or, when the session refuses what the gate allowed or
 // paused, a copy of it with result denied and the session's own rule
 // (RuleApprovalDenied, RuleApprovalTimeout, RuleApprovalUnavailable,
-// RuleSecretTarget, RuleSecretUnknown, RuleActionBudget), its own time and
+// RuleActionBudget), its own time and
 // decision id. An action whose target the driver cannot find never
 // reaches the gate; an error event (action.target_unresolved) records it.
 //
@@ -85,10 +85,13 @@
 //
 // Secrets: the model, the gate, the evidence and the events only ever see
 // {{secret:NAME}} placeholders. Config.Secrets resolves them in the copy of
-// a type action handed to driver.Act, and nowhere else, and only when the
-// gate judged the target field sensitive (a password, one-time code or card
-// field, or one matching a sensitive selector), so that a model cannot type
-// a secret into a comment box; the evidence writer
+// a type action handed to driver.Act, and nowhere else, once the gate
+// allowed it: the gate knows where each secret may go (gate.Session.Secrets:
+// its declared origins, else the task's first origin), and the policy lets
+// a secret be typed only into a field sensitive by its own facts (a
+// password, one-time code or card field, or one matching a sensitive
+// selector) on one of them, so that a model cannot type a secret into a
+// comment box or on another site; the evidence writer
 // masks the values anyway (evidence.Options.Secrets), and the Navigator
 // scrubs them from observations.
 package session

@@ -31,9 +31,10 @@ func approveAll(n *int) session.Approver {
 }
 
 // TestStepsAgentCompletes runs the realistic demo task with the steps
-// agent: sign in with a secret (approved: typing into a password field is
-// high risk), fill and submit the order form (approved: "Place order"),
-// extract the orders table.
+// agent: sign in with a secret (no approval: the secret is typed into the
+// password field of the origin it is bound to, secret_typed, medium),
+// fill and submit the order form (approved: "Place order"), extract the
+// orders table.
 func TestStepsAgentCompletes(t *testing.T) {
 	s := newSite(t)
 	set := passwordSet(t)
@@ -64,8 +65,8 @@ func TestStepsAgentCompletes(t *testing.T) {
 	}
 	files := verify(t, res)
 	noSecret(t, password, files, nil)
-	if approvals != 2 || res.Approved != 2 {
-		t.Errorf("approvals asked %d, granted %d; want 2 (password, Place order)", approvals, res.Approved)
+	if approvals != 1 || res.Approved != 1 {
+		t.Errorf("approvals asked %d, granted %d; want 1 (Place order)", approvals, res.Approved)
 	}
 	if got := len(s.requests("POST /login")); got != 1 {
 		t.Errorf("POST /login %d times, want 1", got)
@@ -105,8 +106,8 @@ func TestStepsAgentCompletes(t *testing.T) {
 	if evs[0].Type != contract.EventSessionStarted || evs[len(evs)-1].Type != contract.EventSessionEnded || evs[len(evs)-1].Status != contract.SessionCompleted {
 		t.Errorf("events: %s", eventTypes(evs))
 	}
-	if n := strings.Count(eventTypes(evs), "approval_required"); n != 2 {
-		t.Errorf("%d approval_required events, want 2", n)
+	if n := strings.Count(eventTypes(evs), "approval_required"); n != 1 {
+		t.Errorf("%d approval_required events, want 1", n)
 	}
 	// Every approved decision names the approver and is bound to its action.
 	var approved int
@@ -118,8 +119,8 @@ func TestStepsAgentCompletes(t *testing.T) {
 			}
 		}
 	}
-	if approved != 2 {
-		t.Errorf("%d approved decisions, want 2", approved)
+	if approved != 1 {
+		t.Errorf("%d approved decisions, want 1 (Place order)", approved)
 	}
 }
 
@@ -206,8 +207,8 @@ func TestLLMRunCompletes(t *testing.T) {
 	if !strings.Contains(reqs[1].Last(), "Signed in as alice") {
 		t.Errorf("the second observation is not the account page")
 	}
-	if approvals != 1 || res.Output.ActionsExecuted != 6 {
-		t.Errorf("%d approvals, %d actions; want 1 and 6", approvals, res.Output.ActionsExecuted)
+	if approvals != 0 || res.Output.ActionsExecuted != 6 {
+		t.Errorf("%d approvals, %d actions; want 0 (the secret is typed where it is bound) and 6", approvals, res.Output.ActionsExecuted)
 	}
 	if len(res.Artifacts) != 1 || !strings.Contains(res.Artifacts[0].Value, "A-1005") {
 		t.Errorf("artifacts %+v", res.Artifacts)
