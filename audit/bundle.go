@@ -432,7 +432,7 @@ func splitLines(data []byte) [][]byte {
 // itself (package session): a refused approval, a refused secret.
 var sessionRules = map[string]bool{
 	"approval_denied": true, "approval_timeout": true, "approval_unavailable": true,
-	"secret_target_not_sensitive": true, "secret_unknown": true,
+	"secret_target_not_sensitive": true, "secret_unknown": true, "secret_unjudged": true,
 }
 
 // IsSessionDenial reports whether d is a denial the session wrote itself

@@ -41,9 +41,10 @@ its console address and bearer token go to the log.
 Model settings and secrets come from the host configuration file
 ($AEGIS_HOST_CONFIG, else host.json in the user configuration directory, such
 as ~/.config/aegis/host.json), which must be readable by its owner only (0600).
-A secret there is a string, or {"value": "...", "origins": ["https://..."]}
-to bind it to the origins it may be typed on; without origins it is bound to
-the task's first origin. The policy lets a secret be typed only into a field
+A secret there is {"value": "...", "origins": ["https://..."]}: the origins
+it may be typed on are required, since the extension's task starts on
+whatever tab is open (a secret without them stops the host, saying so). The
+policy lets a secret be typed only into a field
 sensitive by its own facts (a password input, a sensitive autocomplete, a
 sensitive selector) on one of them, and denies every other use of it.
 

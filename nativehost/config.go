@@ -32,10 +32,12 @@ type Config struct {
 	Model *ModelConfig `json:"model,omitempty"`
 	// Secrets are values the Navigator may type through {{secret:NAME}}
 	// placeholders; the model, the evidence and the extension's events
-	// only ever see the placeholders. Each is a string (the value), or
-	// {"value": "...", "origins": ["https://shop.example"]} to bind it to
-	// the origins it may be typed on; a secret without origins is bound to
-	// the task's first origin.
+	// only ever see the placeholders. Each is
+	// {"value": "...", "origins": ["https://shop.example"]}: the origins it
+	// may be typed on are required (Validate), since the extension's task
+	// starts on whatever tab is open, which a default to the task's first
+	// origin would trust. A plain string (the value alone) is read, and
+	// refused by Validate with what to write instead.
 	Secrets map[string]Secret `json:"secrets,omitempty"`
 	// EvidenceDir is where evidence bundles are written (one directory per
 	// session); "" means DefaultEvidenceDir.
@@ -69,8 +71,7 @@ type Config struct {
 type Secret struct {
 	// Value is the secret's value.
 	Value string `json:"value"`
-	// Origins are the http(s) origins it may be typed on; none means the
-	// task's first origin.
+	// Origins are the http(s) origins it may be typed on; at least one.
 	Origins []string `json:"origins,omitempty"`
 }
 
@@ -250,6 +251,12 @@ func (c Config) Validate() error {
 		}
 	}
 	for name, sec := range c.Secrets {
+		if len(sec.Value) < secrets.MinValueLen {
+			return fmt.Errorf("secrets.%s: the value is shorter than %d bytes: it could not be masked safely", name, secrets.MinValueLen)
+		}
+		if len(sec.Origins) == 0 {
+			return fmt.Errorf(`secrets.%s: no origins: write {"value": "...", "origins": ["https://shop.example"]} with the origins it may be typed on (the extension's task starts on whatever tab is open, so the host never guesses them)`, name)
+		}
 		if len(sec.Origins) > secrets.MaxOrigins {
 			return fmt.Errorf("secrets.%s: more than %d origins", name, secrets.MaxOrigins)
 		}

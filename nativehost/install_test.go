@@ -149,7 +149,7 @@ func TestConfig(t *testing.T) {
 	if err != nil || c.Model != nil {
 		t.Fatalf("missing file: %+v, %v", c, err)
 	}
-	want := Config{Model: &ModelConfig{Model: "m", APIKey: "sk-secret"}, Secrets: map[string]Secret{"PASSWORD": {Value: "hunter2"}, "SHOP": {Value: "shop-pw-1", Origins: []string{"https://shop.example"}}}, EvidenceDir: dir}
+	want := Config{Model: &ModelConfig{Model: "m", APIKey: "sk-secret"}, Secrets: map[string]Secret{"PASSWORD": {Value: "hunter2", Origins: []string{"http://127.0.0.1:8080"}}, "SHOP": {Value: "shop-pw-1", Origins: []string{"https://shop.example"}}}, EvidenceDir: dir}
 	if err := SaveConfig(p, want); err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +167,7 @@ func TestConfig(t *testing.T) {
 	if err != nil || got.Model.APIKey != "sk-secret" || !reflect.DeepEqual(got.Secrets, want.Secrets) {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
-	// A secret without origins is written as its value alone, as before.
-	if b, _ := os.ReadFile(p); !strings.Contains(string(b), `"PASSWORD": "hunter2"`) || !strings.Contains(string(b), `"origins": [`) {
+	if b, _ := os.ReadFile(p); !strings.Contains(string(b), `"value": "hunter2"`) || !strings.Contains(string(b), `"origins": [`) {
 		t.Errorf("file:\n%s", b)
 	}
 	if runtime.GOOS != "windows" {
@@ -187,6 +186,9 @@ func TestConfig(t *testing.T) {
 		"secret member":  `{"secrets": {"PASSWORD": {"value": "hunter2", "origin": "https://a.example"}}}`,
 		"secret origin":  `{"secrets": {"PASSWORD": {"value": "hunter2", "origins": ["https://a.example/login"]}}}`,
 		"secret scheme":  `{"secrets": {"PASSWORD": {"value": "hunter2", "origins": ["a.example"]}}}`,
+		"secret string":  `{"secrets": {"PASSWORD": "hunter2"}}`,
+		"secret unbound": `{"secrets": {"PASSWORD": {"value": "hunter2", "origins": []}}}`,
+		"secret short":   `{"secrets": {"PASSWORD": {"value": "abc", "origins": ["https://a.example"]}}}`,
 	} {
 		os.WriteFile(p, []byte(body), 0o600)
 		_, err := LoadConfig(p)
@@ -202,14 +204,19 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// TestConfigSecretSet: a secret given as a string is bound nowhere (the
-// session binds it to the task's first origin); one given with origins is
+// TestConfigSecretSet: a secret given as a string is read but refused
+// (the host never guesses where it may go: the extension's task starts on
+// whatever tab is open), saying what to write; one given with origins is
 // bound to them, normalized.
 func TestConfigSecretSet(t *testing.T) {
 	var c Config
 	if err := json.Unmarshal([]byte(`{"secrets": {"OLD": "old-value", "NEW": {"value": "new-value", "origins": ["HTTPS://Shop.Example/"]}}}`), &c); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `secrets.OLD: no origins: write {"value"`) || strings.Contains(err.Error(), "old-value") {
+		t.Fatalf("Validate: %v, want secrets.OLD refused without its value", err)
+	}
+	c.Secrets["OLD"] = Secret{Value: "old-value", Origins: []string{"http://127.0.0.1:9"}}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +224,8 @@ func TestConfigSecretSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := set.Origins("OLD"); got != nil {
-		t.Errorf("OLD bound to %v, want none declared", got)
+	if got, want := set.Origins("OLD"), []string{"http://127.0.0.1:9"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("OLD bound to %v, want %v", got, want)
 	}
 	if got, want := set.Origins("NEW"), []string{"https://shop.example"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("NEW bound to %v, want %v", got, want)

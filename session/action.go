@@ -75,6 +75,13 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 			return outcome{}, end
 		}
 	}
+	if d.Allow {
+		if msg := secretUnjudged(a, d.DecisionRecord); msg != "" {
+			if d, end = r.sessionDenial(d, RuleSecretUnjudged, msg); end != nil {
+				return outcome{}, end
+			}
+		}
+	}
 	report.Decision, report.Risk = d.Result, d.Risk
 
 	overBudget := r.executed >= r.maxActions
@@ -461,6 +468,31 @@ func secretBindings(set *secrets.Set, urls []string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// secretUnjudged says why the session refuses an allowed action that
+// carries a secret placeholder the policy did not judge: whatever policy
+// the session runs under (a custom one, a remote OPA written before
+// secrets were bound), a secret is typed only as the whole text of a type
+// action whose decision names secret_typed among its risk reasons, the
+// policy's statement that it checked the secret's binding and the field's
+// own facts. "" when there is nothing to refuse.
+func secretUnjudged(a contract.Action, d contract.DecisionRecord) string {
+	if a.Type != contract.ActType || !strings.Contains(a.Text, secrets.Prefix) {
+		return "" // only a type action's text is ever resolved (act)
+	}
+	names := secrets.Find(a.Text)
+	if len(names) != 1 || a.Text != secrets.Placeholder(names[0]) {
+		return "a secret is typed only as the whole text of a type action (exactly one {{secret:NAME}}); the session refuses this text"
+	}
+	judged := false
+	for _, rs := range d.RiskReasons {
+		judged = judged || rs.Rule == RuleSecretTyped
+	}
+	if !judged {
+		return "the policy allowed typing a secret without judging where it goes (no " + RuleSecretTyped + " risk reason: the secret's bound origins and the field's own facts); the session refuses it. Use a policy with the secrets rules (aegis policy init)"
+	}
+	return ""
 }
 
 // observe observes the page (retrying once, for a page in the middle of a

@@ -45,7 +45,8 @@ const (
 // action budget is used up. Where a secret may be typed is the policy's
 // judgement (secret_typed, secret_misdirected, secret_undeclared): the
 // session's former rules secret_target_not_sensitive and secret_unknown
-// are retired (older bundles may hold them).
+// are retired (older bundles may hold them); the session only refuses a
+// secret the policy allowed without judging it (RuleSecretUnjudged).
 const (
 	// RuleApprovalDenied: the approver refused.
 	RuleApprovalDenied = "approval_denied"
@@ -57,6 +58,15 @@ const (
 	// RuleActionBudget: an action past Task.MaxActions that the policy
 	// allowed (the embedded policy denies it itself, step_budget_exceeded).
 	RuleActionBudget = "session_action_budget"
+	// RuleSecretUnjudged: an allowed action carrying a secret placeholder
+	// that is not a type action whose whole text is one placeholder, or
+	// whose decision lacks the risk reason RuleSecretTyped (a policy
+	// without the secrets rules).
+	RuleSecretUnjudged = "secret_unjudged"
+	// RuleSecretTyped is the policy's risk reason for a secret typed where
+	// it is bound (medium risk, no approval); the session resolves a
+	// placeholder only under a decision that names it.
+	RuleSecretTyped = "secret_typed"
 )
 
 // The loop's seams: it drives a driver.Driver (opened by OpenDriver),

@@ -1,10 +1,13 @@
 package session_test
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/gate"
 	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/session"
 )
@@ -64,5 +67,75 @@ func TestExtractHoldingSecretRefused(t *testing.T) {
 	}
 	if obs := string(files["dom/1.json"]); !strings.Contains(obs, secrets.Placeholder("PW")) {
 		t.Errorf("the observation does not hold the placeholder: %.300s", obs)
+	}
+}
+
+// unjudging is a policy that allows a secret without judging it: the real
+// gate, with the risk reason secret_typed taken out of its decisions, as
+// a custom policy written before secrets were bound would answer.
+type unjudging struct{ session.Decider }
+
+func (u unjudging) Decide(ctx context.Context, req gate.Request) gate.Decision {
+	d := u.Decider.Decide(ctx, req)
+	var keep []contract.Reason
+	for _, r := range d.RiskReasons {
+		if r.Rule != session.RuleSecretTyped {
+			keep = append(keep, r)
+		}
+	}
+	d.RiskReasons = keep
+	return d
+}
+
+// TestSecretUnjudgedRefused: whatever the policy, the session types a
+// secret only under a decision that names secret_typed; the embedded
+// policy does, so the same sign-in goes through under it.
+func TestSecretUnjudgedRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		unjudged  bool
+		wantTyped bool
+	}{
+		{"embedded policy", false, true},
+		{"policy without the secrets rules", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := secrets.NewSet(map[string]string{"PW": "Zq9-s3cr3t-PA55"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			site := newFakeSite()
+			srv := fakeModel(t, nil, script(
+				answer("continue", aType("p1", "#password", "{{secret:PW}}", true)),
+				answer("done", aWait("w1", 1)),
+			))
+			pl, nav := llmAgents(t, srv, set)
+			cfg := fakeCfg(t, site, task("Sign in", []string{fakeOrigin + "/login"}, ""), pl, nav)
+			cfg.Secrets = set
+			if tc.unjudged {
+				cfg.Gate = unjudging{cfg.Gate}
+			}
+			res, err := run(t, cfg)
+			if err != nil {
+				t.Fatalf("status %s err %v", res.Status, err)
+			}
+			files := verify(t, res)
+			typed := false
+			for _, a := range actions(t, files) {
+				typed = typed || a.Action.ID == "p1"
+			}
+			var rules []string
+			for _, d := range decisions(t, files) {
+				for _, r := range d.Reasons {
+					rules = append(rules, r.Rule)
+				}
+			}
+			if got, want := typed, tc.wantTyped; got != want {
+				t.Errorf("typed %v, want %v (denial rules %v)", got, want, rules)
+			}
+			if got, want := slices.Contains(rules, session.RuleSecretUnjudged), !tc.wantTyped; got != want {
+				t.Errorf("rule %s among %v: %v, want %v", session.RuleSecretUnjudged, rules, got, want)
+			}
+		})
 	}
 }
