@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // The egress filter. Everything that leaves aegis passes it, in one of two
@@ -53,8 +54,9 @@ func (f *Found) add(name string) {
 
 // Mask is Redact that also reports what it found: the encoded forms of
 // every value (Forms, longest first) are replaced by the secret's
-// placeholder, then every span the normalized check finds (see
-// NormalizedSpans) is.
+// placeholder, then every value cut short (see maskCut), then every span
+// the normalized check finds (see NormalizedSpans), which also finds a
+// value's letters and digits cut short.
 func (s *Set) Mask(text string) (string, Found) {
 	var found Found
 	if s.Len() == 0 || text == "" {
@@ -64,6 +66,12 @@ func (s *Set) Mask(text string) (string, Found) {
 		if strings.Contains(text, f.text) {
 			text = strings.ReplaceAll(text, f.text, Placeholder(f.name))
 			found.add(f.name)
+		}
+	}
+	for _, name := range s.names {
+		var hit bool
+		if text, hit = maskCut(text, s.values[name], Placeholder(name)); hit {
+			found.add(name)
 		}
 	}
 	targets := s.normTargets()
@@ -122,4 +130,40 @@ func (s *Set) Refuse(what, value string) error {
 		return &HeldError{Name: name, What: what}
 	}
 	return nil
+}
+
+// maskCut replaces in text every run that starts with the first
+// truncMin(len(value)) bytes of value, extended as far as it keeps
+// matching value, by ph, and reports whether it replaced any. Text cut
+// to a bound (element text, extracted text, a progress line) may end, or
+// go on after a marker, with a value cut anywhere after its first half:
+// that part is as much the secret as the whole. A value no longer than
+// its minimum is left to the forms.
+func maskCut(text, value, ph string) (string, bool) {
+	k := truncMin(len(value))
+	if len(value) <= k || len(text) < k {
+		return text, false
+	}
+	head := value[:k]
+	i := strings.Index(text, head)
+	if i < 0 {
+		return text, false
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	for i >= 0 {
+		n := k
+		for n < len(value) && i+n < len(text) && text[i+n] == value[n] {
+			n++
+		}
+		for n > k && i+n < len(text) && !utf8.RuneStart(text[i+n]) {
+			n-- // a rune matched in its first bytes only is another rune
+		}
+		b.WriteString(text[:i])
+		b.WriteString(ph)
+		text = text[i+n:]
+		i = strings.Index(text, head)
+	}
+	b.WriteString(text)
+	return b.String(), true
 }

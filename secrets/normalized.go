@@ -43,10 +43,35 @@ func fold(r rune) rune {
 }
 
 // normTarget is one string the normalized check looks for: a secret's
-// normalized value, forward or reversed.
+// normalized value, forward or reversed. Any run of the text that starts
+// with its first min bytes (truncMin of its runes) matches, as far as it
+// keeps matching: a value cut short is found too.
 type normTarget struct {
 	text string
 	name string
+	min  int
+}
+
+// truncMin is the shortest part of a value of n bytes or runes that the
+// filter masks when it finds the value cut short (its first truncMin
+// bytes or runes, extended as far as they keep matching): at least
+// MinNormalizedLen and at least half the value. Text is cut to a bound
+// (element text, extracted text, a progress line) with the cut anywhere,
+// so the start of a value at the end of a cut text must go too.
+func truncMin(n int) int { return max(MinNormalizedLen, (n+1)/2) }
+
+// newNormTarget is the target of the normalized text t of secret name.
+func newNormTarget(t, name string) normTarget {
+	k := truncMin(utf8.RuneCountInString(t))
+	end := len(t)
+	for i := range t {
+		if k == 0 {
+			end = i
+			break
+		}
+		k--
+	}
+	return normTarget{text: t, name: name, min: end}
 }
 
 // normTargets lists the normalized values (forward and reversed) of the
@@ -61,9 +86,9 @@ func (s *Set) normTargets() []normTarget {
 		if utf8.RuneCountInString(n) < MinNormalizedLen {
 			continue
 		}
-		out = append(out, normTarget{text: n, name: name})
+		out = append(out, newNormTarget(n, name))
 		if r := reverse(n); r != n {
-			out = append(out, normTarget{text: r, name: name})
+			out = append(out, newNormTarget(r, name))
 		}
 	}
 	return out
@@ -107,8 +132,8 @@ type Span struct {
 }
 
 // normalizedSpans returns the spans of text whose letters and digits,
-// case-folded, are one of targets, in order and merged where they
-// overlap. A span starts at the first letter or digit of the match and
+// case-folded, are one of targets or its start cut short (at least its
+// first truncMin runes), in order and merged where they overlap. A span starts at the first letter or digit of the match and
 // ends after its last, so the separators around it are kept.
 func normalizedSpans(text string, targets []normTarget) []Span {
 	if len(targets) == 0 || text == "" {
@@ -118,7 +143,7 @@ func normalizedSpans(text string, targets []normTarget) []Span {
 	// does.
 	ns, found := Normalize(text), false
 	for _, t := range targets {
-		found = found || strings.Contains(ns, t.text)
+		found = found || strings.Contains(ns, t.text[:t.min])
 	}
 	if !found {
 		return nil
@@ -126,15 +151,23 @@ func normalizedSpans(text string, targets []normTarget) []Span {
 	nt := normalizeMapped(text)
 	var spans []Span
 	for _, t := range targets {
-		for from := 0; from+len(t.text) <= len(nt.norm); {
-			i := strings.Index(nt.norm[from:], t.text)
+		head := t.text[:t.min]
+		for from := 0; from+len(head) <= len(nt.norm); {
+			i := strings.Index(nt.norm[from:], head)
 			if i < 0 {
 				break
 			}
 			i += from
-			last := i + len(t.text) - 1 // a byte of the match's last rune
-			spans = append(spans, Span{Start: nt.start[i], End: nt.end[last], Name: t.name})
-			from = i + len(t.text)
+			n := len(head)
+			for n < len(t.text) && i+n < len(nt.norm) && nt.norm[i+n] == t.text[n] {
+				n++
+			}
+			// A rune matched only in its first bytes is another rune.
+			for i+n < len(nt.norm) && !utf8.RuneStart(nt.norm[i+n]) {
+				n--
+			}
+			spans = append(spans, Span{Start: nt.start[i], End: nt.end[i+n-1], Name: t.name})
+			from = i + n
 		}
 	}
 	if len(spans) < 2 {
