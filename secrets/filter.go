@@ -54,9 +54,9 @@ func (f *Found) add(name string) {
 
 // Mask is Redact that also reports what it found: the encoded forms of
 // every value (Forms, longest first) are replaced by the secret's
-// placeholder, then every value cut short (see maskCut), then every span
-// the normalized check finds (see NormalizedSpans), which also finds a
-// value's letters and digits cut short.
+// placeholder, then every span the normalized check finds (see
+// NormalizedSpans; it also finds a value's letters and digits cut short),
+// then every value cut short (see maskCut).
 func (s *Set) Mask(text string) (string, Found) {
 	var found Found
 	if s.Len() == 0 || text == "" {
@@ -68,22 +68,22 @@ func (s *Set) Mask(text string) (string, Found) {
 			found.add(f.name)
 		}
 	}
+	targets := s.normTargets()
+	if spans := normalizedSpans(text, targets); len(spans) > 0 {
+		for _, sp := range spans {
+			found.add(sp.Name)
+		}
+		found.Derived = true
+		text, _ = maskNormalized(text, targets)
+	}
+	// Last, so that a value the normalized check finds whole is not cut
+	// into a masked start and a rest it no longer knows.
 	for _, name := range s.names {
 		var hit bool
 		if text, hit = maskCut(text, s.values[name], Placeholder(name)); hit {
 			found.add(name)
 		}
 	}
-	targets := s.normTargets()
-	spans := normalizedSpans(text, targets)
-	if len(spans) == 0 {
-		return text, found
-	}
-	for _, sp := range spans {
-		found.add(sp.Name)
-	}
-	found.Derived = true
-	text, _ = maskNormalized(text, targets)
 	return text, found
 }
 

@@ -15,19 +15,17 @@ import (
 // only (Forms).
 const MinNormalizedLen = 8
 
-// Normalize returns the letters and digits of s, case-folded: what the
+// Normalize returns the letters and digits of s, escapes decoded,
+// compatibility forms folded and case-folded (see walkNorm): what the
 // normalized check compares. A value a page echoed with separators put
 // in ("s e c r e t", "s-e-c-r-e-t", text split across elements that the
-// observer joins with spaces) or its case changed normalizes like the
-// value itself.
+// observer joins with spaces), its case changed, written in fullwidth
+// letters or escaped (JSON at any depth, HTML references, percent-encoded
+// once or twice) normalizes like the value itself.
 func Normalize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
-	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			b.WriteRune(fold(r))
-		}
-	}
+	walkNorm(s, func(r rune, _, _ int) { b.WriteRune(r) })
 	return b.String()
 }
 
@@ -108,19 +106,16 @@ func normalizeMapped(s string) normText {
 	b.Grow(len(s))
 	start := make([]int, 0, len(s))
 	end := make([]int, 0, len(s))
-	for i, r := range s {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			continue
-		}
+	walkNorm(s, func(r rune, from, to int) {
 		n := b.Len()
-		b.WriteRune(fold(r))
-		// Every byte of the written rune maps to the original rune's span;
-		// only the first is read.
+		b.WriteRune(r)
+		// Every byte of the written rune maps to the original span; only
+		// the first is read.
 		for range b.Len() - n {
-			start = append(start, i)
-			end = append(end, i+utf8.RuneLen(r))
+			start = append(start, from)
+			end = append(end, to)
 		}
-	}
+	})
 	return normText{norm: b.String(), start: start, end: end}
 }
 

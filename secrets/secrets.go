@@ -240,13 +240,16 @@ func (s *Set) lookup(name string) (string, bool) {
 // Redact is the egress filter for free text (see Mask): it replaces every
 // occurrence of a secret value in text, raw or in one of its common
 // encodings (Forms), by the secret's placeholder, longest forms first,
-// then masks every span whose letters and digits, case-folded, spell a
-// secret of at least MinNormalizedLen of them, forward or reversed (the
-// normalized check: a value spaced out or split across elements). Use it
-// on anything that came back from the page or leaves aegis as text. A
-// value the page transformed otherwise (encrypted, re-encoded in a way
-// Forms does not list, or shorter than MinNormalizedLen and split) is
-// beyond it.
+// then masks every span whose letters and digits, once escapes are
+// decoded and compatibility forms and case folded (see Normalize), spell
+// a secret of at least MinNormalizedLen of them, forward or reversed (the
+// normalized check: a value spaced out, split across elements, escaped
+// deeper than Forms lists), then every value cut short by a bound on the
+// text (its first half at least, see maskCut). Use it on anything that
+// came back from the page or leaves aegis as text. A value the page
+// transformed otherwise (encrypted, re-encoded in a way Forms does not
+// list, or shorter than MinNormalizedLen and split, spaced out or
+// escaped deeper) is beyond it.
 func (s *Set) Redact(text string) string {
 	masked, _ := s.Mask(text)
 	return masked
