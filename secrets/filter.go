@@ -57,7 +57,11 @@ func (f *Found) add(name string) {
 // placeholder, then every span the normalized check finds (see
 // NormalizedSpans; it also finds a value's letters and digits cut short),
 // then every value cut short (see maskCut).
-func (s *Set) Mask(text string) (string, Found) {
+func (s *Set) Mask(text string) (string, Found) { return s.mask(text, true) }
+
+// mask is Mask; with cut false, it finds whole values only (no value cut
+// short: see Guard).
+func (s *Set) mask(text string, cut bool) (string, Found) {
 	var found Found
 	if s.Len() == 0 || text == "" {
 		return text, found
@@ -68,13 +72,15 @@ func (s *Set) Mask(text string) (string, Found) {
 			found.add(f.name)
 		}
 	}
-	targets := s.normTargets()
-	if spans := normalizedSpans(text, targets); len(spans) > 0 {
+	if spans := normalizedSpans(text, s.normTargets(cut)); len(spans) > 0 {
 		for _, sp := range spans {
 			found.add(sp.Name)
 		}
 		found.Derived = true
-		text, _ = maskNormalized(text, targets)
+		text = maskSpans(text, spans)
+	}
+	if !cut {
+		return text, found
 	}
 	// Last, so that a value the normalized check finds whole is not cut
 	// into a masked start and a rest it no longer knows.
@@ -88,8 +94,8 @@ func (s *Set) Mask(text string) (string, Found) {
 }
 
 // Holding returns the first secret (by name) whose value text holds in
-// any form the filter knows: one of its Forms, or its letters and digits
-// by the normalized check. "" when none.
+// any form the filter knows: one of its Forms, its letters and digits by
+// the normalized check, or cut short (see Mask). "" when none.
 func (s *Set) Holding(text string) string {
 	if s.Len() == 0 || text == "" {
 		return ""

@@ -172,9 +172,14 @@ func TestNormalizedDecodes(t *testing.T) {
 		{"percent-encoded UTF-8 letters", "%C3%BC", "%C3%BC"},
 		{"an entity that is not one", "&nosuch; tr0ub", "&nosuch; tr0ub"},
 	}
+	guard := s.Guard()
 	for _, tc := range tests {
 		if got := s.Redact(tc.in); got != tc.want {
 			t.Errorf("%s: Redact(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+		body, _ := json.Marshal(map[string]string{"content": tc.in})
+		if err := guard(body); (err != nil) != (tc.want != tc.in) {
+			t.Errorf("%s: guard = %v, want a refusal %v", tc.name, err, tc.want != tc.in)
 		}
 	}
 	for _, tc := range []struct{ in, want string }{

@@ -58,8 +58,12 @@ type normTarget struct {
 // so the start of a value at the end of a cut text must go too.
 func truncMin(n int) int { return max(MinNormalizedLen, (n+1)/2) }
 
-// newNormTarget is the target of the normalized text t of secret name.
-func newNormTarget(t, name string) normTarget {
+// newNormTarget is the target of the normalized text t of secret name;
+// with cut false, it matches t whole only.
+func newNormTarget(t, name string, cut bool) normTarget {
+	if !cut {
+		return normTarget{text: t, name: name, min: len(t)}
+	}
 	k := truncMin(utf8.RuneCountInString(t))
 	end := len(t)
 	for i := range t {
@@ -73,8 +77,9 @@ func newNormTarget(t, name string) normTarget {
 }
 
 // normTargets lists the normalized values (forward and reversed) of the
-// set's secrets that are at least MinNormalizedLen runes long.
-func (s *Set) normTargets() []normTarget {
+// set's secrets that are at least MinNormalizedLen runes long; with cut
+// false, they match whole values only.
+func (s *Set) normTargets(cut bool) []normTarget {
 	if s.Len() == 0 {
 		return nil
 	}
@@ -84,9 +89,9 @@ func (s *Set) normTargets() []normTarget {
 		if utf8.RuneCountInString(n) < MinNormalizedLen {
 			continue
 		}
-		out = append(out, newNormTarget(n, name))
+		out = append(out, newNormTarget(n, name, cut))
 		if r := reverse(n); r != n {
-			out = append(out, newNormTarget(r, name))
+			out = append(out, newNormTarget(r, name, cut))
 		}
 	}
 	return out
@@ -191,16 +196,12 @@ func normalizedSpans(text string, targets []normTarget) []Span {
 // order, overlapping ones merged: what Redact masks beyond the encoded
 // forms.
 func (s *Set) NormalizedSpans(text string) []Span {
-	return normalizedSpans(text, s.normTargets())
+	return normalizedSpans(text, s.normTargets(true))
 }
 
-// maskNormalized replaces every span the normalized check finds in text
-// by its secret's placeholder, and reports whether it found any.
-func maskNormalized(text string, targets []normTarget) (string, bool) {
-	spans := normalizedSpans(text, targets)
-	if len(spans) == 0 {
-		return text, false
-	}
+// maskSpans replaces every span of text (in order, disjoint) by its
+// secret's placeholder.
+func maskSpans(text string, spans []Span) string {
 	var b strings.Builder
 	b.Grow(len(text))
 	prev := 0
@@ -210,5 +211,5 @@ func maskNormalized(text string, targets []normTarget) (string, bool) {
 		prev = sp.End
 	}
 	b.WriteString(text[prev:])
-	return b.String(), true
+	return b.String()
 }

@@ -15,8 +15,8 @@
 //     that holds a value, with a *HeldError naming the secret;
 //   - (*Set).Guard returns a function the llm client runs over every request
 //     body before it is sent: it refuses a body in which any known value
-//     appears, raw, in any JSON escaping, or in one of the encodings
-//     Redact knows.
+//     appears whole, in one of its Forms or by the normalized check, in
+//     the raw body or in any of its strings once decoded.
 //
 // A secret is bound to the origins it may be typed on (Secret, Origins):
 // the policy lets a secret be typed only into a field that is sensitive by
@@ -274,26 +274,28 @@ var ErrLeak = errors.New("secrets: secret value in a request to the model")
 func (e *LeakError) Is(target error) bool { return target == ErrLeak }
 
 // Guard returns a function that refuses (with a *LeakError) any body in
-// which the value of one of the set's secrets appears, raw or in one of the
-// encodings Redact knows: in the raw bytes, or in any string or object key
-// of the body once decoded as JSON, so that no escaping (\", \u0041, \/)
-// hides a value. Give it to llm.Config.Guard. A
-// nil or empty set gives a guard that accepts everything.
+// which the value of one of the set's secrets appears: one of its Forms
+// in the raw bytes, or, in any string or object key of the body once
+// decoded as JSON (so that no escaping, \", \u0041, \/, hides a value),
+// one of its Forms or its letters and digits by the normalized check
+// (escapes decoded at any depth, compatibility forms and case folded: see
+// Normalize). It looks for whole values only: a value cut short is masked
+// where the text was bounded, before it went into the request, and the
+// start of a value can be a word of aegis's own prompt ("password" of
+// "password123"). Give it to llm.Config.Guard. A nil or empty set gives a
+// guard that accepts everything.
 func (s *Set) Guard() func(body []byte) error {
 	if s.Len() == 0 {
 		return func([]byte) error { return nil }
 	}
-	forms := append([]form(nil), s.forms...)
 	check := func(text string) error {
-		for _, f := range forms {
-			if strings.Contains(text, f.text) {
-				return &LeakError{Name: f.name}
-			}
+		if _, f := s.mask(text, false); f.Any() {
+			return &LeakError{Name: f.Names[0]}
 		}
 		return nil
 	}
 	return func(body []byte) error {
-		for _, f := range forms {
+		for _, f := range s.forms {
 			if bytes.Contains(body, []byte(f.text)) {
 				return &LeakError{Name: f.name}
 			}
