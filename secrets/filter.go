@@ -107,6 +107,23 @@ func (s *Set) Holding(text string) string {
 	return f.Names[0]
 }
 
+// HoldingWhole is Holding for whole values only: one of a secret's Forms
+// or its letters and digits whole by the normalized check, never a value
+// cut short, whose start may be an ordinary word ("password" of
+// "password123"). It judges text aegis itself wrote, or that was filtered
+// before it was bounded: a model request (Guard), a request to the
+// browser.
+func (s *Set) HoldingWhole(text string) string {
+	if s.Len() == 0 || text == "" {
+		return ""
+	}
+	_, f := s.mask(text, false)
+	if !f.Any() {
+		return ""
+	}
+	return f.Names[0]
+}
+
 // ErrHeld is matched (errors.Is) by every *HeldError.
 var ErrHeld = errors.New("secrets: a structured value holds a secret")
 

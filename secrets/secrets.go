@@ -289,8 +289,8 @@ func (s *Set) Guard() func(body []byte) error {
 		return func([]byte) error { return nil }
 	}
 	check := func(text string) error {
-		if _, f := s.mask(text, false); f.Any() {
-			return &LeakError{Name: f.Names[0]}
+		if name := s.HoldingWhole(text); name != "" {
+			return &LeakError{Name: name}
 		}
 		return nil
 	}
