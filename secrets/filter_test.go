@@ -3,6 +3,7 @@ package secrets_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -240,3 +241,101 @@ func TestMaskCut(t *testing.T) {
 }
 
 func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// recorder records each Write it gets; it fails the first fail of them.
+type recorder struct {
+	writes []string
+	fail   int
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.fail > 0 {
+		r.fail--
+		return 0, errors.New("disk full")
+	}
+	r.writes = append(r.writes, string(p))
+	return len(p), nil
+}
+
+// TestWriterLongLine: a line that reaches MaxLineBuffer is written in
+// pieces of that size, one Write of any length included, never held
+// whole; each piece is filtered.
+func TestWriterLongLine(t *testing.T) {
+	s := echoSet(t)
+	ph := secrets.Placeholder("PASSWORD")
+	tests := []struct {
+		name       string
+		writes     []string
+		wantPieces []int // lengths of the writes that reach the underlying writer before Flush
+	}{
+		{"one write of three and a half buffers", []string{strings.Repeat("a", 3*secrets.MaxLineBuffer+5)}, []int{secrets.MaxLineBuffer, secrets.MaxLineBuffer, secrets.MaxLineBuffer}},
+		{"a line, then a long rest", []string{"x\n" + strings.Repeat("b", secrets.MaxLineBuffer)}, []int{2, secrets.MaxLineBuffer}},
+		{"small writes up to the limit", []string{strings.Repeat("c", secrets.MaxLineBuffer-1), "cc"}, []int{secrets.MaxLineBuffer}},
+		{"the value at the start of a piece", []string{echoSecret + strings.Repeat("d", secrets.MaxLineBuffer)}, []int{secrets.MaxLineBuffer - len(echoSecret) + len(ph)}},
+	}
+	for _, tc := range tests {
+		var rec recorder
+		w := secrets.NewWriter(&rec, s)
+		total := 0
+		for _, p := range tc.writes {
+			n, err := w.Write([]byte(p))
+			if err != nil || n != len(p) {
+				t.Fatalf("%s: Write = %d, %v, want %d, nil", tc.name, n, err, len(p))
+			}
+			total += len(p)
+		}
+		var got []int
+		for _, wr := range rec.writes {
+			got = append(got, len(wr))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.wantPieces) {
+			t.Errorf("%s: pieces %v, want %v", tc.name, got, tc.wantPieces)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if out := strings.Join(rec.writes, ""); strings.Contains(out, echoSecret) || len(strings.ReplaceAll(out, ph, echoSecret)) != total {
+			t.Errorf("%s: the output is not the input filtered (%d bytes of %d)", tc.name, len(out), total)
+		}
+	}
+}
+
+// TestWriterError: when the underlying writer fails, Write reports it and
+// drops what it tried to write: the next line is written alone, not with
+// the failed one again.
+func TestWriterError(t *testing.T) {
+	s := echoSet(t)
+	tests := []struct {
+		name  string
+		fail  int
+		lines []string
+		want  []string // the writes that reach the underlying writer
+	}{
+		{"first write fails", 1, []string{"one\n", "two\n"}, []string{"two\n"}},
+		{"nothing fails", 0, []string{"one\n", "two\n"}, []string{"one\n", "two\n"}},
+		{"a held line fails with the next", 1, []string{"par", "tial\n", "next\n"}, []string{"next\n"}},
+	}
+	for _, tc := range tests {
+		rec := &recorder{fail: tc.fail}
+		w := secrets.NewWriter(rec, s)
+		failed := 0
+		for _, l := range tc.lines {
+			n, err := w.Write([]byte(l))
+			if err != nil {
+				failed++
+				if n > len(l) {
+					t.Errorf("%s: Write reported %d of %d bytes", tc.name, n, len(l))
+				}
+			}
+		}
+		if failed != tc.fail {
+			t.Errorf("%s: %d writes failed, want %d", tc.name, failed, tc.fail)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(rec.writes) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: wrote %q, want %q", tc.name, rec.writes, tc.want)
+		}
+	}
+}
