@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/aegis-run/aegis/secrets"
 )
 
 // Handler answers what the other side of a Conn sends on its own: its
@@ -71,7 +73,7 @@ type Conn struct {
 	done      chan struct{}
 	subs      map[int]func(name string, data json.RawMessage)
 	lastSub   int
-	filter    func(string) string // SetFilter; nil: none
+	filter    *secrets.Set // SetFilter; nil: none
 }
 
 // NewConn returns a Conn reading frames from r and writing them to w.
@@ -247,28 +249,44 @@ func (c *Conn) respond(id int64, result any, e *Error) error {
 	return err
 }
 
-// SetFilter makes every frame sent from now on, but those of
-// CallUnfiltered, pass f: every string of its params, result and error
-// message (object keys included) is replaced by f of it (see filterFrame).
-// The host sets the session's egress filter (secrets.Set.Redact); nil
-// removes it.
-func (c *Conn) SetFilter(f func(string) string) {
+// SetFilter makes every frame sent from now on pass the egress filter of
+// set, by what it is. A response or an event (what the extension and its
+// popup show: results, errors, steps, approvals) is masked: every string
+// of its params, result and error message, object keys included, is
+// replaced by set.Redact of it (see filterFrame). A request (a driver's
+// call: selectors, URLs, scripts' arguments) is not rewritten, which
+// would make the browser act on something else than what was judged: one
+// whose params hold a secret's value (set.HoldingWhole) is refused with
+// an error wrapping ErrSecretInRequest and not sent, but those of
+// CallUnfiltered. The host sets the session's secrets; nil removes the
+// filter.
+func (c *Conn) SetFilter(set *secrets.Set) {
 	c.mu.Lock()
-	c.filter = f
+	c.filter = set
 	c.mu.Unlock()
 }
+
+// ErrSecretInRequest is wrapped by the error of a Call whose params hold
+// a secret's value: the request was refused, not sent.
+var ErrSecretInRequest = errors.New("nativehost: a request to the browser holds a secret's value")
 
 func (c *Conn) send(m Message) error { return c.sendFiltered(m, true) }
 
 func (c *Conn) sendFiltered(m Message, filtered bool) error {
 	c.mu.Lock()
-	closed, f := c.closed, c.filter
+	closed, set := c.closed, c.filter
 	c.mu.Unlock()
 	if closed {
 		return ErrDisconnected
 	}
-	if f != nil && filtered {
-		m = filterFrame(m, f)
+	if set.Len() > 0 && filtered {
+		if m.Kind == KindRequest {
+			if name := heldIn(m.Params, set.HoldingWhole); name != "" {
+				return fmt.Errorf("nativehost: the %s request was refused and not sent: its params hold the value of secret %s: %w", bound(m.Method, 64), name, ErrSecretInRequest)
+			}
+		} else {
+			m = filterFrame(m, set.Redact)
+		}
 	}
 	b, err := m.Encode()
 	if err != nil {
@@ -296,7 +314,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	return c.call(ctx, method, params, true)
 }
 
-// CallUnfiltered is Call without the filter of SetFilter, for the one
+// CallUnfiltered is Call without the check of SetFilter, for the one
 // request that must carry a secret's value: the driver's call that types
 // a resolved type action into the page.
 func (c *Conn) CallUnfiltered(ctx context.Context, method string, params any) (json.RawMessage, error) {

@@ -66,3 +66,26 @@ func filterValue(v any, f func(string) string) (any, bool) {
 	}
 	return v, false
 }
+
+// heldIn returns the first name held reports for a string or object key
+// of the JSON document raw, "" when none does. A document that does not
+// decode is judged as one string.
+func heldIn(raw json.RawMessage, held func(string) string) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return held(string(raw))
+	}
+	name := ""
+	filterValue(v, func(s string) string {
+		if name == "" {
+			name = held(s)
+		}
+		return s
+	})
+	return name
+}

@@ -95,7 +95,11 @@ func Serve(ctx context.Context, o Options) error {
 	if o.ExitGrace <= 0 {
 		o.ExitGrace = DefaultExitGrace
 	}
-	h := &host{o: o, log: newLogger(o.Log, o.Config.LogFile)}
+	// The log passes the egress filter of the configuration's secrets: a
+	// log line may quote an error holding page text. A set that does not
+	// load filters nothing, and no session starts with it.
+	logSet, _ := o.Config.SecretSet()
+	h := &host{o: o, log: newLogger(o.Log, o.Config.LogFile, logSet)}
 	defer h.log.close()
 	if o.Executable == "" {
 		exe, err := Executable()
@@ -398,9 +402,10 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		return res, err
 	}
 	// Every frame to the extension passes the session's egress filter
-	// from now on, but the driver's call that types a resolved secret
-	// (sessionPort.Call).
-	h.conn.SetFilter(set.Redact)
+	// from now on (Conn.SetFilter: responses and events masked, a
+	// driver's request holding a value refused), but the driver's call
+	// that types a resolved secret (sessionPort.Call).
+	h.conn.SetFilter(set)
 	root := h.o.Config.EvidenceDir
 	if root == "" {
 		if root, err = DefaultEvidenceDir(); err != nil {
@@ -698,20 +703,21 @@ func (p *popupApprover) answer(a ApprovalAnswerParams) error {
 }
 
 // logger writes the host's log lines to stderr and, when configured, to
-// a log file (never to stdout, which carries frames).
+// a log file (never to stdout, which carries frames), each through the
+// egress filter of the secrets (secrets.Writer).
 type logger struct {
 	mu sync.Mutex
-	w  []io.Writer
+	w  []*secrets.Writer
 	f  *os.File
 }
 
-func newLogger(w io.Writer, file string) *logger {
-	l := &logger{w: []io.Writer{w}}
+func newLogger(w io.Writer, file string, set *secrets.Set) *logger {
+	l := &logger{w: []*secrets.Writer{secrets.NewWriter(w, set)}}
 	if file != "" {
 		f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err == nil {
 			l.f = f
-			l.w = append(l.w, f)
+			l.w = append(l.w, secrets.NewWriter(f, set))
 		} else {
 			fmt.Fprintf(w, "aegis host: log file: %v\n", err)
 		}
@@ -728,7 +734,13 @@ func (l *logger) printf(format string, args ...any) {
 	}
 }
 
+// close writes what the filters hold back and closes the log file.
 func (l *logger) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.w {
+		_ = w.Flush()
+	}
 	if l.f != nil {
 		_ = l.f.Close()
 	}

@@ -77,3 +77,65 @@ func sha256Hex(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
 }
+
+// TestFilterObservationAcross: a value split across attribute values of
+// the snapshot, across the title and the text, or across two affordances
+// is found in the page's words joined: what maps to a field is masked
+// there, and the snapshot is stubbed.
+func TestFilterObservationAcross(t *testing.T) {
+	const secret = `Sw0rdf1sh "q\z" &+`
+	set, err := secrets.NewSet(map[string]string{"PW": secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := secrets.Placeholder("PW")
+	snap := `{"root":["#document",{},["p",{},"hello"]],"v":1}`
+	tests := []struct {
+		name                string
+		obs                 contract.Observation
+		wantTitle, wantText string
+		wantAffs            []string
+		wantStub            bool
+	}{
+		{
+			name: "split across attribute values",
+			obs: contract.Observation{DOMText: "hello",
+				DOMSnapshot: `{"root":["#document",{},["i",{"title":"Sw0rdf"}],["i",{"title":"1sh q"}],["b",{"class":"z"}]],"v":1}`},
+			wantText: "hello", wantStub: true,
+		},
+		{
+			name:      "split across the title and the text",
+			obs:       contract.Observation{State: contract.State{Title: "Hi Sw0rd"}, DOMText: "f1sh qz and more", DOMSnapshot: snap},
+			wantTitle: "Hi " + ph, wantText: ph + " and more", wantStub: true,
+		},
+		{
+			name: "split across two affordances",
+			obs: contract.Observation{DOMText: "hello", DOMSnapshot: snap, Affordances: []contract.Affordance{
+				{Selector: "#a", Role: "button", Text: "Sw0rdf1"}, {Selector: "#b", Role: "button", Text: "shqz ok"}}},
+			wantText: "hello", wantAffs: []string{ph, ph + " ok"}, wantStub: true,
+		},
+		{
+			name:      "nothing split",
+			obs:       contract.Observation{State: contract.State{Title: "Sw0rd"}, DOMText: "fish", DOMSnapshot: snap},
+			wantTitle: "Sw0rd", wantText: "fish",
+		},
+	}
+	for _, tc := range tests {
+		tc.obs.State.DOMHash = sha256Hex(tc.obs.DOMSnapshot)
+		got := navigator.FilterObservation(tc.obs, set)
+		if stub := strings.Contains(got.DOMSnapshot, navigator.MaskedSnapshotTag); stub != tc.wantStub {
+			t.Errorf("%s: snapshot %q, want stubbed %v", tc.name, got.DOMSnapshot, tc.wantStub)
+		}
+		if got.State.Title != tc.wantTitle || got.DOMText != tc.wantText {
+			t.Errorf("%s: got title %q text %q, want %q %q", tc.name, got.State.Title, got.DOMText, tc.wantTitle, tc.wantText)
+		}
+		for i, want := range tc.wantAffs {
+			if got.Affordances[i].Text != want {
+				t.Errorf("%s: affordance %d text %q, want %q", tc.name, i, got.Affordances[i].Text, want)
+			}
+		}
+		if got.State.DOMHash != sha256Hex(got.DOMSnapshot) {
+			t.Errorf("%s: domHash is not the filtered snapshot's", tc.name)
+		}
+	}
+}

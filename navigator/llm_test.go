@@ -349,3 +349,35 @@ func TestLLMProgressBounded(t *testing.T) {
 		t.Errorf("redacted text shown: %s", task)
 	}
 }
+
+// TestLLMRedactBeforeCut: a secret straddling the bound of a progress or
+// feedback field is masked before the field is cut, so that no prefix of
+// the value (too short for the filter to know it) reaches the model.
+func TestLLMRedactBeforeCut(t *testing.T) {
+	const pw = "Zq9-s3cr3t-PA55"
+	set, _ := secrets.NewSet(map[string]string{"PASSWORD": pw})
+	srv := llmtest.NewServer(t, llmtest.Answer(signInAnswer))
+	n := newLLM(t, srv, navigator.LLMOptions{Secrets: set})
+	tests := []struct {
+		name string
+		pad  int // bytes before the value: the cut falls this far into it
+	}{
+		{"cut after 3 bytes", 997},
+		{"cut after 5 bytes", 995},
+		{"cut after 14 bytes", 986},
+	}
+	for _, tc := range tests {
+		long := strings.Repeat("x", tc.pad) + pw + " more"
+		req := navRequest(t)
+		req.Progress = append(req.Progress, navigator.Progress{Step: 1, Action: contract.Action{ID: "c", Type: contract.ActClick, Reason: long, Selector: "#x"}, Outcome: navigator.OutcomeFailed, Detail: long})
+		req.Feedback = []navigator.Feedback{{ActionID: "c", Kind: navigator.FeedbackDenied, Message: long, Reasons: []string{long}}}
+		msgs, err := n.Messages(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := msgs[0].Content
+		if want := pw[:3]; strings.Contains(got, "x"+want) {
+			t.Errorf("%s: the task document holds the first bytes of the value after the padding", tc.name)
+		}
+	}
+}

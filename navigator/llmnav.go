@@ -16,7 +16,9 @@ import (
 const (
 	DefaultMaxProgress = 30
 	// maxDetail bounds each free-text field of progress and feedback in
-	// the prompt.
+	// the prompt. A field is filtered (Redact) before it is cut: cut
+	// first, a secret at the cut would lose its last bytes and no longer
+	// match.
 	maxDetail = 1000
 )
 
@@ -143,7 +145,7 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 		if a.Type == contract.ActType && a.Redact && !secrets.Contains(a.Text) {
 			a.Text = "[redacted]"
 		}
-		a.Reason = set.Redact(text.CutBytes(a.Reason, maxDetail))
+		a.Reason = text.CutBytes(set.Redact(a.Reason), maxDetail)
 		a.Text = set.Redact(a.Text)
 		a.Value = set.Redact(a.Value)
 		a.URL = set.Redact(a.URL)
@@ -153,13 +155,13 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 			// An action that does not encode is reported by its id only.
 			raw, _ = json.Marshal(map[string]string{"id": a.ID, "type": string(a.Type)})
 		}
-		doc.Progress = append(doc.Progress, progressDoc{Step: p.Step, Action: raw, Outcome: p.Outcome, Detail: set.Redact(text.CutBytes(p.Detail, maxDetail))})
+		doc.Progress = append(doc.Progress, progressDoc{Step: p.Step, Action: raw, Outcome: p.Outcome, Detail: text.CutBytes(set.Redact(p.Detail), maxDetail)})
 	}
 	for _, f := range req.Feedback {
-		f.Message = set.Redact(text.CutBytes(f.Message, maxDetail))
+		f.Message = text.CutBytes(set.Redact(f.Message), maxDetail)
 		rs := make([]string, 0, len(f.Reasons))
 		for _, r := range f.Reasons {
-			rs = append(rs, set.Redact(text.CutBytes(r, maxDetail)))
+			rs = append(rs, text.CutBytes(set.Redact(r), maxDetail))
 		}
 		f.Reasons = rs
 		doc.Feedback = append(doc.Feedback, f)

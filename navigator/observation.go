@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/aegis-run/aegis/contract"
@@ -201,11 +202,12 @@ func encLen(s string) int {
 // whose value holds a secret is a structured value and is dropped whole
 // (the session refused it when it was extracted). The DOM snapshot is
 // emptied when the normalized check found a value the encodings did not
-// (the page echoes it spaced out or split), or when its text nodes joined
-// hold a value (split across elements: in the snapshot the pieces are
-// separated by markup the check cannot see through): the visible text and
-// the affordances, masked, remain for the model; a stub takes its place
-// (MaskedSnapshotTag). When the snapshot changed, state.domHash is set
+// (the page echoes it spaced out or split), or when the page's words
+// joined hold a value (see maskAcross: split across elements or attribute
+// values of the snapshot, whose markup the check cannot see through, or
+// across the title, the text and the affordances, whose parts of it are
+// masked): the visible text and the affordances, masked, remain for the
+// model; a stub takes the snapshot's place (MaskedSnapshotTag). When the snapshot changed, state.domHash is set
 // to the hash of the filtered one, as the evidence requires. The session filters
 // each observation once, right after the driver made it; EncodeObservation
 // filters again, for callers that hand it an observation of their own.
@@ -242,11 +244,13 @@ func FilterObservation(obs contract.Observation, set *secrets.Set) contract.Obse
 		}
 	}
 	snap := mask(o.DOMSnapshot)
+	split := maskAcross(set, snapshotText(snap), &o)
 	switch {
-	case derived, snap != o.DOMSnapshot && json.Valid([]byte(o.DOMSnapshot)) && !json.Valid([]byte(snap)),
-		set.Holding(snapshotText(snap)) != "":
-		// A derived echo, a mask across the snapshot's structure, or a
-		// value whose pieces are text nodes of several elements.
+	case derived, split, snap != o.DOMSnapshot && json.Valid([]byte(o.DOMSnapshot)) && !json.Valid([]byte(snap)):
+		// A derived echo, a value split across the page's words (text
+		// nodes and attribute values of several elements, the title and
+		// the text, two affordances), or a mask across the snapshot's
+		// structure.
 		o.DOMSnapshot = ""
 	default:
 		o.DOMSnapshot = snap
@@ -261,6 +265,48 @@ func FilterObservation(obs contract.Observation, set *secrets.Set) contract.Obse
 		}
 	}
 	return o
+}
+
+// maskAcross runs the filter over the page's words of o joined (title,
+// visible text, every affordance's text, and snapText: the snapshot's
+// text nodes and attribute values), each field already filtered on its
+// own, so that a value split across two of them is found too. It masks in
+// each field the part of every span the normalized check finds that falls
+// in it, and reports whether the joined text held a value: the snapshot,
+// whose markup cannot be masked in pieces, must then go.
+func maskAcross(set *secrets.Set, snapText string, o *contract.Observation) bool {
+	fields := []*string{&o.State.Title, &o.DOMText}
+	for i := range o.Affordances {
+		fields = append(fields, &o.Affordances[i].Text)
+	}
+	var b strings.Builder
+	starts := make([]int, len(fields))
+	for i, f := range fields {
+		starts[i] = b.Len()
+		b.WriteString(*f)
+		b.WriteByte('\n')
+	}
+	b.WriteString(snapText)
+	joined := b.String()
+	if set.Holding(joined) == "" {
+		return false
+	}
+	spans := set.NormalizedSpans(joined)
+	// Last span first, so that masking a field keeps the offsets of the
+	// spans before it.
+	for k := len(spans) - 1; k >= 0; k-- {
+		sp := spans[k]
+		for i := len(fields) - 1; i >= 0; i-- {
+			f := fields[i]
+			from, to := max(sp.Start, starts[i]), min(sp.End, starts[i]+len(*f))
+			if from >= to {
+				continue
+			}
+			from, to = from-starts[i], to-starts[i]
+			*f = (*f)[:from] + secrets.Placeholder(sp.Name) + (*f)[to:]
+		}
+	}
+	return true
 }
 
 // MaskedSnapshotTag is the one element of the snapshot FilterObservation
@@ -280,10 +326,12 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// snapshotText returns the text nodes of a DOM snapshot (the observer's
-// JSON: an element is [tag, {attributes}, children...], a text node a
-// string child) joined in document order without separators, as inline
-// elements render them side by side; "" for a snapshot that is not JSON.
+// snapshotText returns the attribute values and text nodes of a DOM
+// snapshot (the observer's JSON: an element is [tag, {attributes},
+// children...], a text node a string child) joined in document order
+// without separators, as inline elements render them side by side, an
+// element's attribute values (by attribute name) before its children;
+// "" for a snapshot that is not JSON.
 func snapshotText(snap string) string {
 	if snap == "" {
 		return ""
@@ -311,8 +359,19 @@ func snapshotText(snap string) string {
 			if _, tag := t[0].(string); !tag {
 				return
 			}
-			if _, attrs := t[1].(map[string]any); !attrs {
+			attrs, ok := t[1].(map[string]any)
+			if !ok {
 				return
+			}
+			names := make([]string, 0, len(attrs))
+			for k := range attrs {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, k := range names {
+				if s, ok := attrs[k].(string); ok {
+					b.WriteString(s)
+				}
 			}
 			for _, c := range t[2:] {
 				if s, ok := c.(string); ok {

@@ -346,6 +346,7 @@ func FuzzEncodeObservation(f *testing.F) {
 	f.Add("Title", "text", "snapshot", "#b", "button", "Buy", "click", "", uint16(0), uint8(3), uint8(0), false)
 	f.Add("", "<&>\u2028"+testSecretValue, `"}]`, "", "", "", "", "v", uint16(300), uint8(1), uint8(0), true)
 	f.Add("t", "é", "\xff", "x", "r", "twelve chars", "hover", "\x00", uint16(2000), uint8(9), uint8(170), true)
+	f.Add("s3c", "r3t! x", `{"root":["#document",{},["i",{"title":"s3c","b":7}],["i",{"title":"r3t!"}]],"v":1}`, "#a", "button", "s3cr", "click", "", uint16(900), uint8(2), uint8(0), true)
 	// rep repeats the role and the affordance text, up to past their bounds.
 	f.Fuzz(func(t *testing.T, title, text, snap, sel, role, atext, hint, value string, budget uint16, n, rep uint8, withSecrets bool) {
 		role, atext = strings.Repeat(role, int(rep)%130+1), strings.Repeat(atext, int(rep)+1)

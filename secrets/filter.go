@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // The egress filter. Everything that leaves aegis passes it, in one of two
@@ -54,8 +55,13 @@ func (f *Found) add(name string) {
 // Mask is Redact that also reports what it found: the encoded forms of
 // every value (Forms, longest first) are replaced by the secret's
 // placeholder, then every span the normalized check finds (see
-// NormalizedSpans) is.
-func (s *Set) Mask(text string) (string, Found) {
+// NormalizedSpans; it also finds a value's letters and digits cut short),
+// then every value cut short (see maskCut).
+func (s *Set) Mask(text string) (string, Found) { return s.mask(text, true) }
+
+// mask is Mask; with cut false, it finds whole values only (no value cut
+// short: see Guard).
+func (s *Set) mask(text string, cut bool) (string, Found) {
 	var found Found
 	if s.Len() == 0 || text == "" {
 		return text, found
@@ -66,27 +72,52 @@ func (s *Set) Mask(text string) (string, Found) {
 			found.add(f.name)
 		}
 	}
-	targets := s.normTargets()
-	spans := normalizedSpans(text, targets)
-	if len(spans) == 0 {
+	if spans := normalizedSpans(text, s.normTargets(cut)); len(spans) > 0 {
+		for _, sp := range spans {
+			found.add(sp.Name)
+		}
+		found.Derived = true
+		text = maskSpans(text, spans)
+	}
+	if !cut {
 		return text, found
 	}
-	for _, sp := range spans {
-		found.add(sp.Name)
+	// Last, so that a value the normalized check finds whole is not cut
+	// into a masked start and a rest it no longer knows.
+	for _, name := range s.names {
+		var hit bool
+		if text, hit = maskCut(text, s.values[name], Placeholder(name)); hit {
+			found.add(name)
+		}
 	}
-	found.Derived = true
-	text, _ = maskNormalized(text, targets)
 	return text, found
 }
 
 // Holding returns the first secret (by name) whose value text holds in
-// any form the filter knows: one of its Forms, or its letters and digits
-// by the normalized check. "" when none.
+// any form the filter knows: one of its Forms, its letters and digits by
+// the normalized check, or cut short (see Mask). "" when none.
 func (s *Set) Holding(text string) string {
 	if s.Len() == 0 || text == "" {
 		return ""
 	}
 	_, f := s.Mask(text)
+	if !f.Any() {
+		return ""
+	}
+	return f.Names[0]
+}
+
+// HoldingWhole is Holding for whole values only: one of a secret's Forms
+// or its letters and digits whole by the normalized check, never a value
+// cut short, whose start may be an ordinary word ("password" of
+// "password123"). It judges text aegis itself wrote, or that was filtered
+// before it was bounded: a model request (Guard), a request to the
+// browser.
+func (s *Set) HoldingWhole(text string) string {
+	if s.Len() == 0 || text == "" {
+		return ""
+	}
+	_, f := s.mask(text, false)
 	if !f.Any() {
 		return ""
 	}
@@ -122,4 +153,40 @@ func (s *Set) Refuse(what, value string) error {
 		return &HeldError{Name: name, What: what}
 	}
 	return nil
+}
+
+// maskCut replaces in text every run that starts with the first
+// truncMin(len(value)) bytes of value, extended as far as it keeps
+// matching value, by ph, and reports whether it replaced any. Text cut
+// to a bound (element text, extracted text, a progress line) may end, or
+// go on after a marker, with a value cut anywhere after its first half:
+// that part is as much the secret as the whole. A value no longer than
+// its minimum is left to the forms.
+func maskCut(text, value, ph string) (string, bool) {
+	k := truncMin(len(value))
+	if len(value) <= k || len(text) < k {
+		return text, false
+	}
+	head := value[:k]
+	i := strings.Index(text, head)
+	if i < 0 {
+		return text, false
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	for i >= 0 {
+		n := k
+		for n < len(value) && i+n < len(text) && text[i+n] == value[n] {
+			n++
+		}
+		for n > k && i+n < len(text) && !utf8.RuneStart(text[i+n]) {
+			n-- // a rune matched in its first bytes only is another rune
+		}
+		b.WriteString(text[:i])
+		b.WriteString(ph)
+		text = text[i+n:]
+		i = strings.Index(text, head)
+	}
+	b.WriteString(text)
+	return b.String(), true
 }

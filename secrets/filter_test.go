@@ -3,6 +3,7 @@ package secrets_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestRedactDerived(t *testing.T) {
 		{"upper-cased", "TR0UB4DOR XY 9Z", ph},
 		{"reversed", "z9 yx rod4bu0 rt", ph},
 		{"twice", spaced + " and " + spaced, ph + " and " + ph},
-		{"a prefix only", "Tr0ub4dor", "Tr0ub4dor"},
+		{"a short prefix only", "Tr0ub4d", "Tr0ub4d"},
 		{"short secret not normalized", "a l i c e", "a l i c e"},
 		{"raw short secret", "alice", secrets.Placeholder("USER")},
 		{"JSON as JavaScript writes it (& not escaped)", `{"t":"Tr0ub4dor \"x\\y\" &+ 9z"}`, `{"t":"` + ph + `"}`},
@@ -175,12 +176,19 @@ func FuzzNormalizedSpans(f *testing.F) {
 			}
 			first, _ := utf8.DecodeRuneInString(part)
 			last, _ := utf8.DecodeLastRuneInString(part)
-			if !isAlnum(first) || !isAlnum(last) {
-				t.Fatalf("span %q does not start and end on a letter or digit", part)
+			// Tight: it starts on a letter or digit or the start of an
+			// escape (\uXXXX, &...;, %XX), and ends on a letter or digit
+			// or the end of one.
+			if !isAlnum(first) && !strings.ContainsRune(`\&%`, first) && first < utf8.RuneSelf || !isAlnum(last) && last != ';' && last < utf8.RuneSelf {
+				t.Fatalf("span %q does not start and end on a letter, digit or escape", part)
 			}
+			// The span holds the secret or its start cut short: at
+			// least its first half, and MinNormalizedLen runes.
+			k := max(secrets.MinNormalizedLen, (utf8.RuneCountInString(target)+1)/2)
+			head, revHead := string([]rune(target)[:k]), string(rev[:k])
 			n := secrets.Normalize(part)
-			if !strings.HasPrefix(n, target) && !strings.HasPrefix(n, string(rev)) {
-				t.Fatalf("span %q normalizes to %q, want it to start with %q or %q", part, n, target, string(rev))
+			if !strings.HasPrefix(n, head) && !strings.HasPrefix(n, revHead) {
+				t.Fatalf("span %q normalizes to %q, want it to start with %q or %q", part, n, head, revHead)
 			}
 		}
 		masked, _ := s.Mask(text)
@@ -190,11 +198,144 @@ func FuzzNormalizedSpans(f *testing.F) {
 		for _, sp := range s.NormalizedSpans(masked) {
 			// What is left can only be a match the placeholders' own
 			// letters take part in.
-			if !strings.Contains(secrets.Normalize(masked[sp.Start:sp.End]), "secret") {
+			if !strings.Contains(secrets.Normalize(masked[sp.Start:sp.End]), secrets.Normalize("secret")) {
 				t.Fatalf("masked text %q still holds %q at %+v", masked, target, sp)
 			}
 		}
 	})
 }
 
+// TestMaskCut: a value cut short, at the end of a bounded text or before
+// a cut marker, is masked once at least half of it (and MinNormalizedLen
+// bytes) is there, raw or by the normalized check.
+func TestMaskCut(t *testing.T) {
+	const long = "correct-horse-battery-staple-42" // 31 bytes: its first 16 are enough
+	s, err := secrets.NewSet(map[string]string{"PW": long, "PIN": "12345678x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, pin := secrets.Placeholder("PW"), secrets.Placeholder("PIN")
+	tests := []struct {
+		name, in, want string
+	}{
+		{"cut at the end", "typed: " + long[:20], "typed: " + ph},
+		{"cut before a marker", "typed: " + long[:25] + "…", "typed: " + ph + "…"},
+		{"cut, text going on", "a " + long[:16] + "...] b", "a " + ph + "...] b"},
+		{"cut twice", long[:16] + " " + long[:30], ph + " " + ph},
+		{"less than half", "typed: " + long[:14], "typed: " + long[:14]},
+		{"letters and digits cut short", "typed: C O R R E C T H O R S E B A T", "typed: " + ph},
+		{"letters and digits, less than half", "typed: correct horse", "typed: correct horse"},
+		{"short value: 8 bytes of 9", "pin 12345678", "pin " + pin},
+		{"short value: 7 bytes of 9", "pin 1234567", "pin 1234567"},
+		{"whole value", "pin 12345678x.", "pin " + pin + "."},
+	}
+	for _, tc := range tests {
+		got, found := s.Mask(tc.in)
+		if got != tc.want {
+			t.Errorf("%s: Mask(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+		if found.Any() != (got != tc.in) {
+			t.Errorf("%s: found %+v, but the text changed: %v", tc.name, found, got != tc.in)
+		}
+	}
+}
+
 func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// recorder records each Write it gets; it fails the first fail of them.
+type recorder struct {
+	writes []string
+	fail   int
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.fail > 0 {
+		r.fail--
+		return 0, errors.New("disk full")
+	}
+	r.writes = append(r.writes, string(p))
+	return len(p), nil
+}
+
+// TestWriterLongLine: a line that reaches MaxLineBuffer is written in
+// pieces of that size, one Write of any length included, never held
+// whole; each piece is filtered.
+func TestWriterLongLine(t *testing.T) {
+	s := echoSet(t)
+	ph := secrets.Placeholder("PASSWORD")
+	tests := []struct {
+		name       string
+		writes     []string
+		wantPieces []int // lengths of the writes that reach the underlying writer before Flush
+	}{
+		{"one write of three and a half buffers", []string{strings.Repeat("a", 3*secrets.MaxLineBuffer+5)}, []int{secrets.MaxLineBuffer, secrets.MaxLineBuffer, secrets.MaxLineBuffer}},
+		{"a line, then a long rest", []string{"x\n" + strings.Repeat("b", secrets.MaxLineBuffer)}, []int{2, secrets.MaxLineBuffer}},
+		{"small writes up to the limit", []string{strings.Repeat("c", secrets.MaxLineBuffer-1), "cc"}, []int{secrets.MaxLineBuffer}},
+		{"the value at the start of a piece", []string{echoSecret + strings.Repeat("d", secrets.MaxLineBuffer)}, []int{secrets.MaxLineBuffer - len(echoSecret) + len(ph)}},
+	}
+	for _, tc := range tests {
+		var rec recorder
+		w := secrets.NewWriter(&rec, s)
+		total := 0
+		for _, p := range tc.writes {
+			n, err := w.Write([]byte(p))
+			if err != nil || n != len(p) {
+				t.Fatalf("%s: Write = %d, %v, want %d, nil", tc.name, n, err, len(p))
+			}
+			total += len(p)
+		}
+		var got []int
+		for _, wr := range rec.writes {
+			got = append(got, len(wr))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.wantPieces) {
+			t.Errorf("%s: pieces %v, want %v", tc.name, got, tc.wantPieces)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if out := strings.Join(rec.writes, ""); strings.Contains(out, echoSecret) || len(strings.ReplaceAll(out, ph, echoSecret)) != total {
+			t.Errorf("%s: the output is not the input filtered (%d bytes of %d)", tc.name, len(out), total)
+		}
+	}
+}
+
+// TestWriterError: when the underlying writer fails, Write reports it and
+// drops what it tried to write: the next line is written alone, not with
+// the failed one again.
+func TestWriterError(t *testing.T) {
+	s := echoSet(t)
+	tests := []struct {
+		name  string
+		fail  int
+		lines []string
+		want  []string // the writes that reach the underlying writer
+	}{
+		{"first write fails", 1, []string{"one\n", "two\n"}, []string{"two\n"}},
+		{"nothing fails", 0, []string{"one\n", "two\n"}, []string{"one\n", "two\n"}},
+		{"a held line fails with the next", 1, []string{"par", "tial\n", "next\n"}, []string{"next\n"}},
+	}
+	for _, tc := range tests {
+		rec := &recorder{fail: tc.fail}
+		w := secrets.NewWriter(rec, s)
+		failed := 0
+		for _, l := range tc.lines {
+			n, err := w.Write([]byte(l))
+			if err != nil {
+				failed++
+				if n > len(l) {
+					t.Errorf("%s: Write reported %d of %d bytes", tc.name, n, len(l))
+				}
+			}
+		}
+		if failed != tc.fail {
+			t.Errorf("%s: %d writes failed, want %d", tc.name, failed, tc.fail)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(rec.writes) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: wrote %q, want %q", tc.name, rec.writes, tc.want)
+		}
+	}
+}

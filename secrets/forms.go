@@ -4,10 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/url"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // MinDerivedLen is the shortest value (in bytes) whose derived forms
@@ -33,15 +35,18 @@ type form struct {
 func Forms(value string) []string { return formsOf(value) }
 
 // formsOf returns the ways value may appear in text that left aegis or
-// came back from the page, the raw value first: JSON-escaped (once and
-// twice, a JSON string inside a JSON string; with <, > and & escaped as
-// Go writes them, and left as they are, as JavaScript writes them),
-// percent-encoded (query and path forms and JavaScript's
-// encodeURIComponent, upper- and lower-case hex), HTML-escaped, and for a
-// value of at least MinDerivedLen bytes its base64 encodings (standard
-// and URL alphabets, at each of the three byte alignments inside a longer
-// encoding), its hex (both cases) and the value reversed (raw and
-// JSON-escaped). Duplicates are dropped.
+// came back from the page, the raw value first: JSON-escaped (up to
+// MaxJSONDepth times, a JSON string inside a JSON string; with <, > and &
+// escaped as Go writes them, and left as they are, as JavaScript writes
+// them), percent-encoded once and twice (query and path forms and
+// JavaScript's encodeURIComponent, upper- and lower-case hex),
+// HTML-escaped (the named references Go writes, and numeric references,
+// decimal and hexadecimal in either case, for every character or for
+// those that are not letters or digits), and for a value of at least
+// MinDerivedLen bytes its base64 encodings (standard and URL alphabets, at
+// each of the three byte alignments inside a longer encoding), its hex
+// (both cases) and the value reversed (raw and JSON-escaped). Duplicates
+// are dropped.
 func formsOf(value string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -56,15 +61,29 @@ func formsOf(value string) []string {
 	// them as they are (JavaScript's JSON.stringify, RFC 8785, the DOM
 	// snapshot), once and nested.
 	for _, esc := range []func(string) string{jsonEscape, jsonEscapePlain} {
-		once := esc(value)
-		add(once)
-		add(esc(once))
+		for d, cur := 0, value; d < MaxJSONDepth; d++ {
+			next := esc(cur)
+			if next == cur {
+				break // nothing to escape: every depth is the value
+			}
+			cur = next
+			add(cur)
+		}
 	}
-	for _, p := range []string{url.QueryEscape(value), url.PathEscape(value), uriComponent(value)} {
-		add(p)
-		add(lowerPercent(p))
+	for _, esc := range []func(string) string{url.QueryEscape, url.PathEscape, uriComponent} {
+		// Encoded twice, the second encoding's escapes are %25 (no
+		// letters); the first's hex digits come after them.
+		once, lower := esc(value), lowerPercent(esc(value))
+		add(once)
+		add(lower)
+		add(esc(once))
+		add(esc(lower))
 	}
 	add(html.EscapeString(value))
+	for _, numeric := range []string{"&#%d;", "&#x%x;", "&#x%X;"} {
+		add(htmlNumeric(value, numeric, true))
+		add(htmlNumeric(value, numeric, false))
+	}
 	if len(value) < MinDerivedLen {
 		return out
 	}
@@ -81,6 +100,27 @@ func formsOf(value string) []string {
 	add(jsonEscape(rev))
 	add(jsonEscapePlain(rev))
 	return out
+}
+
+// MaxJSONDepth is how deep Forms lists a value JSON-escaped (a JSON
+// string inside a JSON string, and so on). Deeper escaping is left to the
+// normalized check, which decodes \uXXXX and skips backslashes at any
+// depth (values of at least MinNormalizedLen letters and digits).
+const MaxJSONDepth = 4
+
+// htmlNumeric is value with its runes written as HTML numeric character
+// references in format ("&#%d;", "&#x%x;", "&#x%X;"): every rune, or,
+// with all false, those that are not ASCII letters or digits only.
+func htmlNumeric(value, format string, all bool) string {
+	var b strings.Builder
+	for _, r := range value {
+		if !all && r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			b.WriteRune(r)
+			continue
+		}
+		fmt.Fprintf(&b, format, r)
+	}
+	return b.String()
 }
 
 // jsonEscape is value as encoding/json writes it inside a string, without

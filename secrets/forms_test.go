@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html"
 	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/aegis-run/aegis/secrets"
 )
@@ -46,6 +48,15 @@ func TestRedactEncodings(t *testing.T) {
 		{"hex", "0x" + hex.EncodeToString([]byte(value))},
 		{"hex upper-case", strings.ToUpper(hex.EncodeToString([]byte(value)))},
 		{"reversed", "mirror: " + string(rev)},
+		{"query-encoded twice", "/r?next=" + url.QueryEscape("/login?pw="+url.QueryEscape(value))},
+		{"path-encoded twice, lower-case hex", "/u/" + strings.ToLower(url.PathEscape(url.PathEscape(value)))},
+		{"JSON-escaped three deep (Go)", jsonDeep(value, 3)},
+		{"JSON-escaped four deep (Go)", jsonDeep(value, 4)},
+		{"HTML decimal references", "<p>" + numericRefs(value, "&#%d;", true) + "</p>"},
+		{"HTML hex references, lower case", numericRefs(value, "&#x%x;", true)},
+		{"HTML hex references, upper case", numericRefs(value, "&#x%X;", true)},
+		{"HTML decimal references for specials", numericRefs(value, "&#%d;", false)},
+		{"HTML hex references for specials", numericRefs(value, "&#x%X;", false)},
 	}
 	guard := s.Guard()
 	for _, tc := range tests {
@@ -96,6 +107,88 @@ func TestBase64EveryAlignment(t *testing.T) {
 					t.Errorf("prefix %d, suffix %d: %q not redacted", pre, post, in)
 				}
 			}
+		}
+	}
+}
+
+// jsonDeep is value JSON-encoded depth times, each a string inside the
+// next, as Go writes it (<, > and & as \u003c...).
+func jsonDeep(value string, depth int) string {
+	for range depth {
+		b, _ := json.Marshal(value)
+		value = string(b)
+	}
+	return value
+}
+
+// numericRefs writes value's runes as HTML numeric references: all of
+// them, or only those that are not ASCII letters or digits.
+func numericRefs(value, format string, all bool) string {
+	var b strings.Builder
+	for _, r := range value {
+		if !all && r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(r)
+			continue
+		}
+		fmt.Fprintf(&b, format, r)
+	}
+	return b.String()
+}
+
+// TestNormalizedDecodes: the normalized check decodes escapes (JSON
+// \uXXXX at any depth, HTML references, percent escapes once or twice)
+// and folds compatibility forms (fullwidth) before it compares, so that
+// the escaping's own letters and digits do not hide a value it does not
+// list among its forms; the span masked is the escaped text.
+func TestNormalizedDecodes(t *testing.T) {
+	const value = `Tr0ub4dor&<x> 9z`
+	s, err := secrets.NewSet(map[string]string{"PW": value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := secrets.Placeholder("PW")
+	fullwidth := func(v string) string {
+		var b strings.Builder
+		for _, r := range v {
+			if r > ' ' && r < 0x7f {
+				r += 0xFF01 - '!'
+			}
+			b.WriteRune(r)
+		}
+		return b.String()
+	}
+	deep := jsonDeep(value, 6)
+	from, to := strings.Index(deep, "Tr0ub"), strings.LastIndex(deep, "9z")+2
+	tests := []struct {
+		name, in, want string
+	}{
+		{"JSON six deep", "a " + deep + " b", "a " + deep[:from] + ph + deep[to:] + " b"},
+		{"fullwidth", "you typed " + fullwidth(value) + ".", "you typed " + ph + "."},
+		{"fullwidth, spaced", "ｔ ｒ ０ ｕ ｂ ４ ｄ ｏ ｒ ｘ ９ ｚ", ph},
+		{"HTML named references escaped twice", "x " + html.EscapeString(html.EscapeString(value)), "x " + ph},
+		{"mixed references", "&#84;r&#x30;ub&#X34;dor&amp;&lt;x&gt; 9z", ph},
+		{"percent, spaced", "%54 %72 %30 ub4dor x 9z", ph},
+		{"percent three times", url.QueryEscape(url.QueryEscape(url.QueryEscape(value))), ph},
+		{"percent-encoded UTF-8 letters", "%C3%BC", "%C3%BC"},
+		{"an entity that is not one", "&nosuch; tr0ub", "&nosuch; tr0ub"},
+	}
+	guard := s.Guard()
+	for _, tc := range tests {
+		if got := s.Redact(tc.in); got != tc.want {
+			t.Errorf("%s: Redact(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+		body, _ := json.Marshal(map[string]string{"content": tc.in})
+		if err := guard(body); (err != nil) != (tc.want != tc.in) {
+			t.Errorf("%s: guard = %v, want a refusal %v", tc.name, err, tc.want != tc.in)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"ＡＢＣ①ﬁ", secrets.Normalize("abc1fi")},
+		{`\u0041\\u0062%43%2564&#69;&#x46;&amp;`, secrets.Normalize("AbCdEF")},
+		{"%C3%BC", secrets.Normalize("ü")},
+	} {
+		if got := secrets.Normalize(tc.in); got != tc.want {
+			t.Errorf("Normalize(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -15,19 +15,17 @@ import (
 // only (Forms).
 const MinNormalizedLen = 8
 
-// Normalize returns the letters and digits of s, case-folded: what the
+// Normalize returns the letters and digits of s, escapes decoded,
+// compatibility forms folded and case-folded (see walkNorm): what the
 // normalized check compares. A value a page echoed with separators put
 // in ("s e c r e t", "s-e-c-r-e-t", text split across elements that the
-// observer joins with spaces) or its case changed normalizes like the
-// value itself.
+// observer joins with spaces), its case changed, written in fullwidth
+// letters or escaped (JSON at any depth, HTML references, percent-encoded
+// once or twice) normalizes like the value itself.
 func Normalize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
-	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			b.WriteRune(fold(r))
-		}
-	}
+	walkNorm(s, func(r rune, _, _ int) { b.WriteRune(r) })
 	return b.String()
 }
 
@@ -43,15 +41,45 @@ func fold(r rune) rune {
 }
 
 // normTarget is one string the normalized check looks for: a secret's
-// normalized value, forward or reversed.
+// normalized value, forward or reversed. Any run of the text that starts
+// with its first min bytes (truncMin of its runes) matches, as far as it
+// keeps matching: a value cut short is found too.
 type normTarget struct {
 	text string
 	name string
+	min  int
+}
+
+// truncMin is the shortest part of a value of n bytes or runes that the
+// filter masks when it finds the value cut short (its first truncMin
+// bytes or runes, extended as far as they keep matching): at least
+// MinNormalizedLen and at least half the value. Text is cut to a bound
+// (element text, extracted text, a progress line) with the cut anywhere,
+// so the start of a value at the end of a cut text must go too.
+func truncMin(n int) int { return max(MinNormalizedLen, (n+1)/2) }
+
+// newNormTarget is the target of the normalized text t of secret name;
+// with cut false, it matches t whole only.
+func newNormTarget(t, name string, cut bool) normTarget {
+	if !cut {
+		return normTarget{text: t, name: name, min: len(t)}
+	}
+	k := truncMin(utf8.RuneCountInString(t))
+	end := len(t)
+	for i := range t {
+		if k == 0 {
+			end = i
+			break
+		}
+		k--
+	}
+	return normTarget{text: t, name: name, min: end}
 }
 
 // normTargets lists the normalized values (forward and reversed) of the
-// set's secrets that are at least MinNormalizedLen runes long.
-func (s *Set) normTargets() []normTarget {
+// set's secrets that are at least MinNormalizedLen runes long; with cut
+// false, they match whole values only.
+func (s *Set) normTargets(cut bool) []normTarget {
 	if s.Len() == 0 {
 		return nil
 	}
@@ -61,9 +89,9 @@ func (s *Set) normTargets() []normTarget {
 		if utf8.RuneCountInString(n) < MinNormalizedLen {
 			continue
 		}
-		out = append(out, normTarget{text: n, name: name})
+		out = append(out, newNormTarget(n, name, cut))
 		if r := reverse(n); r != n {
-			out = append(out, normTarget{text: r, name: name})
+			out = append(out, newNormTarget(r, name, cut))
 		}
 	}
 	return out
@@ -83,19 +111,16 @@ func normalizeMapped(s string) normText {
 	b.Grow(len(s))
 	start := make([]int, 0, len(s))
 	end := make([]int, 0, len(s))
-	for i, r := range s {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			continue
-		}
+	walkNorm(s, func(r rune, from, to int) {
 		n := b.Len()
-		b.WriteRune(fold(r))
-		// Every byte of the written rune maps to the original rune's span;
-		// only the first is read.
+		b.WriteRune(r)
+		// Every byte of the written rune maps to the original span; only
+		// the first is read.
 		for range b.Len() - n {
-			start = append(start, i)
-			end = append(end, i+utf8.RuneLen(r))
+			start = append(start, from)
+			end = append(end, to)
 		}
-	}
+	})
 	return normText{norm: b.String(), start: start, end: end}
 }
 
@@ -107,8 +132,8 @@ type Span struct {
 }
 
 // normalizedSpans returns the spans of text whose letters and digits,
-// case-folded, are one of targets, in order and merged where they
-// overlap. A span starts at the first letter or digit of the match and
+// case-folded, are one of targets or its start cut short (at least its
+// first truncMin runes), in order and merged where they overlap. A span starts at the first letter or digit of the match and
 // ends after its last, so the separators around it are kept.
 func normalizedSpans(text string, targets []normTarget) []Span {
 	if len(targets) == 0 || text == "" {
@@ -118,7 +143,7 @@ func normalizedSpans(text string, targets []normTarget) []Span {
 	// does.
 	ns, found := Normalize(text), false
 	for _, t := range targets {
-		found = found || strings.Contains(ns, t.text)
+		found = found || strings.Contains(ns, t.text[:t.min])
 	}
 	if !found {
 		return nil
@@ -126,15 +151,23 @@ func normalizedSpans(text string, targets []normTarget) []Span {
 	nt := normalizeMapped(text)
 	var spans []Span
 	for _, t := range targets {
-		for from := 0; from+len(t.text) <= len(nt.norm); {
-			i := strings.Index(nt.norm[from:], t.text)
+		head := t.text[:t.min]
+		for from := 0; from+len(head) <= len(nt.norm); {
+			i := strings.Index(nt.norm[from:], head)
 			if i < 0 {
 				break
 			}
 			i += from
-			last := i + len(t.text) - 1 // a byte of the match's last rune
-			spans = append(spans, Span{Start: nt.start[i], End: nt.end[last], Name: t.name})
-			from = i + len(t.text)
+			n := len(head)
+			for n < len(t.text) && i+n < len(nt.norm) && nt.norm[i+n] == t.text[n] {
+				n++
+			}
+			// A rune matched only in its first bytes is another rune.
+			for i+n < len(nt.norm) && !utf8.RuneStart(nt.norm[i+n]) {
+				n--
+			}
+			spans = append(spans, Span{Start: nt.start[i], End: nt.end[i+n-1], Name: t.name})
+			from = i + n
 		}
 	}
 	if len(spans) < 2 {
@@ -163,16 +196,12 @@ func normalizedSpans(text string, targets []normTarget) []Span {
 // order, overlapping ones merged: what Redact masks beyond the encoded
 // forms.
 func (s *Set) NormalizedSpans(text string) []Span {
-	return normalizedSpans(text, s.normTargets())
+	return normalizedSpans(text, s.normTargets(true))
 }
 
-// maskNormalized replaces every span the normalized check finds in text
-// by its secret's placeholder, and reports whether it found any.
-func maskNormalized(text string, targets []normTarget) (string, bool) {
-	spans := normalizedSpans(text, targets)
-	if len(spans) == 0 {
-		return text, false
-	}
+// maskSpans replaces every span of text (in order, disjoint) by its
+// secret's placeholder.
+func maskSpans(text string, spans []Span) string {
 	var b strings.Builder
 	b.Grow(len(text))
 	prev := 0
@@ -182,5 +211,5 @@ func maskNormalized(text string, targets []normTarget) (string, bool) {
 		prev = sp.End
 	}
 	b.WriteString(text[prev:])
-	return b.String(), true
+	return b.String()
 }

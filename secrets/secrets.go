@@ -15,8 +15,8 @@
 //     that holds a value, with a *HeldError naming the secret;
 //   - (*Set).Guard returns a function the llm client runs over every request
 //     body before it is sent: it refuses a body in which any known value
-//     appears, raw, in any JSON escaping, or in one of the encodings
-//     Redact knows.
+//     appears whole, in one of its Forms or by the normalized check, in
+//     the raw body or in any of its strings once decoded.
 //
 // A secret is bound to the origins it may be typed on (Secret, Origins):
 // the policy lets a secret be typed only into a field that is sensitive by
@@ -240,13 +240,16 @@ func (s *Set) lookup(name string) (string, bool) {
 // Redact is the egress filter for free text (see Mask): it replaces every
 // occurrence of a secret value in text, raw or in one of its common
 // encodings (Forms), by the secret's placeholder, longest forms first,
-// then masks every span whose letters and digits, case-folded, spell a
-// secret of at least MinNormalizedLen of them, forward or reversed (the
-// normalized check: a value spaced out or split across elements). Use it
-// on anything that came back from the page or leaves aegis as text. A
-// value the page transformed otherwise (encrypted, re-encoded in a way
-// Forms does not list, or shorter than MinNormalizedLen and split) is
-// beyond it.
+// then masks every span whose letters and digits, once escapes are
+// decoded and compatibility forms and case folded (see Normalize), spell
+// a secret of at least MinNormalizedLen of them, forward or reversed (the
+// normalized check: a value spaced out, split across elements, escaped
+// deeper than Forms lists), then every value cut short by a bound on the
+// text (its first half at least, see maskCut). Use it on anything that
+// came back from the page or leaves aegis as text. A value the page
+// transformed otherwise (encrypted, re-encoded in a way Forms does not
+// list, or shorter than MinNormalizedLen and split, spaced out or
+// escaped deeper) is beyond it.
 func (s *Set) Redact(text string) string {
 	masked, _ := s.Mask(text)
 	return masked
@@ -271,26 +274,28 @@ var ErrLeak = errors.New("secrets: secret value in a request to the model")
 func (e *LeakError) Is(target error) bool { return target == ErrLeak }
 
 // Guard returns a function that refuses (with a *LeakError) any body in
-// which the value of one of the set's secrets appears, raw or in one of the
-// encodings Redact knows: in the raw bytes, or in any string or object key
-// of the body once decoded as JSON, so that no escaping (\", \u0041, \/)
-// hides a value. Give it to llm.Config.Guard. A
-// nil or empty set gives a guard that accepts everything.
+// which the value of one of the set's secrets appears: one of its Forms
+// in the raw bytes, or, in any string or object key of the body once
+// decoded as JSON (so that no escaping, \", \u0041, \/, hides a value),
+// one of its Forms or its letters and digits by the normalized check
+// (escapes decoded at any depth, compatibility forms and case folded: see
+// Normalize). It looks for whole values only: a value cut short is masked
+// where the text was bounded, before it went into the request, and the
+// start of a value can be a word of aegis's own prompt ("password" of
+// "password123"). Give it to llm.Config.Guard. A nil or empty set gives a
+// guard that accepts everything.
 func (s *Set) Guard() func(body []byte) error {
 	if s.Len() == 0 {
 		return func([]byte) error { return nil }
 	}
-	forms := append([]form(nil), s.forms...)
 	check := func(text string) error {
-		for _, f := range forms {
-			if strings.Contains(text, f.text) {
-				return &LeakError{Name: f.name}
-			}
+		if name := s.HoldingWhole(text); name != "" {
+			return &LeakError{Name: name}
 		}
 		return nil
 	}
 	return func(body []byte) error {
-		for _, f := range forms {
+		for _, f := range s.forms {
 			if bytes.Contains(body, []byte(f.text)) {
 				return &LeakError{Name: f.name}
 			}

@@ -138,6 +138,12 @@ func TestGuard(t *testing.T) {
 		{"in a key", `{"alice":1}`, "USER"},
 		{"not JSON, raw", `user=alice`, "USER"},
 		{"empty", ``, ""},
+		{"spaced out in a string", `{"c":"you typed p a s s w 0 r d"}`, "PASSWORD"},
+		{"fullwidth", `{"c":"ｐａｓｓｗ０ｒｄ"}`, "PASSWORD"},
+		{"JSON five strings deep", `{"c":` + nestJSON(`pa"ss<w0rd>`, 5) + `}`, "PASSWORD"},
+		{"HTML references in a string", `{"c":"pa&quot;ss&#60;w0rd&#x3E;"}`, "PASSWORD"},
+		{"percent twice in a string", `{"c":"/r?u=pa%2522ss%253Cw0rd%253E"}`, "PASSWORD"},
+		{"cut short: whole values only", `{"c":"pa\"ss<w0"}`, ""},
 	}
 	for _, tc := range tests {
 		err := g([]byte(tc.body))
@@ -155,4 +161,14 @@ func TestGuard(t *testing.T) {
 	if err := empty.Guard()([]byte("anything")); err != nil {
 		t.Errorf("empty guard refused: %v", err)
 	}
+}
+
+// nestJSON is value JSON-encoded depth times, each a string inside the
+// next.
+func nestJSON(value string, depth int) string {
+	for range depth {
+		b, _ := json.Marshal(value)
+		value = string(b)
+	}
+	return value
 }

@@ -8,7 +8,9 @@ import (
 
 // MaxLineBuffer is the most a Writer holds back waiting for the end of a
 // line: a longer line is filtered and written in pieces of this size, so
-// a value split across two pieces by the cut is beyond the filter.
+// a value split across two pieces by the cut is beyond the filter but
+// for its start, masked in the first piece when at least half of it is
+// there (see Set.Mask).
 const MaxLineBuffer = 1 << 20
 
 // Writer is an io.Writer that passes what is written to it through the
@@ -30,24 +32,33 @@ type Writer struct {
 func NewWriter(w io.Writer, set *Set) *Writer { return &Writer{w: w, set: set} }
 
 // Write filters and writes every whole line of p (with what was held back
-// before it) and holds back the rest. It reports len(p) written unless the
-// underlying writer fails.
+// before it) and holds back the rest, taking p in pieces so that no more
+// than MaxLineBuffer bytes are ever held: a line that reaches that size
+// is written in pieces of it. It reports len(p) written unless the
+// underlying writer fails: then it reports the bytes of p it took, and
+// what it tried to write is dropped, not written again with the next line.
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	end := bytes.LastIndexByte(w.buf, '\n') + 1
-	if end == 0 && len(w.buf) < MaxLineBuffer {
-		return len(p), nil
+	n := 0
+	for len(p) > 0 {
+		take := min(MaxLineBuffer-len(w.buf), len(p))
+		w.buf = append(w.buf, p[:take]...)
+		p, n = p[take:], n+take
+		end := bytes.LastIndexByte(w.buf, '\n') + 1
+		if end == 0 {
+			if len(w.buf) < MaxLineBuffer {
+				break // p is all taken: the line waits for its end
+			}
+			end = len(w.buf)
+		}
+		err := w.emit(w.buf[:end])
+		w.buf = append(w.buf[:0], w.buf[end:]...)
+		if err != nil {
+			return n, err
+		}
 	}
-	if end == 0 {
-		end = MaxLineBuffer
-	}
-	if err := w.emit(w.buf[:end]); err != nil {
-		return 0, err
-	}
-	w.buf = append(w.buf[:0], w.buf[end:]...)
-	return len(p), nil
+	return n, nil
 }
 
 // Flush filters and writes what was held back (an unfinished line, such

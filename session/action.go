@@ -39,7 +39,7 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 				return outcome{}, &e
 			}
 			code := driver.CodeOf(err)
-			msg := driverMessage(err)
+			msg := driverMessage(r.cfg.Secrets, err)
 			report.Error = string(code) + ": " + msg
 			r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
 			r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackError, Code: string(code), Message: "the target could not be resolved on the page: " + msg})
@@ -216,9 +216,9 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		}
 		code, msg := contract.CodeInternal, "the driver failed"
 		if res.Error != nil {
-			code, msg = res.Error.Code, res.Error.Message
+			code, msg = res.Error.Code, bound(r.cfg.Secrets.Redact(res.Error.Message), 1000)
 		} else if actErr != nil {
-			code, msg = driver.CodeOf(actErr), driverMessage(actErr)
+			code, msg = driver.CodeOf(actErr), driverMessage(r.cfg.Secrets, actErr)
 		}
 		if code == contract.CodeTargetChanged {
 			// Not a policy violation, and nothing was done: the decision

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/aegis-run/aegis/contract"
@@ -27,6 +28,19 @@ func filterTarget(set *secrets.Set, el *contract.Element) *contract.Element {
 	t := *el
 	t.Name, t.ID, t.Label, t.Text = set.Redact(t.Name), set.Redact(t.ID), set.Redact(t.Label), set.Redact(t.Text)
 	return &t
+}
+
+// driverMessage returns a driver error's message without its code,
+// filtered (the driver may quote page text or a selector holding a
+// value) and then bounded: filtered first, so that the bound does not cut
+// a value short of what the filter recognises.
+func driverMessage(set *secrets.Set, err error) string {
+	msg := err.Error()
+	var de *driver.Error
+	if errors.As(err, &de) {
+		msg = de.ToolError().Message
+	}
+	return bound(set.Redact(msg), 1000)
 }
 
 // filterEvent returns ev with the secret values in its free text (URL,

@@ -3,12 +3,10 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
-	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/internal/text"
 )
 
@@ -261,15 +259,6 @@ func (r *run) output(end ending, res Result) contract.Output {
 // cut.
 func bound(s string, n int) string {
 	return text.Ellipsize(strings.ToValidUTF8(s, "\uFFFD"), n)
-}
-
-// driverMessage returns a driver error's message without its code.
-func driverMessage(err error) string {
-	var de *driver.Error
-	if errors.As(err, &de) {
-		return bound(de.ToolError().Message, 1000)
-	}
-	return bound(err.Error(), 1000)
 }
 
 // actionSummary says what an executed action did, for the action event.
