@@ -157,24 +157,25 @@ func (s *Set) Refuse(what, value string) error {
 
 // maskCut replaces in text every run that starts with the first
 // truncMin(len(value)) bytes of value, extended as far as it keeps
-// matching value, by ph, and reports whether it replaced any. Text cut
-// to a bound (element text, extracted text, a progress line) may end, or
-// go on after a marker, with a value cut anywhere after its first half:
-// that part is as much the secret as the whole. A value no longer than
-// its minimum is left to the forms.
+// matching value, by ph, where the text was cut after it (atCut), or
+// anywhere once the run is anywhereMin bytes long, and reports whether it
+// replaced any. Text cut to a bound (element text, extracted text, a
+// progress line) may end, or go on after a marker, with a value cut
+// anywhere after its first half: that part is as much the secret as the
+// whole. A value no longer than its minimum is left to the forms.
 func maskCut(text, value, ph string) (string, bool) {
 	k := truncMin(len(value))
 	if len(value) <= k || len(text) < k {
 		return text, false
 	}
-	head := value[:k]
-	i := strings.Index(text, head)
-	if i < 0 {
-		return text, false
-	}
+	head, anywhere := value[:k], anywhereMin(len(value))
 	var b strings.Builder
-	b.Grow(len(text))
-	for i >= 0 {
+	hit := false
+	for {
+		i := strings.Index(text, head)
+		if i < 0 {
+			break
+		}
 		n := k
 		for n < len(value) && i+n < len(text) && text[i+n] == value[n] {
 			n++
@@ -182,10 +183,20 @@ func maskCut(text, value, ph string) (string, bool) {
 		for n > k && i+n < len(text) && !utf8.RuneStart(text[i+n]) {
 			n-- // a rune matched in its first bytes only is another rune
 		}
+		if n < len(value) && n < anywhere && !atCut(text[i+n:]) {
+			// A part of the value, not where a text was cut: the
+			// start of a value may be an ordinary word.
+			b.WriteString(text[:i+1])
+			text = text[i+1:]
+			continue
+		}
+		hit = true
 		b.WriteString(text[:i])
 		b.WriteString(ph)
 		text = text[i+n:]
-		i = strings.Index(text, head)
+	}
+	if !hit {
+		return b.String() + text, false
 	}
 	b.WriteString(text)
 	return b.String(), true

@@ -207,10 +207,11 @@ func FuzzNormalizedSpans(f *testing.F) {
 
 // TestMaskCut: a value cut short, at the end of a bounded text or before
 // a cut marker, is masked once at least half of it (and MinNormalizedLen
-// bytes) is there, raw or by the normalized check.
+// bytes) is there, raw or by the normalized check; elsewhere once three
+// quarters of it are, so that an ordinary word a value starts with stays.
 func TestMaskCut(t *testing.T) {
 	const long = "correct-horse-battery-staple-42" // 31 bytes: its first 16 are enough
-	s, err := secrets.NewSet(map[string]string{"PW": long, "PIN": "12345678x"})
+	s, err := secrets.NewSet(map[string]string{"PW": long, "PIN": "12345678x", "WORD": "password-2024!xyz"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,11 @@ func TestMaskCut(t *testing.T) {
 		{"cut at the end", "typed: " + long[:20], "typed: " + ph},
 		{"cut before a marker", "typed: " + long[:25] + "…", "typed: " + ph + "…"},
 		{"cut, text going on", "a " + long[:16] + "...] b", "a " + ph + "...] b"},
-		{"cut twice", long[:16] + " " + long[:30], ph + " " + ph},
+		{"cut twice", long[:16] + "… " + long[:30], ph + "… " + ph},
+		{"half, text going on", long[:16] + " and more", long[:16] + " and more"},
+		{"three quarters, text going on", long[:24] + " but more", ph + " but more"},
+		{"a word a value starts with", "Password: (8 characters)", "Password: (8 characters)"},
+		{"that word cut short at the end", "typed: password-20", "typed: " + secrets.Placeholder("WORD")},
 		{"less than half", "typed: " + long[:14], "typed: " + long[:14]},
 		{"letters and digits cut short", "typed: C O R R E C T H O R S E B A T", "typed: " + ph},
 		{"letters and digits, less than half", "typed: correct horse", "typed: correct horse"},

@@ -41,39 +41,73 @@ func fold(r rune) rune {
 }
 
 // normTarget is one string the normalized check looks for: a secret's
-// normalized value, forward or reversed. Any run of the text that starts
+// normalized value, forward or reversed. A run of the text that starts
 // with its first min bytes (truncMin of its runes) matches, as far as it
-// keeps matching: a value cut short is found too.
+// keeps matching, where a text was cut (atCut), and anywhere from its
+// first anywhere bytes (anywhereMin of its runes) on: a value cut short is
+// found too.
 type normTarget struct {
-	text string
-	name string
-	min  int
+	text     string
+	name     string
+	min      int
+	anywhere int
 }
 
 // truncMin is the shortest part of a value of n bytes or runes that the
 // filter masks when it finds the value cut short (its first truncMin
-// bytes or runes, extended as far as they keep matching): at least
-// MinNormalizedLen and at least half the value. Text is cut to a bound
-// (element text, extracted text, a progress line) with the cut anywhere,
-// so the start of a value at the end of a cut text must go too.
+// bytes or runes, extended as far as they keep matching) where a text was
+// cut (atCut): at least MinNormalizedLen and at least half the value.
+// Text is cut to a bound (element text, extracted text, a progress line)
+// with the cut anywhere, so the start of a value at the end of a cut text
+// must go too. Elsewhere a part of a value is masked from anywhereMin on:
+// the start of a value may be an ordinary word ("password" of
+// "password-2024!"), which page text holds anywhere.
 func truncMin(n int) int { return max(MinNormalizedLen, (n+1)/2) }
+
+// anywhereMin is the shortest part of a value of n bytes or runes the
+// filter masks wherever it finds it: three quarters of the value, at
+// least truncMin.
+func anywhereMin(n int) int { return max(truncMin(n), (3*n+3)/4) }
+
+// cutMarkers are what the drivers, the observer and the session append
+// where they cut a text to its bound.
+var cutMarkers = []string{"…", "...", "[aegis: text truncated]", "#truncated"}
+
+// atCut reports whether rest, the text after a part of a value, is where
+// a text was cut: nothing but spaces, or a cut marker, follows.
+func atCut(rest string) bool {
+	rest = strings.TrimLeft(rest, " \t\r\n")
+	if rest == "" {
+		return true
+	}
+	for _, m := range cutMarkers {
+		if strings.HasPrefix(rest, m) {
+			return true
+		}
+	}
+	return false
+}
 
 // newNormTarget is the target of the normalized text t of secret name;
 // with cut false, it matches t whole only.
 func newNormTarget(t, name string, cut bool) normTarget {
 	if !cut {
-		return normTarget{text: t, name: name, min: len(t)}
+		return normTarget{text: t, name: name, min: len(t), anywhere: len(t)}
 	}
-	k := truncMin(utf8.RuneCountInString(t))
-	end := len(t)
+	runes := utf8.RuneCountInString(t)
+	return normTarget{text: t, name: name, min: runePrefix(t, truncMin(runes)), anywhere: runePrefix(t, anywhereMin(runes))}
+}
+
+// runePrefix is the length in bytes of the first k runes of t (all of t
+// when it has fewer).
+func runePrefix(t string, k int) int {
 	for i := range t {
 		if k == 0 {
-			end = i
-			break
+			return i
 		}
 		k--
 	}
-	return normTarget{text: t, name: name, min: end}
+	return len(t)
 }
 
 // normTargets lists the normalized values (forward and reversed) of the
@@ -166,7 +200,12 @@ func normalizedSpans(text string, targets []normTarget) []Span {
 			for i+n < len(nt.norm) && !utf8.RuneStart(nt.norm[i+n]) {
 				n--
 			}
-			spans = append(spans, Span{Start: nt.start[i], End: nt.end[i+n-1], Name: t.name})
+			end := nt.end[i+n-1]
+			if n < len(t.text) && n < t.anywhere && !atCut(text[end:]) {
+				from = i + 1 // a part of the value, not where a text was cut
+				continue
+			}
+			spans = append(spans, Span{Start: nt.start[i], End: end, Name: t.name})
 			from = i + n
 		}
 	}
