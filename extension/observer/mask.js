@@ -40,6 +40,31 @@
   const taintHas = WeakSet.prototype.has;
   const taintAdd = WeakSet.prototype.add;
   const boxOf = root.Element ? root.Element.prototype.getBoundingClientRect : null;
+  // The isConnected getter of Node.prototype (a page may give an element
+  // an own isConnected that says false), and what contentBox measures
+  // with. Applied to an element of a same-origin frame they work as well:
+  // the frame's own prototypes, which its scripts may have changed, are
+  // not used.
+  const protoGet = (proto, k) => {
+    try {
+      const d = proto ? ownDesc(proto, k) : null;
+      return d && typeof d.get === 'function' ? d.get : null;
+    } catch (e) { return null; }
+  };
+  const connectedGet = protoGet(root.Node && root.Node.prototype, 'isConnected');
+  const RangeOf = typeof root.Range === 'function' ? root.Range : null;
+  const rangeSelect = RangeOf ? RangeOf.prototype.selectNodeContents : null;
+  const rangeBox = RangeOf ? RangeOf.prototype.getBoundingClientRect : null;
+  const arrPop = Array.prototype.pop;
+  // The DOMRect getters the boxes are read with (a page may redefine
+  // DOMRectReadOnly.prototype.width to say 0).
+  const RP = root.DOMRectReadOnly ? root.DOMRectReadOnly.prototype : null;
+  const rectGet = { __proto__: null, left: protoGet(RP, 'left'), top: protoGet(RP, 'top'), width: protoGet(RP, 'width'), height: protoGet(RP, 'height') };
+  // sides reads the box r (a DOMRect) with those getters.
+  function sides(r) {
+    const g = (k) => (rectGet[k] ? apply(rectGet[k], r, []) : r[k]);
+    return { __proto__: null, left: +g('left'), top: +g('top'), width: +g('width'), height: +g('height') };
+  }
   const sizeGet = (k) => {
     try {
       const d = Object.getOwnPropertyDescriptor(root, k);
@@ -76,7 +101,11 @@
   function taint(el) {
     if (tainted(el)) return;
     apply(taintAdd, taintSet, [el]);
-    taintList[taintList.length] = el;
+    put(taintList, el);
+  }
+
+  function connected(el) {
+    try { return connectedGet ? apply(connectedGet, el, []) === true : el.isConnected === true; } catch (e) { return false; }
   }
 
   // MAX_MASKS bounds the boxes one maskRects reports; a page with more
@@ -94,9 +123,10 @@
     const t = lname(el);
     if (t === 'input' || t === 'textarea' || t === 'select') return null;
     try {
-      const range = el.ownerDocument.createRange();
-      range.selectNodeContents(el);
-      return range.getBoundingClientRect();
+      if (!RangeOf) return null;
+      const range = new RangeOf();
+      apply(rangeSelect, range, [el]);
+      return apply(rangeBox, range, []);
     } catch (e) { return null; }
   }
 
@@ -111,16 +141,20 @@
     return result(() => {
       const opts = normOpts(o);
       const isSensitive = makeSensitive(opts.sensitive);
-      const rects = [], taintRects = [];
-      const addTo = (list, r, off) => {
+      // The lists and boxes have no prototype and grow by put: a page's
+      // Array.prototype setters, push or toJSON do not reach them.
+      const rects = bare(), taintRects = bare();
+      const addTo = (list, rect, off) => {
+        let r = null;
+        try { r = rect ? sides(rect) : null; } catch (e) { throw new Fail('internal', 'a box to mask cannot be read: the screenshot is refused'); }
         if (!(r && r.width > 0 && r.height > 0)) return;
         if (rects.length + taintRects.length >= MAX_MASKS) throw new Fail('internal', 'more than ' + MAX_MASKS + ' fields to mask: the screenshot is refused');
-        list[list.length] = { x: r.left + off.x, y: r.top + off.y, width: r.width, height: r.height };
+        put(list, { __proto__: null, x: r.left + off.x, y: r.top + off.y, width: r.width, height: r.height });
       };
       const add = (r, off) => addTo(rects, r, off);
       for (let i = 0; i < taintList.length; i++) {
         const el = taintList[i];
-        if (!el.isConnected) continue;
+        if (!connected(el)) continue;
         const off = frameOffset(el);
         addTo(taintRects, box(el), off);
         addTo(taintRects, contentBox(el), off);
@@ -128,12 +162,15 @@
       const max = LIMITS.maxElements[1];
       let walked = 0;
       // Items: [node, frame offset, inside a tainted element].
-      const stack = [[root.document, { x: 0, y: 0 }, false]];
+      const stack = bare();
+      const push = (n, off, inTaint) => put(stack, { __proto__: null, n, off, inTaint });
+      push(root.document, { x: 0, y: 0 }, false);
       while (stack.length) {
-        const [n, off, inTaint] = stack.pop();
+        const it = apply(arrPop, stack, []);
+        const n = it.n, off = it.off, inTaint = it.inTaint;
         if (n.nodeType === 9 || n.nodeType === 11) {
           const kids = n.childNodes;
-          for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], off, inTaint]);
+          for (let i = kids.length - 1; i >= 0; i--) push(kids[i], off, inTaint);
           continue;
         }
         if (!isElement(n)) continue;
@@ -143,18 +180,18 @@
         const under = inTaint || t;
         if (isFrame(n)) {
           const fd = frameDoc(n);
-          if (fd && fd.documentElement) stack.push([fd, frameOffset(fd.documentElement), under]);
+          if (fd && fd.documentElement) push(fd, frameOffset(fd.documentElement), under);
           continue;
         }
-        if (n.shadowRoot) stack.push([n.shadowRoot, off, under]);
+        if (n.shadowRoot) push(n.shadowRoot, off, under);
         const kids = n.childNodes;
-        for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], off, under]);
+        for (let i = kids.length - 1; i >= 0; i--) push(kids[i], off, under);
       }
       let vw = 0, vh = 0;
       try {
         vw = innerW ? apply(innerW, root, []) : root.innerWidth;
         vh = innerH ? apply(innerH, root, []) : root.innerHeight;
       } catch (e) { vw = 0; vh = 0; }
-      return { rects, taint: taintRects, vw: Number(vw) || 0, vh: Number(vh) || 0 };
+      return { __proto__: null, rects, taint: taintRects, vw: (+vw) || 0, vh: (+vh) || 0 };
     });
   }

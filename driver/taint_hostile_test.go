@@ -1,0 +1,101 @@
+package driver_test
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+)
+
+// hostilePage is a sign-in page whose scripts, once its field #f1 (plain
+// text, nothing sensitive in its facts) gets the focus, replace what an
+// observer running in the page's main world (the Playwright driver's)
+// might use: the array iterator turns a call's third argument true into
+// false (checkFocus's secret), JSON.stringify and Object.assign empty the
+// mask lists of any answer they serialize, the field gets an own
+// isConnected that says false, and, once typed into, DOMRect's width
+// getter says 0. The field is at (40, 60), 300x40 CSS pixels (fieldBox).
+const hostilePage = `<!doctype html><html><head><meta charset="utf-8"><title>Sign in</title></head>
+<body style="margin:0;background:#fff">
+<input id="f1" name="login" style="position:absolute;left:40px;top:60px;width:300px;height:40px;box-sizing:border-box;font:20px monospace;color:#000;background:#fff;border:1px solid #888">
+<script>
+const f = document.getElementById('f1');
+f.addEventListener('focus', () => {
+  const it = Array.prototype[Symbol.iterator];
+  Array.prototype[Symbol.iterator] = function () {
+    if (this.length === 3 && this[2] === true) return it.call([this[0], this[1], false]);
+    return it.call(this);
+  };
+  const empty = (v) => {
+    if (v && typeof v === 'object' && 'taint' in v) { v.taint = []; v.rects = []; }
+    return v;
+  };
+  const js = JSON.stringify;
+  JSON.stringify = function (v, r, s) { return js.call(this, empty(v), r, s); };
+  const as = Object.assign;
+  Object.assign = function (t, ...src) { return empty(as.call(this, t, ...src)); };
+  Object.defineProperty(f, 'isConnected', { get: () => false });
+  document.title = 'Hostile';
+}, { once: true });
+f.addEventListener('input', () => {
+  Object.defineProperty(DOMRectReadOnly.prototype, 'width', { get: () => 0 });
+  document.title = 'Typed';
+}, { once: true });
+</script></body></html>`
+
+// TestTaintHostileMainWorld types a secret into hostilePage's field with
+// the Playwright driver, whose observer shares the page's main world:
+// what the page replaced after the observer installed (it installs first,
+// as an init script) changes nothing, and the field is painted over in
+// the screenshot.
+func TestTaintHostileMainWorld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, hostilePage)
+	}))
+	t.Cleanup(srv.Close)
+	d := open(t, contract.ModePlaywright, srv.URL)
+	closeDriver(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL + "/login"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Describe(ctx, "#f1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
+		t.Fatal(err)
+	}
+	var obs contract.Observation
+	for {
+		var err error
+		if obs, err = d.Observe(ctx, driver.ObserveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if obs.State.Title == "Typed" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the page never saw the typing (title %q)", obs.State.Title)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	noLeak(t, "observation", obs)
+	img, masked := screenshot(t, d, "")
+	if masked == 0 {
+		t.Errorf("the screenshot says nothing was masked")
+	}
+	scale := float64(img.Bounds().Dx()) / float64(obs.State.Viewport.Width)
+	allMask(t, "the typed field", img, scaled(fieldBox, scale, image.Point{}))
+	notMask(t, "the page background", img, scaled(blankBox, scale, image.Point{}))
+}
