@@ -33,7 +33,7 @@ type pwDriver struct {
 	bctx    playwright.BrowserContext
 	global  string
 	script  string
-	expr    string // callExprFor(global)
+	expr    string          // callExprFor(global)
 	allowed map[string]bool // the boundary runs when it is not empty (effects.go)
 	proxy   *filterProxy    // the boundary with a local browser: every request goes through it
 
