@@ -22,7 +22,9 @@ import (
 // page cannot undo painting done here, after the capture; the observer
 // measures tainted elements directly (not by a walk a page could
 // mislead) with the box getter it took before page scripts ran, and a
-// screenshot during which one of them moved is refused. A page
+// screenshot during which one of them moved is refused, as is one where
+// a tainted element may be drawn outside its box (a reflection, a shadow,
+// a filter, a scaled frame: the observer's outsideOf). A page
 // with more fields or elements than the observer walks makes the
 // screenshot fail: it is never stored unmasked. Fields in cross-origin
 // frames are out of the observer's reach, and are not masked (no secret

@@ -108,6 +108,74 @@
     try { return connectedGet ? apply(connectedGet, el, []) === true : el.isConnected === true; } catch (e) { return false; }
   }
 
+  // Drawn outside its box. A tainted element, or an element it is inside,
+  // may be drawn with a style that paints its content (the secret)
+  // somewhere its box does not cover: a reflection, a shadow, a filter
+  // (drop-shadow, blur), a blend with what is around it, or a mask or
+  // clip-path (an SVG one may paint elsewhere). Inside a frame, a frame
+  // element (or an element around it) that is scaled, rotated, skewed or
+  // zoomed draws the frame's content at other coordinates than its
+  // offset says. maskRects refuses the screenshot then (outsideOf): it
+  // does not guess where the pixels went. The style is read with the
+  // getComputedStyle and getPropertyValue taken at install.
+  const gcs = typeof root.getComputedStyle === 'function' ? root.getComputedStyle : null;
+  const propOf = root.CSSStyleDeclaration ? root.CSSStyleDeclaration.prototype.getPropertyValue : null;
+  const reTest = RegExp.prototype.test;
+  // PAINT_PROPS: [property, the only value that keeps the content in the
+  // box] for the element and every element around it.
+  const PAINT_PROPS = [
+    ['filter', 'none'], ['-webkit-box-reflect', 'none'], ['text-shadow', 'none'],
+    ['mask-image', 'none'], ['clip-path', 'none'], ['mix-blend-mode', 'normal'],
+  ];
+  // FRAME_PROPS: the same for a frame element on the way up and the
+  // elements around it; a transform may only translate (its box, and with
+  // it the frame's offset, moves; its content is not scaled).
+  const FRAME_PROPS = [['scale', 'none'], ['rotate', 'none'], ['zoom', '1']];
+  const TRANSLATION = /^(none|matrix\(1, 0, 0, 1, [-0-9.e]+, [-0-9.e]+\))$/;
+
+  function cssOf(el, p) {
+    let v = null;
+    try {
+      const st = gcs ? apply(gcs, root, [el]) : winOf(el).getComputedStyle(el);
+      v = propOf ? apply(propOf, st, [p]) : st.getPropertyValue(p);
+    } catch (e) { v = null; }
+    if (typeof v !== 'string') throw new Fail('internal', 'the style of a field a secret was typed into cannot be read: the screenshot is refused');
+    return v;
+  }
+
+  // outsideOf returns why el may be drawn outside its box (see above), or
+  // '' when it is not.
+  function outsideOf(el) {
+    let n = el, framed = false, guard = 0;
+    while (n && guard++ < 4096) {
+      if (isElement(n)) {
+        for (let i = 0; i < PAINT_PROPS.length; i++) {
+          const p = PAINT_PROPS[i][0], v = cssOf(n, p);
+          if (v !== '' && v !== PAINT_PROPS[i][1]) return p + ': ' + cut(v, 64) + ' on ' + short(n);
+        }
+        if (framed) {
+          for (let i = 0; i < FRAME_PROPS.length; i++) {
+            const p = FRAME_PROPS[i][0], v = cssOf(n, p);
+            if (v !== '' && v !== FRAME_PROPS[i][1]) return p + ': ' + cut(v, 64) + ' on ' + short(n) + ', around a frame';
+          }
+          const tf = cssOf(n, 'transform');
+          if (!apply(reTest, TRANSLATION, [tf])) return 'transform: ' + cut(tf, 64) + ' on ' + short(n) + ', around a frame';
+        }
+      }
+      if (n.parentNode) { n = n.parentNode; continue; }
+      if (n.nodeType === 11 && n.host) { n = n.host; continue; }
+      if (n.nodeType === 9) {
+        let fe = null;
+        try { fe = n.defaultView ? n.defaultView.frameElement : null; } catch (e) { fe = null; }
+        n = fe;
+        framed = true;
+        continue;
+      }
+      break;
+    }
+    return '';
+  }
+
   // MAX_MASKS bounds the boxes one maskRects reports; a page with more
   // sensitive fields than this (or more elements than the walk's ceiling)
   // cannot be masked, and its screenshot fails rather than go out unmasked.
@@ -155,6 +223,8 @@
       for (let i = 0; i < taintList.length; i++) {
         const el = taintList[i];
         if (!connected(el)) continue;
+        const why = outsideOf(el);
+        if (why) throw new Fail('internal', 'a field a secret was typed into may be drawn outside its box (' + why + '): the screenshot is refused');
         const off = frameOffset(el);
         addTo(taintRects, box(el), off);
         addTo(taintRects, contentBox(el), off);
