@@ -49,6 +49,15 @@ f.addEventListener('input', () => {
 }, { once: true });
 </script></body></html>`
 
+// resizedPage says its window is 300x200 CSS pixels (it assigns
+// innerWidth and innerHeight, which replaces them for page scripts) and
+// holds a field of 300x40 at (40, 60), which reaches past that.
+const resizedPage = `<!doctype html><html><head><meta charset="utf-8"><title>Sign in</title>
+<script>window.innerWidth = 300; window.innerHeight = 200;</script></head>
+<body style="margin:0;background:#fff">
+<input id="f1" name="login" style="position:absolute;left:40px;top:60px;width:300px;height:40px;box-sizing:border-box;font:20px monospace;border:1px solid #888">
+</body></html>`
+
 // TestTaintHostileMainWorld types a secret into hostilePage's field with
 // the Playwright driver, whose observer shares the page's main world:
 // what the page replaced after the observer installed (it installs first,
@@ -60,6 +69,10 @@ func TestTaintHostileMainWorld(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path == "/resized" {
+			fmt.Fprint(w, resizedPage)
+			return
+		}
 		fmt.Fprint(w, hostilePage)
 	}))
 	t.Cleanup(srv.Close)
@@ -98,4 +111,25 @@ func TestTaintHostileMainWorld(t *testing.T) {
 	scale := float64(img.Bounds().Dx()) / float64(obs.State.Viewport.Width)
 	allMask(t, "the typed field", img, scaled(fieldBox, scale, image.Point{}))
 	notMask(t, "the page background", img, scaled(blankBox, scale, image.Point{}))
+
+	// An element screenshot is cropped from the whole viewport by the
+	// viewport the observer measured with the getters it took at install,
+	// not by what the page says its window is.
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL + "/resized"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Describe(ctx, "#f1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := screenshot(t, d, "")
+	scale = float64(page.Bounds().Dx()) / driver.DefaultViewportWidth
+	allMask(t, "the typed field", page, scaled(fieldBox, scale, image.Point{}))
+	field, _ := screenshot(t, d, "#f1")
+	if got, want := field.Bounds().Size(), image.Pt(int(300*scale+0.5), int(40*scale+0.5)); got.X < want.X-2 || got.X > want.X+2 || got.Y < want.Y-2 || got.Y > want.Y+2 {
+		t.Errorf("the screenshot of #f1 is %v, want %v", got, want)
+	}
+	allMask(t, "the screenshot of the typed field", field, field.Bounds())
 }

@@ -10,12 +10,15 @@
       const el = resolve(sel);
       if (!visible(el)) throw new Fail('not_interactable', 'the element is hidden or has no size');
       bringIntoView(el);
-      const r = el.getBoundingClientRect();
+      // Read with what was taken at install (mask.js): the driver crops
+      // the screenshot to this box.
+      const r = sides(box(el));
       const off = frameOffset(el);
+      const vw = +(innerW ? apply(innerW, root, []) : root.innerWidth), vh = +(innerH ? apply(innerH, root, []) : root.innerHeight);
       const x = Math.max(0, r.left + off.x), y = Math.max(0, r.top + off.y);
-      const x2 = Math.min(root.innerWidth, r.right + off.x), y2 = Math.min(root.innerHeight, r.bottom + off.y);
+      const x2 = Math.min(vw, r.left + r.width + off.x), y2 = Math.min(vh, r.top + r.height + off.y);
       if (x2 <= x || y2 <= y) throw new Fail('not_interactable', 'the element is outside the viewport');
-      return { x, y, width: x2 - x, height: y2 - y };
+      return { __proto__: null, x, y, width: x2 - x, height: y2 - y };
     });
   }
 
