@@ -453,7 +453,10 @@ func (d *pwDriver) screenshot(ctx context.Context, p playwright.Page, a contract
 		t := remaining(ctx, d.cfg.NavigationTimeout)
 		ms := float64(t.Milliseconds())
 		data, err := runCtx(ctx, func() ([]byte, error) {
-			return p.Screenshot(playwright.PageScreenshotOptions{Type: playwright.ScreenshotTypePng, Timeout: &ms})
+			// Caret initial: Playwright would otherwise hide the caret by
+			// setting the focused field's style during the capture, which
+			// the observer's watch on tainted fields counts as a move.
+			return p.Screenshot(playwright.PageScreenshotOptions{Type: playwright.ScreenshotTypePng, Caret: playwright.ScreenshotCaretInitial, Timeout: &ms})
 		})
 		if err != nil {
 			return nil, "", classify(err, a.Selector)

@@ -64,17 +64,24 @@ type maskArea struct {
 
 // maskView is one maskRects answer: the boxes to paint (Rects: sensitive
 // fields and what is inside tainted elements; Taint: the tainted elements
-// themselves, measured directly) and the viewport's size in CSS pixels
-// when they were measured.
+// themselves, measured directly), the viewport's size in CSS pixels when
+// they were measured, how many attribute changes the observer has seen on
+// the tainted elements and the elements around them since they were
+// tainted, and whether an animation runs on one of them.
 type maskView struct {
-	Rects  []maskArea
-	Taint  []maskArea
-	VW, VH float64
+	Rects     []maskArea
+	Taint     []maskArea
+	VW, VH    float64
+	Changes   float64
+	Animating bool
 }
 
 // maskViewOf checks an observer answer of maskRects.
 func maskViewOf(r pageResult) (maskView, error) {
-	v := maskView{Rects: r.Rects, Taint: r.Taint, VW: r.VW, VH: r.VH}
+	v := maskView{Rects: r.Rects, Taint: r.Taint, VW: r.VW, VH: r.VH, Changes: r.Changes, Animating: r.Animating}
+	if !finite(v.Changes) || v.Changes < 0 {
+		return maskView{}, newErr(contract.CodeInternal, "", "the observer reported a change count that is not one", nil)
+	}
 	if !finitePos(v.VW) || !finitePos(v.VH) {
 		return maskView{}, newErr(contract.CodeInternal, "", "the observer reported no viewport size to mask the screenshot by", nil)
 	}
@@ -91,18 +98,21 @@ func maskViewOf(r pageResult) (maskView, error) {
 const maskMoveSlack = 0.5
 
 // stillTainted fails when a tainted element moved, appeared or went
-// between before and after: a page that moves the field a secret was
-// typed into while it is captured may have shown it where neither answer
-// put it, and the screenshot is refused.
+// between before and after, when the observer saw an attribute of it or
+// of an element around it change in between (a page toggling it A-B-A
+// leaves the two boxes equal), or when an animation runs on them: a page
+// that moves the field a secret was typed into while it is captured may
+// have shown it where neither answer put it, and the screenshot is
+// refused.
 func stillTainted(sel string, before, after maskView) error {
-	same := len(before.Taint) == len(after.Taint)
+	same := len(before.Taint) == len(after.Taint) && before.Changes == after.Changes && !before.Animating && !after.Animating
 	for i := 0; same && i < len(before.Taint); i++ {
 		a, b := before.Taint[i], after.Taint[i]
 		same = math.Abs(a.X-b.X) <= maskMoveSlack && math.Abs(a.Y-b.Y) <= maskMoveSlack &&
 			math.Abs(a.Width-b.Width) <= maskMoveSlack && math.Abs(a.Height-b.Height) <= maskMoveSlack
 	}
 	if !same {
-		return newErr(contract.CodeInternal, sel, "a field a secret was typed into moved during the screenshot: the screenshot is refused", nil)
+		return newErr(contract.CodeInternal, sel, "a field a secret was typed into moved during the screenshot (its box, an attribute of it or of an element around it changed, or an animation runs on them): the screenshot is refused", nil)
 	}
 	return nil
 }

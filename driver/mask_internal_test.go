@@ -127,6 +127,7 @@ func TestMaskViewOfAndStillTainted(t *testing.T) {
 		{"no viewport", pageResult{Rects: []maskArea{box}}, false},
 		{"empty box", pageResult{Taint: []maskArea{{X: 1, Y: 1}}, VW: 10, VH: 10}, false},
 		{"negative box", pageResult{Rects: []maskArea{{Width: -3, Height: 4}}, VW: 10, VH: 10}, false},
+		{"negative change count", pageResult{VW: 10, VH: 10, Changes: -1}, false},
 	} {
 		if _, err := maskViewOf(tc.r); (err == nil) != tc.ok {
 			t.Errorf("%s: maskViewOf error %v, want ok %v", tc.name, err, tc.ok)
@@ -146,6 +147,21 @@ func TestMaskViewOfAndStillTainted(t *testing.T) {
 		{"went", []maskArea{box}, nil, false},
 	} {
 		err := stillTainted("", maskView{Taint: tc.before}, maskView{Taint: tc.after})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: stillTainted error %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after maskView
+		ok            bool
+	}{
+		{"same count", maskView{Taint: []maskArea{box}, Changes: 3}, maskView{Taint: []maskArea{box}, Changes: 3}, true},
+		{"changed in between", maskView{Taint: []maskArea{box}, Changes: 3}, maskView{Taint: []maskArea{box}, Changes: 5}, false},
+		{"animating before", maskView{Taint: []maskArea{box}, Animating: true}, maskView{Taint: []maskArea{box}}, false},
+		{"animating after", maskView{Taint: []maskArea{box}}, maskView{Taint: []maskArea{box}, Animating: true}, false},
+	} {
+		err := stillTainted("", tc.before, tc.after)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: stillTainted error %v, want ok %v", tc.name, err, tc.ok)
 		}

@@ -102,6 +102,7 @@
     if (tainted(el)) return;
     apply(taintAdd, taintSet, [el]);
     put(taintList, el);
+    try { watch(chainOf(el)); } catch (e) { /* maskRects watches again, and fails */ }
   }
 
   function connected(el) {
@@ -143,25 +144,14 @@
     return v;
   }
 
-  // outsideOf returns why el may be drawn outside its box (see above), or
-  // '' when it is not.
-  function outsideOf(el) {
+  // chainOf lists el and every element it is inside, up to the top
+  // document, across shadow roots and same-origin frames: items {el,
+  // framed}, framed once the way up has left el's own document.
+  function chainOf(el) {
+    const out = bare();
     let n = el, framed = false, guard = 0;
     while (n && guard++ < 4096) {
-      if (isElement(n)) {
-        for (let i = 0; i < PAINT_PROPS.length; i++) {
-          const p = PAINT_PROPS[i][0], v = cssOf(n, p);
-          if (v !== '' && v !== PAINT_PROPS[i][1]) return p + ': ' + cut(v, 64) + ' on ' + short(n);
-        }
-        if (framed) {
-          for (let i = 0; i < FRAME_PROPS.length; i++) {
-            const p = FRAME_PROPS[i][0], v = cssOf(n, p);
-            if (v !== '' && v !== FRAME_PROPS[i][1]) return p + ': ' + cut(v, 64) + ' on ' + short(n) + ', around a frame';
-          }
-          const tf = cssOf(n, 'transform');
-          if (!apply(reTest, TRANSLATION, [tf])) return 'transform: ' + cut(tf, 64) + ' on ' + short(n) + ', around a frame';
-        }
-      }
+      if (isElement(n)) put(out, { __proto__: null, el: n, framed });
       if (n.parentNode) { n = n.parentNode; continue; }
       if (n.nodeType === 11 && n.host) { n = n.host; continue; }
       if (n.nodeType === 9) {
@@ -173,7 +163,73 @@
       }
       break;
     }
+    return out;
+  }
+
+  // outsideOf returns why an element of chain (chainOf) may draw the first
+  // outside its box (see above), or '' when none does.
+  function outsideOf(chain) {
+    for (let j = 0; j < chain.length; j++) {
+      const n = chain[j].el;
+      for (let i = 0; i < PAINT_PROPS.length; i++) {
+        const p = PAINT_PROPS[i][0], v = cssOf(n, p);
+        if (v !== '' && v !== PAINT_PROPS[i][1]) return p + ': ' + cut(v, 64) + ' on ' + short(n);
+      }
+      if (chain[j].framed) {
+        for (let i = 0; i < FRAME_PROPS.length; i++) {
+          const p = FRAME_PROPS[i][0], v = cssOf(n, p);
+          if (v !== '' && v !== FRAME_PROPS[i][1]) return p + ': ' + cut(v, 64) + ' on ' + short(n) + ', around a frame';
+        }
+        const tf = cssOf(n, 'transform');
+        if (!apply(reTest, TRANSLATION, [tf])) return 'transform: ' + cut(tf, 64) + ' on ' + short(n) + ', around a frame';
+      }
+    }
     return '';
+  }
+
+  // Moves between two answers. The boxes of a tainted element before and
+  // after a capture may agree while it was elsewhere in between (a page
+  // toggling it A-B-A). So from the time an element is tainted, one
+  // MutationObserver of this closure watches the attributes (style,
+  // class, any other a selector could match) of it and of every element
+  // it is inside, and maskRects reports how many changes it has seen
+  // (changes) and whether an animation runs on any of them (animating);
+  // the driver refuses a screenshot when the count differs between its
+  // two answers or an animation runs. Not seen: a change to a style sheet
+  // (a <style> element's text, insertRule), which only the boxes catch.
+  const MO = typeof root.MutationObserver === 'function' ? root.MutationObserver : null;
+  const moObserve = MO ? MO.prototype.observe : null;
+  const moTake = MO ? MO.prototype.takeRecords : null;
+  const animsOf = root.Element && typeof root.Element.prototype.getAnimations === 'function' ? root.Element.prototype.getAnimations : null;
+  const playStateGet = root.Animation ? protoGet(root.Animation.prototype, 'playState') : null;
+  let changes = 0;
+  const watcher = MO ? new MO((recs) => { changes += recs.length; }) : null;
+
+  // watch makes the watcher see the attributes of every element of chain
+  // (again: observing a node twice keeps one registration).
+  function watch(chain) {
+    if (!watcher) throw new Fail('internal', 'no MutationObserver to watch a field a secret was typed into: the screenshot is refused');
+    for (let j = 0; j < chain.length; j++) apply(moObserve, watcher, [chain[j].el, { __proto__: null, attributes: true }]);
+  }
+
+  // seen returns the count of changes the watcher has seen so far.
+  function seen() {
+    if (watcher) changes += apply(moTake, watcher, []).length;
+    return changes;
+  }
+
+  // animating reports whether an animation or transition runs on an
+  // element of chain.
+  function animating(chain) {
+    if (!animsOf) return false;
+    for (let j = 0; j < chain.length; j++) {
+      const list = apply(animsOf, chain[j].el, []);
+      for (let i = 0; i < list.length; i++) {
+        const st = playStateGet ? apply(playStateGet, list[i], []) : list[i].playState;
+        if (st === 'running' || st === 'pending') return true;
+      }
+    }
+    return false;
   }
 
   // MAX_MASKS bounds the boxes one maskRects reports; a page with more
@@ -220,11 +276,15 @@
         put(list, { __proto__: null, x: r.left + off.x, y: r.top + off.y, width: r.width, height: r.height });
       };
       const add = (r, off) => addTo(rects, r, off);
+      let moving = false;
       for (let i = 0; i < taintList.length; i++) {
         const el = taintList[i];
         if (!connected(el)) continue;
-        const why = outsideOf(el);
+        const chain = chainOf(el);
+        const why = outsideOf(chain);
         if (why) throw new Fail('internal', 'a field a secret was typed into may be drawn outside its box (' + why + '): the screenshot is refused');
+        watch(chain);
+        if (!moving && animating(chain)) moving = true;
         const off = frameOffset(el);
         addTo(taintRects, box(el), off);
         addTo(taintRects, contentBox(el), off);
@@ -262,6 +322,6 @@
         vw = innerW ? apply(innerW, root, []) : root.innerWidth;
         vh = innerH ? apply(innerH, root, []) : root.innerHeight;
       } catch (e) { vw = 0; vh = 0; }
-      return { __proto__: null, rects, taint: taintRects, vw: (+vw) || 0, vh: (+vh) || 0 };
+      return { __proto__: null, rects, taint: taintRects, vw: (+vw) || 0, vh: (+vh) || 0, changes: seen(), animating: moving };
     });
   }
