@@ -133,3 +133,93 @@ func TestTaintHostileMainWorld(t *testing.T) {
 	}
 	allMask(t, "the screenshot of the typed field", field, field.Bounds())
 }
+
+// replacingPage replaces its password field #f1, at every input, with a
+// plain text field #f2 holding the same value, and shows the value in a
+// textarea #copy too ("You typed: ..."). Neither is sensitive by its
+// facts, nor the element the secret was typed into. #f2 takes #f1's box
+// (fieldBox); #copy is at cardBox.
+const replacingPage = `<!doctype html><html><head><meta charset="utf-8"><title>Sign in</title></head>
+<body style="margin:0;background:#fff">
+<input type="password" id="f1" name="login" style="position:absolute;left:40px;top:60px;width:300px;height:40px">
+<textarea id="copy" style="position:absolute;left:40px;top:200px;width:300px;height:40px;font:12px monospace;border:0;background:#fff;color:#000"></textarea>
+<script>
+document.addEventListener('input', (e) => {
+  const f = e.target;
+  if (f.id !== 'f1' && f.id !== 'f2') return;
+  const n = document.createElement('input');
+  n.id = 'f2';
+  n.name = 'shown';
+  n.style.cssText = f.style.cssText;
+  n.value = f.value;
+  f.replaceWith(n);
+  document.getElementById('copy').value = 'You typed: ' + n.value;
+  document.title = 'Replaced';
+});
+</script></body></html>`
+
+// TestTaintReplacedField types a secret into replacingPage's field, which
+// the page replaces with an untainted copy: the copy and the textarea
+// that contains the value are masked in the observation, in Describe and
+// in the screenshot, in both drivers.
+func TestTaintReplacedField(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, replacingPage)
+	}))
+	t.Cleanup(srv.Close)
+	check := func(t *testing.T, d driver.Driver) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Describe(ctx, "#f1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
+			t.Fatal(err)
+		}
+		var obs contract.Observation
+		for {
+			var err error
+			if obs, err = d.Observe(ctx, driver.ObserveOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if obs.State.Title == "Replaced" {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the page never replaced the field (title %q)", obs.State.Title)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		noLeak(t, "observation", obs)
+		for _, sel := range []string{"#f2", "#copy"} {
+			el, err := d.Describe(ctx, sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			noLeak(t, "described "+sel, el)
+		}
+		if _, err := act(t, d, contract.Action{Type: contract.ActExtract, Extract: contract.ExtractText}); err != nil {
+			t.Fatal(err)
+		}
+		noLeak(t, "extracted text", d.TakeArtifacts())
+		img, _ := screenshot(t, d, "")
+		scale := float64(img.Bounds().Dx()) / float64(obs.State.Viewport.Width)
+		allMask(t, "the replacing field", img, scaled(fieldBox, scale, image.Point{}))
+		allMask(t, "the textarea holding the value", img, scaled(cardBox, scale, image.Point{}))
+	}
+	t.Run("playwright", func(t *testing.T) {
+		d := open(t, contract.ModePlaywright, srv.URL)
+		closeDriver(t, d)
+		check(t, d)
+	})
+	t.Run("extension", func(t *testing.T) {
+		check(t, openExtensionDriver(t, srv.URL))
+	})
+}

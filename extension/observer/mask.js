@@ -73,9 +73,70 @@
   };
   const innerW = sizeGet('innerWidth'), innerH = sizeGet('innerHeight');
 
+  // tainted reports whether el is tainted: one a secret was typed into,
+  // or a text field that holds a value of one that left its document
+  // (lost), which it becomes tainted for.
   function tainted(el) {
-    try { return apply(taintHas, taintSet, [el]); } catch (e) { return false; }
+    try { if (apply(taintHas, taintSet, [el])) return true; } catch (e) { return false; }
+    if (lost.length && holdsLost(el)) {
+      taint(el);
+      return true;
+    }
+    return false;
   }
+
+  // Replacement. A page may replace the field a secret was typed into
+  // with a new one holding its value (or a text that contains it), which
+  // nothing tainted. So while a tainted field is in its document the
+  // observer keeps its last value (taintVals, read at every input event,
+  // in the capture phase of the window, and at every call of the API);
+  // once it has left, every input and textarea whose value contains that
+  // value (lost) is tainted too. The values stay in this closure.
+  const taintVals = bare();
+  const lost = bare();
+  const valueGet = (C) => protoGet(C && C.prototype, 'value');
+  const inputValue = valueGet(root.HTMLInputElement), areaValue = valueGet(root.HTMLTextAreaElement);
+  const strIncludes = String.prototype.includes;
+
+  // fieldValue is the value of an input or textarea, else null.
+  function fieldValue(el) {
+    const t = lname(el);
+    const g = t === 'input' ? inputValue : t === 'textarea' ? areaValue : null;
+    if (!g) return null;
+    try {
+      const v = apply(g, el, []);
+      return typeof v === 'string' ? v : null;
+    } catch (e) { return null; }
+  }
+
+  function holdsLost(el) {
+    const v = fieldValue(el);
+    if (!v) return false;
+    for (let i = 0; i < lost.length; i++) {
+      if (apply(strIncludes, v, [lost[i]])) return true;
+    }
+    return false;
+  }
+
+  // refreshTaint keeps the last value of every tainted field still in its
+  // document, and moves that of one that left to lost.
+  function refreshTaint() {
+    for (let i = 0; i < taintList.length; i++) {
+      const v = taintVals[i];
+      if (connected(taintList[i])) {
+        const now = fieldValue(taintList[i]);
+        if (now) taintVals[i] = now;
+      } else if (v) {
+        let known = false;
+        for (let j = 0; j < lost.length && !known; j++) known = lost[j] === v;
+        if (!known) put(lost, v);
+        taintVals[i] = '';
+      }
+    }
+  }
+  try {
+    apply(origAdd || root.addEventListener, root, ['input', refreshTaint, true]);
+  } catch (e) { /* no window: the API's calls refresh */ }
 
   // taintedWithin reports whether el or an element it is inside (across
   // shadow roots and same-origin frames) is tainted: for the entry points
@@ -99,10 +160,16 @@
   }
 
   function taint(el) {
-    if (tainted(el)) return;
+    try { if (apply(taintHas, taintSet, [el])) return; } catch (e) { return; }
     apply(taintAdd, taintSet, [el]);
     put(taintList, el);
+    put(taintVals, fieldValue(el) || '');
     try { watch(chainOf(el)); } catch (e) { /* maskRects watches again, and fails */ }
+    // A field in a frame: its input events reach that frame's window only.
+    try {
+      const w = winOf(el);
+      if (w !== root) apply(origAdd || w.addEventListener, w, ['input', refreshTaint, true]);
+    } catch (e) { /* the API's calls refresh */ }
   }
 
   function connected(el) {
@@ -276,19 +343,6 @@
         put(list, { __proto__: null, x: r.left + off.x, y: r.top + off.y, width: r.width, height: r.height });
       };
       const add = (r, off) => addTo(rects, r, off);
-      let moving = false;
-      for (let i = 0; i < taintList.length; i++) {
-        const el = taintList[i];
-        if (!connected(el)) continue;
-        const chain = chainOf(el);
-        const why = outsideOf(chain);
-        if (why) throw new Fail('internal', 'a field a secret was typed into may be drawn outside its box (' + why + '): the screenshot is refused');
-        watch(chain);
-        if (!moving && animating(chain)) moving = true;
-        const off = frameOffset(el);
-        addTo(taintRects, box(el), off);
-        addTo(taintRects, contentBox(el), off);
-      }
       const max = LIMITS.maxElements[1];
       let walked = 0;
       // Items: [node, frame offset, inside a tainted element].
@@ -316,6 +370,21 @@
         if (n.shadowRoot) push(n.shadowRoot, off, under);
         const kids = n.childNodes;
         for (let i = kids.length - 1; i >= 0; i--) push(kids[i], off, under);
+      }
+      // The tainted elements last: the walk may have tainted more (a
+      // field holding a lost value).
+      let moving = false;
+      for (let i = 0; i < taintList.length; i++) {
+        const el = taintList[i];
+        if (!connected(el)) continue;
+        const chain = chainOf(el);
+        const why = outsideOf(chain);
+        if (why) throw new Fail('internal', 'a field a secret was typed into may be drawn outside its box (' + why + '): the screenshot is refused');
+        watch(chain);
+        if (!moving && animating(chain)) moving = true;
+        const off = frameOffset(el);
+        addTo(taintRects, box(el), off);
+        addTo(taintRects, contentBox(el), off);
       }
       let vw = 0, vh = 0;
       try {
