@@ -194,6 +194,9 @@ func shootMasked(ctx context.Context, sel string, sensitive []string, call obser
 	if err != nil {
 		return Extracted{}, err
 	}
+	if shot.width == 0 { // returned as captured
+		shot.width, shot.height = cfg.Width, cfg.Height
+	}
 	if len(shot.data) == 0 || len(shot.data) > contract.MaxImageBytes {
 		return Extracted{}, newErr(contract.CodeInternal, sel, fmt.Sprintf("masked screenshot of %d bytes is outside 1..%d", len(shot.data), contract.MaxImageBytes), nil)
 	}

@@ -223,3 +223,63 @@ func TestTaintReplacedField(t *testing.T) {
 		check(t, openExtensionDriver(t, srv.URL))
 	})
 }
+
+// focusThiefPage moves the focus from #f1 to #other (at cardBox) at the
+// moment the observer checks that #f1 has it, by a getter of
+// Document.activeElement that answers #f1 and focuses #other when the
+// observer's checkFocus reads it: the keys sent next go to #other.
+const focusThiefPage = `<!doctype html><html><head><meta charset="utf-8"><title>Sign in</title></head>
+<body style="margin:0;background:#fff">
+<input id="f1" name="login" style="position:absolute;left:40px;top:60px;width:300px;height:40px">
+<input id="other" name="note" style="position:absolute;left:40px;top:200px;width:300px;height:40px;font:20px monospace;color:#000;background:#fff">
+<script>
+const other = document.getElementById('other');
+const d = Object.getOwnPropertyDescriptor(Document.prototype, 'activeElement');
+Object.defineProperty(Document.prototype, 'activeElement', { configurable: true, get() {
+  const a = d.get.call(this);
+  if (/checkFocus/.test(new Error().stack)) other.focus();
+  return a;
+} });
+other.addEventListener('input', () => { document.title = 'Other'; });
+</script></body></html>`
+
+// TestTaintFocusStolen types a secret into focusThiefPage's #f1 with the
+// Playwright driver, which checks the focus and sends the keys in two
+// steps: the keys land in #other, which is tainted (masked in the
+// observation and the screenshot), and the action fails with
+// target_changed.
+func TestTaintFocusStolen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, focusThiefPage)
+	}))
+	t.Cleanup(srv.Close)
+	d := open(t, contract.ModePlaywright, srv.URL)
+	closeDriver(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Describe(ctx, "#f1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true})
+	if got := driver.CodeOf(err); got != contract.CodeTargetChanged {
+		t.Fatalf("typing while the page moves the focus: %v (%s), want target_changed", err, got)
+	}
+	obs, err := d.Observe(ctx, driver.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.State.Title != "Other" {
+		t.Fatalf("title %q: the keys did not go to #other, the test tests nothing", obs.State.Title)
+	}
+	noLeak(t, "observation", obs)
+	img, _ := screenshot(t, d, "")
+	scale := float64(img.Bounds().Dx()) / float64(obs.State.Viewport.Width)
+	allMask(t, "the field the keys went to", img, scaled(cardBox, scale, image.Point{}))
+}

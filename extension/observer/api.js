@@ -131,6 +131,7 @@
     check,
     checkFocus,
     maskRects,
+    typed,
   };
 
   // MAX_ARGS bounds the arguments invoke passes on (no function takes more

@@ -36,7 +36,12 @@
 //   rect(selector)                 the element's box in top-level viewport px
 //   maskRects(opts)                the boxes a screenshot must be painted
 //                                  over (tainted elements, sensitive fields)
+//   typed(selector, expect)        after checkFocus with secret and the keys:
+//                                  did they all go to the checked element?
 //   split(selector)                the selector's segments (for tests)
+//   invoke(json)                   one of the above, by name, with arguments
+//                                  ([name, [args]]: how the Playwright
+//                                  driver calls, see api.js)
 //
 // Time of check is time of use: expect, when given, is what describe
 // reported ({element, pageOrigin, sensitive}); the functions that act

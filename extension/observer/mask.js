@@ -134,9 +134,63 @@
       }
     }
   }
-  try {
-    apply(origAdd || root.addEventListener, root, ['input', refreshTaint, true]);
-  } catch (e) { /* no window: the API's calls refresh */ }
+
+  // Typing a secret in two steps. The Playwright driver checks the focus
+  // and taints the element (checkFocus with secret), then sends the keys
+  // in another step; a page may move the focus in between. So checkFocus
+  // with secret arms the observer: until typed() disarms it, every
+  // element an input goes to (beforeinput and input, in the capture
+  // phase of the window, before any page listener there) is tainted, and
+  // typed() fails with target_changed if one was not the checked element,
+  // or if none was.
+  let typingInto = null, strays = 0, hits = 0;
+  const pathOf = root.Event ? root.Event.prototype.composedPath : null;
+
+  function onInput(e) {
+    if (typingInto) {
+      let t = null;
+      try { t = pathOf ? apply(pathOf, e, [])[0] : e.target; } catch (err) { t = null; }
+      if (t && isElement(t)) {
+        taint(t);
+        if (t === typingInto) hits++; else strays++;
+      } else {
+        strays++;
+      }
+    }
+    refreshTaint();
+  }
+
+  // listen adds onInput to the window w (capture phase).
+  function listen(w) {
+    apply(origAdd || w.addEventListener, w, ['beforeinput', onInput, true]);
+    apply(origAdd || w.addEventListener, w, ['input', onInput, true]);
+  }
+  try { listen(root); } catch (e) { /* no window: the API's calls refresh */ }
+
+  // armTyping starts watching where the keys for el go (see above).
+  function armTyping(el) {
+    typingInto = el;
+    strays = 0;
+    hits = 0;
+  }
+
+  // typed ends what armTyping started: the input must have reached the
+  // checked element, and no other. (Where the focus is now says nothing:
+  // a page may move it on once the field is filled, as one-time-code
+  // boxes do; keys that went into a frame of another origin, which the
+  // observer cannot see, leave no input here.)
+  function typed(sel, expect) {
+    return result(() => {
+      const el = typingInto, n = strays, h = hits;
+      typingInto = null;
+      strays = 0;
+      hits = 0;
+      if (!el) throw new Fail('internal', 'typed without a checked element', 0, true);
+      if (n > 0) throw new Fail('target_changed', 'the keys went to another element than the checked one (it is tainted too)', 0, true);
+      if (h === 0) throw new Fail('target_changed', 'the keys did not reach the checked element', 0, true);
+      return {};
+    });
+  }
 
   // taintedWithin reports whether el or an element it is inside (across
   // shadow roots and same-origin frames) is tainted: for the entry points
@@ -168,7 +222,7 @@
     // A field in a frame: its input events reach that frame's window only.
     try {
       const w = winOf(el);
-      if (w !== root) apply(origAdd || w.addEventListener, w, ['input', refreshTaint, true]);
+      if (w !== root) listen(w);
     } catch (e) { /* the API's calls refresh */ }
   }
 
