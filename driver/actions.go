@@ -1,15 +1,11 @@
 package driver
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
-	_ "image/jpeg" // DecodeConfig of JPEG screenshots
-	_ "image/png"  // DecodeConfig of PNG screenshots
 	"strings"
 	"time"
 
@@ -335,6 +331,14 @@ func (d *pwDriver) typeText(ctx context.Context, p playwright.Page, a contract.A
 		// Never pass on the browser's message: it could quote the text.
 		return newErr(CodeOf(classify(err, sel)), sel, "typing failed", nil)
 	}
+	if a.Redact && r.Mode != "value" && a.Text != "" {
+		// The keys were sent in a step of their own: the observer tainted
+		// every element they went to, and fails if one was not the
+		// checked element (target_changed).
+		if _, err := d.callResult(ctx, p, sel, "typed", sel, r.expect); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -447,67 +451,25 @@ func sha(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// masks asks the observer for the boxes a screenshot must be painted
-// over (mask.go).
-func (d *pwDriver) masks(ctx context.Context, p playwright.Page, sel string) (maskView, error) {
-	r, err := d.callResult(ctx, p, sel, "maskRects", maskOptions(d.cfg.SensitiveSelectors))
-	if err != nil {
-		return maskView{}, err
-	}
-	return maskViewOf(r)
-}
-
-// screenshot captures the viewport, or the box of a.Selector, and masks
-// it (mask.go): every tainted element and sensitive field, where the
-// observer saw it right before and right after the capture, is painted
-// over before the image is kept.
+// screenshot captures the viewport and masks it, cropped to the box of
+// a.Selector when it has one (mask.go's shootMasked).
 func (d *pwDriver) screenshot(ctx context.Context, p playwright.Page, a contract.Action) (Extracted, error) {
-	var clip *playwright.Rect
-	var area *maskArea
-	if a.Selector != "" {
-		r, err := d.callResult(ctx, p, a.Selector, "rect", a.Selector)
+	call := func(ctx context.Context, sel, fn string, args ...any) (pageResult, error) {
+		return d.callResult(ctx, p, sel, fn, args...)
+	}
+	capture := func(ctx context.Context) ([]byte, string, error) {
+		t := remaining(ctx, d.cfg.NavigationTimeout)
+		ms := float64(t.Milliseconds())
+		data, err := runCtx(ctx, func() ([]byte, error) {
+			// Caret initial: Playwright would otherwise hide the caret by
+			// setting the focused field's style during the capture, which
+			// the observer's watch on tainted fields counts as a move.
+			return p.Screenshot(playwright.PageScreenshotOptions{Type: playwright.ScreenshotTypePng, Caret: playwright.ScreenshotCaretInitial, Timeout: &ms})
+		})
 		if err != nil {
-			return Extracted{}, err
+			return nil, "", classify(err, a.Selector)
 		}
-		clip = &playwright.Rect{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
-		area = &maskArea{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
+		return data, contract.MIMEPNG, nil
 	}
-	before, err := d.masks(ctx, p, a.Selector)
-	if err != nil {
-		return Extracted{}, err
-	}
-	t := remaining(ctx, d.cfg.NavigationTimeout)
-	ms := float64(t.Milliseconds())
-	data, err := runCtx(ctx, func() ([]byte, error) {
-		return p.Screenshot(playwright.PageScreenshotOptions{Type: playwright.ScreenshotTypePng, Clip: clip, Timeout: &ms})
-	})
-	if err != nil {
-		return Extracted{}, classify(err, a.Selector)
-	}
-	after, err := d.masks(ctx, p, a.Selector)
-	if err != nil {
-		return Extracted{}, err
-	}
-	if err := stillTainted(a.Selector, before, after); err != nil {
-		return Extracted{}, err
-	}
-	shot, err := maskShot(ctx, a.Selector, data, contract.MIMEPNG, area, before, after)
-	if err != nil {
-		return Extracted{}, err
-	}
-	data, mime := shot.data, shot.mime
-	if len(data) == 0 || len(data) > contract.MaxImageBytes {
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("screenshot of %d bytes is outside 1..%d", len(data), contract.MaxImageBytes), nil)
-	}
-	h := sha256.Sum256(data)
-	img := &contract.ImageArtifact{MIMEType: mime, ByteSize: int64(len(data)), ContentHash: hex.EncodeToString(h[:])}
-	if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil && cfg.Width > 0 && cfg.Height > 0 && cfg.Width <= 65535 && cfg.Height <= 65535 {
-		img.Width, img.Height = cfg.Width, cfg.Height
-	}
-	return Extracted{
-		Artifact: contract.Artifact{Type: contract.ArtifactScreenshot, Hash: img.ContentHash},
-		Image:    img,
-		Data:     data,
-		Masked:   shot.masked,
-	}, nil
+	return shootMasked(ctx, a.Selector, d.cfg.SensitiveSelectors, call, capture)
 }

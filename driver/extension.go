@@ -123,18 +123,10 @@ type extCallResult struct {
 	Navigated bool   `json:"navigated"`
 }
 
-type extClip struct {
-	X      float64 `json:"x"`
-	Y      float64 `json:"y"`
-	Width  float64 `json:"width"`
-	Height float64 `json:"height"`
-}
-
 type extCaptureParams struct {
 	TabID   int      `json:"tabId"`
 	Format  string   `json:"format"`
 	Quality int      `json:"quality,omitempty"`
-	Clip    *extClip `json:"clip,omitempty"`
 	Origins []string `json:"origins"`
 }
 

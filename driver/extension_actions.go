@@ -1,14 +1,10 @@
 package driver
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
 	"net/url"
 	"time"
 
@@ -214,37 +210,13 @@ func (d *extDriver) extract(ctx context.Context, a contract.Action, lat *latenci
 // maxCaptureBase64 bounds the base64 of a screenshot the driver decodes.
 var maxCaptureBase64 = base64.StdEncoding.EncodedLen(contract.MaxImageBytes)
 
-// masks asks the observer for the boxes a screenshot must be painted
-// over (mask.go).
-func (d *extDriver) masks(ctx context.Context, sel string) (maskView, error) {
-	r, err := d.callResult(ctx, sel, "maskRects", maskOptions(d.cfg.SensitiveSelectors))
-	if err != nil {
-		return maskView{}, err
-	}
-	return maskViewOf(r)
-}
-
-// screenshot captures the tab's viewport (chrome.tabs.captureVisibleTab),
-// or the box of a.Selector, and masks it as the Playwright driver does
-// (mask.go).
+// screenshot captures the tab's viewport (chrome.tabs.captureVisibleTab)
+// and masks it, cropped to the box of a.Selector when it has one, as the
+// Playwright driver does (mask.go's shootMasked).
 func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracted, error) {
-	var clip *extClip
-	var area *maskArea
-	if a.Selector != "" {
-		r, err := d.callResult(ctx, a.Selector, "rect", a.Selector)
-		if err != nil {
-			return Extracted{}, err
-		}
-		clip = &extClip{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
-		area = &maskArea{X: r.X, Y: r.Y, Width: r.Width, Height: r.Height}
-	}
-	before, err := d.masks(ctx, a.Selector)
-	if err != nil {
-		return Extracted{}, err
-	}
-	shoot := func(format string, quality int) ([]byte, string, error) {
+	shoot := func(ctx context.Context, format string, quality int) ([]byte, string, error) {
 		var r extCaptureResult
-		if err := d.callJSON(ctx, extTabCapture, extCaptureParams{TabID: d.tabID, Format: format, Quality: quality, Clip: clip, Origins: d.origins}, &r); err != nil {
+		if err := d.callJSON(ctx, extTabCapture, extCaptureParams{TabID: d.tabID, Format: format, Quality: quality, Origins: d.origins}, &r); err != nil {
 			if e, ok := err.(*Error); ok && e.Selector == "" {
 				e.Selector = a.Selector
 			}
@@ -264,49 +236,12 @@ func (d *extDriver) screenshot(ctx context.Context, a contract.Action) (Extracte
 		}
 		return b, r.MIME, nil
 	}
-	data, mime, err := shoot("png", 0)
-	if err == nil && len(data) > contract.MaxImageBytes {
-		data, mime, err = shoot("jpeg", 70)
+	capture := func(ctx context.Context) ([]byte, string, error) {
+		data, mime, err := shoot(ctx, "png", 0)
+		if err == nil && len(data) > contract.MaxImageBytes {
+			data, mime, err = shoot(ctx, "jpeg", maskJPEGQuality)
+		}
+		return data, mime, err
 	}
-	if err != nil {
-		return Extracted{}, err
-	}
-	after, err := d.masks(ctx, a.Selector)
-	if err != nil {
-		return Extracted{}, err
-	}
-	if err := stillTainted(a.Selector, before, after); err != nil {
-		return Extracted{}, err
-	}
-	if len(data) == 0 || len(data) > contract.MaxImageBytes {
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("screenshot of %d bytes is outside 1..%d", len(data), contract.MaxImageBytes), nil)
-	}
-	// The bytes must be what they claim: decode the header.
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
-	switch {
-	case err != nil:
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, "the extension sent a screenshot that is not an image", err)
-	case format == "png" && mime == contract.MIMEPNG, format == "jpeg" && mime == contract.MIMEJPEG:
-	default:
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("the extension sent a %s image labelled %q", format, text.CutRunes(mime, 32)), nil)
-	}
-	shot, err := maskShot(ctx, a.Selector, data, mime, area, before, after)
-	if err != nil {
-		return Extracted{}, err
-	}
-	data, mime = shot.data, shot.mime
-	if len(data) > contract.MaxImageBytes {
-		return Extracted{}, newErr(contract.CodeInternal, a.Selector, fmt.Sprintf("masked screenshot of %d bytes is past %d", len(data), contract.MaxImageBytes), nil)
-	}
-	h := sha256.Sum256(data)
-	img := &contract.ImageArtifact{MIMEType: mime, ByteSize: int64(len(data)), ContentHash: hex.EncodeToString(h[:])}
-	if cfg.Width > 0 && cfg.Height > 0 && cfg.Width <= 65535 && cfg.Height <= 65535 {
-		img.Width, img.Height = cfg.Width, cfg.Height
-	}
-	return Extracted{
-		Artifact: contract.Artifact{Type: contract.ArtifactScreenshot, Hash: img.ContentHash},
-		Image:    img,
-		Data:     data,
-		Masked:   shot.masked,
-	}, nil
+	return shootMasked(ctx, a.Selector, d.cfg.SensitiveSelectors, d.callResult, capture)
 }

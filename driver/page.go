@@ -314,6 +314,10 @@ type pageResult struct {
 	Taint []maskArea `json:"taint"`
 	VW    float64    `json:"vw"`
 	VH    float64    `json:"vh"`
+	// and the changes seen on tainted elements and the elements around
+	// them, and whether an animation runs on them (mask.go's stillTainted).
+	Changes   float64 `json:"changes"`
+	Animating bool    `json:"animating"`
 }
 
 // parseResult decodes one small observer answer; a failure answer becomes

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,7 @@ type pwDriver struct {
 	bctx    playwright.BrowserContext
 	global  string
 	script  string
+	expr    string          // callExprFor(global)
 	allowed map[string]bool // the boundary runs when it is not empty (effects.go)
 	proxy   *filterProxy    // the boundary with a local browser: every request goes through it
 
@@ -59,9 +62,18 @@ type pwDriver struct {
 	lastStats atomic.Pointer[pageStats]
 }
 
-// callExpr calls one function of the observer's API, or returns null when
-// the observer is not installed in the document.
-const callExpr = `([n, f, a]) => { const api = globalThis[n]; if (!api) return null; return api[f](...a); }`
+// callExprFor is the expression that calls one function of the observer
+// installed as global, or returns null when the observer is not installed
+// in the document. It runs in the page's main world, where page scripts
+// run too, so it takes one string (the JSON of [function, [arguments]])
+// and hands it to the observer's invoke, which parses and applies it with
+// builtins it took at install; it reads the observer through window, which
+// no page script can replace or shadow (globalThis can be), and never
+// spreads or destructures an array (a page may replace the array
+// iterator).
+func callExprFor(global string) string {
+	return `(s) => { const api = window[` + strconv.Quote(global) + `]; if (!api) return null; return api.invoke(s); }`
+}
 
 func openPlaywright(ctx context.Context, cfg Config) (Driver, error) {
 	d := &pwDriver{cfg: cfg, allowed: map[string]bool{}}
@@ -79,6 +91,7 @@ func openPlaywright(ctx context.Context, cfg Config) (Driver, error) {
 		return nil, err
 	}
 	d.script = script
+	d.expr = callExprFor(d.global)
 	if d.browser, d.own, err = sessionBrowser(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -342,8 +355,12 @@ func (d *pwDriver) call(ctx context.Context, p playwright.Page, fn string, args 
 	if args == nil {
 		args = []any{}
 	}
+	msg, err := json.Marshal([]any{fn, args})
+	if err != nil {
+		return nil, newErr(contract.CodeInternal, "", "the observer call does not encode", err)
+	}
 	for attempt := 0; ; attempt++ {
-		v, err := runCtx(ctx, func() (any, error) { return p.Evaluate(callExpr, []any{d.global, fn, args}) })
+		v, err := runCtx(ctx, func() (any, error) { return p.Evaluate(d.expr, string(msg)) })
 		if err != nil {
 			return nil, classify(err, "")
 		}

@@ -206,7 +206,7 @@ func TestObserverPartsWrapped(t *testing.T) {
 	}
 	wantAPI := []string{"version", "observe", "observePacked", "describe", "prepareClick", "finishClick", "prepareType",
 		"setValue", "select", "scroll", "extract", "rect", "split", "hasClickListener", "deepHit", "deepActive",
-		"check", "checkFocus", "maskRects"}
+		"check", "checkFocus", "maskRects", "typed", "invoke"}
 	if !slices.Equal(got.API, wantAPI) {
 		t.Errorf("the API is %v, want %v", got.API, wantAPI)
 	}

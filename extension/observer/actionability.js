@@ -279,7 +279,10 @@
       if (exp && originOf(winOf(a)) !== factOf(exp.element.origin, 512)) {
         throw new Fail('target_changed', 'the focused element is in a document of another origin than when it was described', 0, true);
       }
-      if (secret === true) taint(el);
+      if (secret === true) {
+        taint(el);
+        armTyping(el);
+      }
       return {};
     });
   }

@@ -10,12 +10,15 @@
       const el = resolve(sel);
       if (!visible(el)) throw new Fail('not_interactable', 'the element is hidden or has no size');
       bringIntoView(el);
-      const r = el.getBoundingClientRect();
+      // Read with what was taken at install (mask.js): the driver crops
+      // the screenshot to this box.
+      const r = sides(box(el));
       const off = frameOffset(el);
+      const vw = +(innerW ? apply(innerW, root, []) : root.innerWidth), vh = +(innerH ? apply(innerH, root, []) : root.innerHeight);
       const x = Math.max(0, r.left + off.x), y = Math.max(0, r.top + off.y);
-      const x2 = Math.min(root.innerWidth, r.right + off.x), y2 = Math.min(root.innerHeight, r.bottom + off.y);
+      const x2 = Math.min(vw, r.left + r.width + off.x), y2 = Math.min(vh, r.top + r.height + off.y);
       if (x2 <= x || y2 <= y) throw new Fail('not_interactable', 'the element is outside the viewport');
-      return { x, y, width: x2 - x, height: y2 - y };
+      return { __proto__: null, x, y, width: x2 - x, height: y2 - y };
     });
   }
 
@@ -49,8 +52,8 @@
     try {
       return observe(o);
     } catch (e) {
-      if (e instanceof Fail) return JSON.stringify({ ok: false, code: e.code, msg: cut(e.message, 1024) });
-      return JSON.stringify({ ok: false, code: 'internal', msg: cut(String(e && e.message || e), 1024) });
+      if (e instanceof Fail) return jsonStringify({ ok: false, code: e.code, msg: cut(e.message, 1024) });
+      return jsonStringify({ ok: false, code: 'internal', msg: cut(String(e && e.message || e), 1024) });
     }
   }
 
@@ -106,8 +109,10 @@
     }
   }
 
-  const api = Object.freeze({
-    version: VERSION,
+  // calls are the API's functions, by name, in an object without a
+  // prototype (invoke finds nothing a page put on Object.prototype).
+  const calls = {
+    __proto__: null,
     observe: observeJSON,
     observePacked,
     describe,
@@ -126,6 +131,34 @@
     check,
     checkFocus,
     maskRects,
-  });
+    typed,
+  };
+
+  // MAX_ARGS bounds the arguments invoke passes on (no function takes more
+  // than four).
+  const MAX_ARGS = 8;
+
+  // invoke is how the Playwright driver calls the API from the page's main
+  // world, where page scripts run too: s is the JSON text of [name,
+  // [arguments]]. It is parsed with the JSON.parse taken at install, its
+  // parts are read as own properties by index, and the function is called
+  // with Reflect.apply taken at install: never through the array iterator
+  // (spread, destructuring), which a page may replace to change or drop an
+  // argument (checkFocus's secret, maskRects' options).
+  function invoke(s) {
+    let m = null;
+    try { m = typeof s === 'string' ? jsonParse(s) : null; } catch (e) { m = null; }
+    const f = own(m, 0), a = own(m, 1);
+    const fn = typeof f === 'string' ? own(calls, f) : undefined;
+    if (typeof fn !== 'function' || a === null || typeof a !== 'object') {
+      return jsonStringify({ __proto__: null, ok: false, code: 'internal', msg: 'invoke: not a call of the observer' });
+    }
+    const n = own(a, 'length');
+    const args = bare();
+    for (let i = 0; typeof n === 'number' && i < n && i < MAX_ARGS; i++) put(args, own(a, i));
+    return apply(fn, null, args);
+  }
+
+  const api = Object.freeze(assign({ version: VERSION }, calls, { invoke }));
   Object.defineProperty(root, name, { value: api, writable: false, configurable: false, enumerable: false });
 })(globalThis, "__aegis");

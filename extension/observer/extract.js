@@ -118,7 +118,7 @@
         }
         case 'table': {
           let t = scope;
-          if (t && taintedWithin(t)) return { value: JSON.stringify([[MASK]]) };
+          if (t && taintedWithin(t)) return { value: jsonStringify([[MASK]]) };
           if (!t) {
             const all = findTables(root.document);
             if (all.length === 0) throw new Fail('element_not_found', 'the page has no table');
@@ -129,12 +129,12 @@
           if (lname(t) !== 'table' && role !== 'table' && role !== 'grid' && role !== 'treegrid') {
             throw new Fail('element_not_found', 'the selector does not address a table (' + short(t) + ')');
           }
-          return { value: JSON.stringify(tableRows(t, opts, isSensitive)) };
+          return { value: jsonStringify(tableRows(t, opts, isSensitive)) };
         }
         case 'link': {
           const l = scope && taintedWithin(scope) ? [] : links(scope || root.document, 1000);
-          let v = JSON.stringify(l);
-          while (v.length > opts.maxTextChars && l.length) { l.length = Math.floor(l.length / 2); v = JSON.stringify(l); }
+          let v = jsonStringify(l);
+          while (v.length > opts.maxTextChars && l.length) { l.length = Math.floor(l.length / 2); v = jsonStringify(l); }
           return { value: v };
         }
       }

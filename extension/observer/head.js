@@ -36,7 +36,12 @@
 //   rect(selector)                 the element's box in top-level viewport px
 //   maskRects(opts)                the boxes a screenshot must be painted
 //                                  over (tainted elements, sensitive fields)
+//   typed(selector, expect)        after checkFocus with secret and the keys:
+//                                  did they all go to the checked element?
 //   split(selector)                the selector's segments (for tests)
+//   invoke(json)                   one of the above, by name, with arguments
+//                                  ([name, [args]]: how the Playwright
+//                                  driver calls, see api.js)
 //
 // Time of check is time of use: expect, when given, is what describe
 // reported ({element, pageOrigin, sensitive}); the functions that act
@@ -95,7 +100,40 @@
   // elements.
   const VERIFY_BELOW = 10000;
 
+  // Builtins the observer's answers and its taint depend on, taken when it
+  // installs: before any page script runs (a content script in the
+  // extension's isolated world, which no page script reaches anyway; an
+  // init script in the page's main world in the Playwright driver, where a
+  // page may later replace JSON.stringify, Object.assign, the array
+  // iterator or a prototype's getters). See result (helpers.js), invoke
+  // (api.js) and mask.js.
   const apply = Reflect.apply;
+  const jsonStringify = JSON.stringify;
+  const jsonParse = JSON.parse;
+  const assign = Object.assign;
+  const defineProp = Reflect.defineProperty;
+  const ownDesc = Reflect.getOwnPropertyDescriptor;
+  const setProto = Reflect.setPrototypeOf;
+  // own returns o's own data property k, or undefined: never a getter's
+  // or a prototype's value, which a page may have put there.
+  function own(o, k) {
+    if (o === null || typeof o !== 'object') return undefined;
+    const d = ownDesc(o, k);
+    return d && 'value' in d ? d.value : undefined;
+  }
+  // put appends v to the array list as an own property: never through a
+  // setter a page may have defined on Array.prototype for that index, nor
+  // through a replaced Array.prototype.push.
+  function put(list, v) {
+    defineProp(list, list.length, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true });
+  }
+  // bare returns a new array without a prototype: JSON.stringify finds
+  // no toJSON on it (a page may define Array.prototype.toJSON).
+  function bare() {
+    const a = [];
+    setProto(a, null);
+    return a;
+  }
   const toWellFormed = typeof String.prototype.toWellFormed === 'function' ? String.prototype.toWellFormed : null;
   // The origin getter of the window, taken before any page script runs:
   // window.origin itself is a property a page may overwrite.

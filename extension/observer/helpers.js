@@ -31,13 +31,18 @@
     }
   }
 
+  // result runs fn and answers its value as JSON with ok: true, or the
+  // failure it threw with ok: false. The top object has no prototype and
+  // JSON.stringify and Object.assign are the ones taken at install (head.js),
+  // so a page that replaces them, or defines Object.prototype.toJSON,
+  // does not rewrite an answer.
   function result(fn) {
     try {
       const v = fn();
-      return JSON.stringify(Object.assign({ ok: true }, v));
+      return jsonStringify(assign({ __proto__: null, ok: true }, v));
     } catch (e) {
-      if (e instanceof Fail) return JSON.stringify({ ok: false, code: e.code, msg: cut(e.message, 1024), count: e.count, final: e.final });
-      return JSON.stringify({ ok: false, code: 'internal', msg: cut(String(e && e.message || e), 1024) });
+      if (e instanceof Fail) return jsonStringify({ __proto__: null, ok: false, code: e.code, msg: cut(e.message, 1024), count: e.count, final: e.final });
+      return jsonStringify({ __proto__: null, ok: false, code: 'internal', msg: cut(String(e && e.message || e), 1024) });
     }
   }
 

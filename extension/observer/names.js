@@ -57,7 +57,7 @@
     return 'click';
   }
 
-  const SECRET_NAME = /(pass(word|wd|code|phrase)?|pwd|secret|otp|one[-_ ]?time|totp|2fa|mfa|cvv|cvc|csc|card[-_ ]?(num|no|number)|cc[-_ ]?(num|number)|ssn|security[-_ ]?code|(^|[^a-z])pin([^a-z]|$))/i;
+  const SECRET_NAME = /(pass(word|wd|code|phrase)?|pwd|secret|otp|one[-_ ]?time|totp|2fa|mfa|cvv|cvc|csc|card[-_ ]?(num|no|number)|cc[-_ ]?(num|number)|ssn|security[-_ ]?code|token|api[-_]?key|credential|(^|[^a-z])pin([^a-z]|$))/i;
 
   function autocompleteSensitive(ac) {
     if (!ac) return false;
@@ -68,6 +68,7 @@
   }
 
   function makeSensitive(selectors) {
+    refreshTaint();
     for (const s of selectors) {
       try { root.document.createDocumentFragment().querySelector(s); } catch (e) {
         throw new Fail('internal', 'invalid sensitive selector: ' + cut(s, 200));
@@ -226,7 +227,7 @@
       if (!id) continue;
       let t = null;
       try { t = r.getElementById ? r.getElementById(id) : null; } catch (e) { t = null; }
-      if (t && !tainted(t)) parts.push(attr(t, 'aria-label') || boundedText(t, max, isSensitive));
+      if (t && !taintedWithin(t)) parts.push(attr(t, 'aria-label') || boundedText(t, max, isSensitive));
     }
     return norm(parts.join(' '));
   }

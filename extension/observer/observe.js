@@ -350,13 +350,13 @@
     // The snapshot is stringified once; its size estimate ignores JSON
     // escapes, so if escapes pushed it past its budget it is replaced by a
     // stub rather than exceed the bound.
-    let snap = JSON.stringify(snapshot);
+    let snap = jsonStringify(snapshot);
     if (snap.length > opts.maxSnapshotChars) {
       stats.snapshotDropped = -1;
-      snap = JSON.stringify({ root: ['#document', { url: cut(doc.URL || '', 2048) }, [SNAP_MARKER]], truncated: { depth: st.tooDeep, snapshot: -1, walk: st.walkTruncated }, v: 1 });
+      snap = jsonStringify({ root: ['#document', { url: cut(doc.URL || '', 2048) }, [SNAP_MARKER]], truncated: { depth: st.tooDeep, snapshot: -1, walk: st.walkTruncated }, v: 1 });
     }
     stats.ms = Math.round(now() - t0);
-    const head = JSON.stringify({
+    const head = jsonStringify({
       ok: true,
       url: cut(doc.URL || '', 4096),
       title: cut(norm(doc.title || ''), 4096),
@@ -525,5 +525,5 @@
       return { changed };
     });
     if (!changed.length) return r;
-    return JSON.stringify({ ok: false, code: 'target_changed', msg: 'the target changed since it was described (' + changed.join(', ') + ')', final: true, changed });
+    return jsonStringify({ ok: false, code: 'target_changed', msg: 'the target changed since it was described (' + changed.join(', ') + ')', final: true, changed });
   }

@@ -84,7 +84,7 @@
       let fe;
       try { fe = win.frameElement; } catch (e) { fe = null; }
       if (!fe) break;
-      const r = box(fe);
+      const r = sides(box(fe));
       const st = styleOf(fe);
       x += r.left + fe.clientLeft + (st ? parseFloat(st.paddingLeft) || 0 : 0);
       y += r.top + fe.clientTop + (st ? parseFloat(st.paddingTop) || 0 : 0);
