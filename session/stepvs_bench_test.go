@@ -28,18 +28,24 @@ const stepsPerTask = 40
 // playwright: a fresh context and page, then per step the same observer
 // call (the same script, evaluated in the page) and the same action with
 // plain Locator calls. Both figures cover the whole task, opening to close,
-// divided by its steps; ratio is aegis over playwright.
+// divided by its steps; ratio is aegis over playwright. aegis-secret is
+// aegis with a secret declared (the egress filter looks for it).
 //
 //	go test ./session/ -run '^$' -bench StepVsPlaywright -benchtime 5x
 func BenchmarkStepVsPlaywright(b *testing.B) {
 	s := newSite(b)
 	url := s.URL + "/form"
 	var aegisPer, plainPer time.Duration
-	b.Run("aegis", func(b *testing.B) {
+	run := func(b *testing.B, withSecret bool) time.Duration {
 		var total time.Duration
 		var steps int
 		for i := 0; i < b.N; i++ {
 			cfg, m := benchConfig(b, url, stepsPerTask, formAction)
+			if withSecret {
+				// Every observation, event and report then passes the
+				// egress filter with a secret to look for.
+				cfg.Secrets = passwordSet(b)
+			}
 			res, err := session.Run(context.Background(), cfg)
 			if err != nil || res.Status != contract.SessionCompleted {
 				b.Fatalf("status %s err %v", res.Status, err)
@@ -47,10 +53,13 @@ func BenchmarkStepVsPlaywright(b *testing.B) {
 			total += res.Timings.Total - m.spent
 			steps += res.Timings.Steps
 		}
-		aegisPer = total / time.Duration(steps)
-		b.ReportMetric(float64(aegisPer.Microseconds())/1000, "ms/step")
+		per := total / time.Duration(steps)
+		b.ReportMetric(float64(per.Microseconds())/1000, "ms/step")
 		b.ReportMetric(float64(total.Milliseconds())/1000/float64(b.N), "s/task")
-	})
+		return per
+	}
+	b.Run("aegis", func(b *testing.B) { aegisPer = run(b, false) })
+	b.Run("aegis-secret", func(b *testing.B) { run(b, true) })
 	b.Run("playwright", func(b *testing.B) {
 		br := plainBrowser(b)
 		script, err := extension.ObserverScript("__bench_observer")
