@@ -135,17 +135,7 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 	dur := time.Since(t0)
 	r.t.Driver += dur
 	if secretErr != nil {
-		msg := secretErr.Error()
-		report.Error = "secret: " + msg
-		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
-		r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackError, Code: "secret_refused", Message: msg})
-		if e := r.emitError("action.secret_refused", fmt.Sprintf("action %s: %s", bound(a.ID, 128), msg)); e != nil {
-			end := r.fail("evidence", "cannot record", e)
-			return outcome{}, &end
-		}
-		r.noteLoop(a, before, planned, false)
-		r.report(report)
-		return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
+		return r.secretRefused(a, report, "secret_refused", "action.secret_refused", secretErr, before, planned)
 	}
 	res.URL = cfg.Secrets.Redact(res.URL)
 	// What an extract produced is taken now: an artifact holding a secret
@@ -197,17 +187,7 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 	}
 	if held != nil && res.OK {
 		// A structured value holding a secret: refused, said and recorded.
-		msg := held.Error()
-		report.Error = "secret: " + msg
-		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
-		r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackError, Code: "secret_in_value", Message: msg})
-		if e := r.emitError("artifact.secret_refused", fmt.Sprintf("action %s: %s", bound(a.ID, 128), msg)); e != nil {
-			end := r.fail("evidence", "cannot record", e)
-			return outcome{}, &end
-		}
-		r.noteLoop(a, before, planned, false)
-		r.report(report)
-		return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
+		return r.secretRefused(a, report, "secret_in_value", "artifact.secret_refused", held, before, planned)
 	}
 	if !res.OK {
 		if e, ok := r.ctxEnding(); ok {
@@ -468,6 +448,23 @@ func secretBindings(set *secrets.Set, urls []string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// secretRefused ends an action the session failed for a secret (a
+// placeholder that did not resolve, an extracted value holding one): the
+// Navigator is told why (feedback code), an error event (event) records
+// it, and the step report says it.
+func (r *run) secretRefused(a contract.Action, report StepReport, code, event string, why error, before, planned string) (outcome, *ending) {
+	msg := why.Error()
+	report.Error = "secret: " + msg
+	r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeFailed, Detail: report.Error})
+	r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackError, Code: code, Message: msg})
+	if e := r.emitError(event, fmt.Sprintf("action %s: %s", bound(a.ID, 128), msg)); e != nil {
+		return outcome{}, ptr(r.fail("evidence", "cannot record", e))
+	}
+	r.noteLoop(a, before, planned, false)
+	r.report(report)
+	return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
 }
 
 // secretUnjudged says why the session refuses an allowed action that

@@ -197,18 +197,9 @@
   // that start at an element (describe, extract) rather than walk down to
   // it from the top as observe does.
   function taintedWithin(el) {
-    let n = el, guard = 0;
-    while (n && guard++ < 4096) {
-      if (isElement(n) && tainted(n)) return true;
-      if (n.parentNode) { n = n.parentNode; continue; }
-      if (n.nodeType === 11 && n.host) { n = n.host; continue; }
-      if (n.nodeType === 9) {
-        let fe = null;
-        try { fe = n.defaultView ? n.defaultView.frameElement : null; } catch (e) { fe = null; }
-        n = fe;
-        continue;
-      }
-      break;
+    const chain = chainOf(el);
+    for (let j = 0; j < chain.length; j++) {
+      if (tainted(chain[j].el)) return true;
     }
     return false;
   }
