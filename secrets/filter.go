@@ -165,6 +165,9 @@ func (s *Set) Refuse(what, value string) error {
 // whole. A value no longer than its minimum is left to the forms.
 func maskCut(text, value, ph string) (string, bool) {
 	k := truncMin(len(value))
+	for k < len(value) && !utf8.RuneStart(value[k]) {
+		k++ // the head ends where a rune of the value ends
+	}
 	if len(value) <= k || len(text) < k {
 		return text, false
 	}

@@ -205,13 +205,14 @@ func FuzzNormalizedSpans(f *testing.F) {
 	})
 }
 
-// TestMaskCut: a value cut short, at the end of a bounded text or before
-// a cut marker, is masked once at least half of it (and MinNormalizedLen
-// bytes) is there, raw or by the normalized check; elsewhere once three
-// quarters of it are, so that an ordinary word a value starts with stays.
+// TestMaskCut: a value cut short before a cut marker (every bound that
+// cuts page text marks it) is masked once at least half of it (and
+// MinNormalizedLen bytes) is there, raw or by the normalized check;
+// elsewhere, the end of a text included, once three quarters of it are,
+// so that an ordinary word a value starts with stays.
 func TestMaskCut(t *testing.T) {
 	const long = "correct-horse-battery-staple-42" // 31 bytes: its first 16 are enough
-	s, err := secrets.NewSet(map[string]string{"PW": long, "PIN": "12345678x", "WORD": "password-2024!xyz"})
+	s, err := secrets.NewSet(map[string]string{"PW": long, "PIN": "12345678x", "WORD": "password-2024!xyz", "ACCENT": "abcdefgé!"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,18 +220,24 @@ func TestMaskCut(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
-		{"cut at the end", "typed: " + long[:20], "typed: " + ph},
+		{"cut, marked", "typed: " + long[:20] + "…", "typed: " + ph + "…"},
+		{"the end of a text is not a cut", "typed: " + long[:20], "typed: " + long[:20]},
+		{"three quarters at the end", "typed: " + long[:24], "typed: " + ph},
 		{"cut before a marker", "typed: " + long[:25] + "…", "typed: " + ph + "…"},
 		{"cut, text going on", "a " + long[:16] + "...] b", "a " + ph + "...] b"},
 		{"cut twice", long[:16] + "… " + long[:30], ph + "… " + ph},
 		{"half, text going on", long[:16] + " and more", long[:16] + " and more"},
 		{"three quarters, text going on", long[:24] + " but more", ph + " but more"},
 		{"a word a value starts with", "Password: (8 characters)", "Password: (8 characters)"},
-		{"that word cut short at the end", "typed: password-20", "typed: " + secrets.Placeholder("WORD")},
+		{"that word cut short, marked", "typed: password-20…", "typed: " + secrets.Placeholder("WORD") + "…"},
+		{"that word as a selector", "#password", "#password"},
+		{"that word ending a label", "Forgot password", "Forgot password"},
 		{"less than half", "typed: " + long[:14], "typed: " + long[:14]},
-		{"letters and digits cut short", "typed: C O R R E C T H O R S E B A T", "typed: " + ph},
+		{"letters and digits cut short", "typed: C O R R E C T H O R S E B A T …", "typed: " + ph + " …"},
 		{"letters and digits, less than half", "typed: correct horse", "typed: correct horse"},
-		{"short value: 8 bytes of 9", "pin 12345678", "pin " + pin},
+		{"short value: 8 bytes of 9, cut", "pin 12345678…", "pin " + pin + "…"},
+		{"short value: 8 bytes of 9, whole text", "pin 12345678", "pin 12345678"},
+		{"a rune of the value cut in its first bytes", "abcdefgè…", "abcdefgè…"},
 		{"short value: 7 bytes of 9", "pin 1234567", "pin 1234567"},
 		{"whole value", "pin 12345678x.", "pin " + pin + "."},
 	}

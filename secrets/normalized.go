@@ -65,21 +65,22 @@ type normTarget struct {
 func truncMin(n int) int { return max(MinNormalizedLen, (n+1)/2) }
 
 // anywhereMin is the shortest part of a value of n bytes or runes the
-// filter masks wherever it finds it: three quarters of the value, at
-// least truncMin.
-func anywhereMin(n int) int { return max(truncMin(n), (3*n+3)/4) }
+// filter masks wherever it finds it: three quarters of the value, and
+// more than truncMin (a value of 8 to 10 letters and digits is then
+// masked whole only, but for a cut text).
+func anywhereMin(n int) int { return max(truncMin(n)+1, (3*n+3)/4) }
 
 // cutMarkers are what the drivers, the observer and the session append
 // where they cut a text to its bound.
 var cutMarkers = []string{"…", "...", "[aegis: text truncated]", "#truncated"}
 
 // atCut reports whether rest, the text after a part of a value, is where
-// a text was cut: nothing but spaces, or a cut marker, follows.
+// a text was cut: a cut marker follows, after spaces at most. The end of a
+// text alone is not a cut (a label, a selector, a title ends where it
+// ends): every bound that cuts page text marks the cut (the observer, the
+// drivers and the session append "…" or their truncation markers).
 func atCut(rest string) bool {
 	rest = strings.TrimLeft(rest, " \t\r\n")
-	if rest == "" {
-		return true
-	}
 	for _, m := range cutMarkers {
 		if strings.HasPrefix(rest, m) {
 			return true

@@ -43,9 +43,14 @@ func (w *Writer) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
 		take := min(MaxLineBuffer-len(w.buf), len(p))
+		held := len(w.buf)
 		w.buf = append(w.buf, p[:take]...)
 		p, n = p[take:], n+take
-		end := bytes.LastIndexByte(w.buf, '\n') + 1
+		// What was held holds no line end: only the new bytes are searched.
+		end := bytes.LastIndexByte(w.buf[held:], '\n') + 1
+		if end > 0 {
+			end += held
+		}
 		if end == 0 {
 			if len(w.buf) < MaxLineBuffer {
 				break // p is all taken: the line waits for its end

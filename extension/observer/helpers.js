@@ -56,6 +56,15 @@
     return s.slice(0, end);
   }
 
+  // cutMarked is cut for page words: a text longer than n ends, within n,
+  // with "…" where it was cut, so that Go's egress filter knows a value
+  // cut there may go on (a secret cut short is masked before a cut marker).
+  function cutMarked(s, n) {
+    s = String(s);
+    if (s.length <= n) return s;
+    return cut(s, Math.max(0, n - 1)) + '\u2026';
+  }
+
   const WS = /[\s\u00a0\u200b\ufeff]+/g;
   function norm(s) { return String(s).replace(WS, ' ').trim(); }
 

@@ -217,7 +217,7 @@
         if (before) { out += ' ' + before; glue = true; }
       }
     }
-    return cut(norm(out), max);
+    return cutMarked(norm(out), max);
   }
 
   function byIds(el, ids, max, isSensitive) {
@@ -259,5 +259,5 @@
       s = boundedText(el, max, isSensitive);
     }
     if (!s) s = norm(attr(el, 'title') || '');
-    return cut(s, max);
+    return cutMarked(s, max);
   }

@@ -302,7 +302,7 @@
       const name = c.tnt ? labelsOnly(c.el, opts.maxAffordanceText)
         : c.sens ? norm(attr(c.el, 'aria-label') || attr(c.el, 'placeholder') || labelsOnly(c.el, opts.maxAffordanceText))
           : accessibleName(c.el, opts.maxAffordanceText, isSensitive);
-      if (name) a.text = cut(name, opts.maxAffordanceText);
+      if (name) a.text = cutMarked(name, opts.maxAffordanceText);
       a.hint = hintOf(c.el);
       return a;
     });
@@ -409,7 +409,7 @@
     // its <label> elements name it.
     const inTaint = taintedWithin(el);
     const label = inTaint ? labelsOnly(el, 1024) : isSensitive(el) ? norm(attr(el, 'aria-label') || labelsOnly(el, 1024) || attr(el, 'placeholder') || attr(el, 'title') || '') : accessibleName(el, 1024, isSensitive);
-    if (label) out.label = label;
+    if (label) out.label = cutMarked(label, 1024);
     const hasText = !(t === 'input' || t === 'textarea' || t === 'select') && !inTaint && !isSensitive(el);
     if (hasText) {
       const tx = boundedText(el, 1024, isSensitive);
