@@ -333,8 +333,8 @@ func (d *pwDriver) typeText(ctx context.Context, p playwright.Page, a contract.A
 	}
 	if a.Redact && r.Mode != "value" && a.Text != "" {
 		// The keys were sent in a step of their own: the observer tainted
-		// every element they went to, and fails if one was not the
-		// checked element (target_changed).
+		// every element a trusted input event went to, and fails if one
+		// neither was nor held the checked element (target_changed).
 		if _, err := d.callResult(ctx, p, sel, "typed", sel, r.expect); err != nil {
 			return err
 		}

@@ -100,7 +100,9 @@ const maskMoveSlack = 0.5
 // stillTainted fails when a tainted element moved, appeared or went
 // between before and after, when the observer saw an attribute of it or
 // of an element around it change in between (a page toggling it A-B-A
-// leaves the two boxes equal), or when an animation runs on them: a page
+// leaves the two boxes equal; of <html> or <body>, only a change after
+// which a tainted element was elsewhere counts), or when an animation
+// that may move them runs: a page
 // that moves the field a secret was typed into while it is captured may
 // have shown it where neither answer put it, and the screenshot is
 // refused.

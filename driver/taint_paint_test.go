@@ -115,7 +115,18 @@ const step = () => { on = !on; f.style.transform = on ? 'translateX(500px)' : 'n
 f.addEventListener('input', () => requestAnimationFrame(step), { once: true });
 </script></body></html>`
 
-// TestTaintOscillating takes screenshots of oscillatingPage: each one is
+// bodyOscillatingPage does the same by a class of <body>, whose changes
+// count only when the field moved with them.
+const bodyOscillatingPage = `<!doctype html><html><head><style>body.b #f1 { transform: translateX(500px) }</style></head>
+<body style="margin:0;background:#fff">
+<input id="f1" name="login" style="position:absolute;left:40px;top:60px;width:300px;height:40px;border:0;background:#f00;color:#f00">
+<script>
+const step = () => { document.body.classList.toggle('b'); requestAnimationFrame(step); };
+document.getElementById('f1').addEventListener('input', () => requestAnimationFrame(step), { once: true });
+</script></body></html>`
+
+// TestTaintOscillating takes screenshots of oscillatingPage and
+// bodyOscillatingPage: each one is
 // refused, or has no red pixel left (the field masked wherever it was
 // drawn). Nothing depends on timing: whichever way each turns out, the
 // assertion holds.
@@ -125,49 +136,17 @@ func TestTaintOscillating(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path == "/body" {
+			fmt.Fprint(w, bodyOscillatingPage)
+			return
+		}
 		fmt.Fprint(w, oscillatingPage)
 	}))
 	t.Cleanup(srv.Close)
 	check := func(t *testing.T, d driver.Driver) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL}); err != nil {
-			t.Fatal(err)
+		for _, path := range []string{"/", "/body"} {
+			checkOscillating(t, d, srv.URL+path)
 		}
-		if _, err := d.Describe(ctx, "#f1"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
-			t.Fatal(err)
-		}
-		refused := 0
-		for i := 0; i < 4; i++ {
-			_, err := act(t, d, contract.Action{Type: contract.ActExtract, Extract: contract.ExtractScreenshot})
-			if err != nil {
-				if !strings.Contains(err.Error(), "moved during the screenshot") {
-					t.Fatalf("screenshot %d: %v, want it taken or refused as moved", i, err)
-				}
-				refused++
-				continue
-			}
-			arts := d.TakeArtifacts()
-			if len(arts) != 1 {
-				t.Fatalf("screenshot %d: %d artifacts", i, len(arts))
-			}
-			img, _, err := image.Decode(bytes.NewReader(arts[0].Data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := img.Bounds()
-			for y := b.Min.Y; y < b.Max.Y; y++ {
-				for x := b.Min.X; x < b.Max.X; x++ {
-					if r, g, bl, _ := img.At(x, y).RGBA(); r > 0xe000 && g < 0x2000 && bl < 0x2000 {
-						t.Fatalf("screenshot %d: pixel (%d, %d) is the field's red: it was not masked where it was drawn", i, x, y)
-					}
-				}
-			}
-		}
-		t.Logf("%d of 4 screenshots refused", refused)
 	}
 	t.Run("playwright", func(t *testing.T) {
 		d := open(t, contract.ModePlaywright, srv.URL)
@@ -177,4 +156,48 @@ func TestTaintOscillating(t *testing.T) {
 	t.Run("extension", func(t *testing.T) {
 		check(t, openExtensionDriver(t, srv.URL))
 	})
+}
+
+// checkOscillating types the secret into the field of the page at url and
+// takes four screenshots: each is refused as moved, or has no red pixel.
+func checkOscillating(t *testing.T, d driver.Driver, url string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: url}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Describe(ctx, "#f1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i := 0; i < 4; i++ {
+		_, err := act(t, d, contract.Action{Type: contract.ActExtract, Extract: contract.ExtractScreenshot})
+		if err != nil {
+			if !strings.Contains(err.Error(), "moved during the screenshot") {
+				t.Fatalf("screenshot %d: %v, want it taken or refused as moved", i, err)
+			}
+			refused++
+			continue
+		}
+		arts := d.TakeArtifacts()
+		if len(arts) != 1 {
+			t.Fatalf("screenshot %d: %d artifacts", i, len(arts))
+		}
+		img, _, err := image.Decode(bytes.NewReader(arts[0].Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := img.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				if r, g, bl, _ := img.At(x, y).RGBA(); r > 0xe000 && g < 0x2000 && bl < 0x2000 {
+					t.Fatalf("screenshot %d: pixel (%d, %d) is the field's red: it was not masked where it was drawn", i, x, y)
+				}
+			}
+		}
+	}
+	t.Logf("%s: %d of 4 screenshots refused", url, refused)
 }

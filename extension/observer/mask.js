@@ -139,20 +139,36 @@
   // and taints the element (checkFocus with secret), then sends the keys
   // in another step; a page may move the focus in between. So checkFocus
   // with secret arms the observer: until typed() disarms it, every
-  // element an input goes to (beforeinput and input, in the capture
+  // element a trusted input goes to (beforeinput and input, in the capture
   // phase of the window, before any page listener there) is tainted, and
   // typed() fails with target_changed if one was not the checked element,
   // or if none was.
+  //
+  // Only trusted events say where keys went: an input event a page script
+  // dispatches (a handler that tells a hidden field about the change) is
+  // neither a stray nor a hit, and taints nothing. An event whose target
+  // contains the checked element (the editing host of a contenteditable
+  // element the selector found inside it) reached it.
   let typingInto = null, strays = 0, hits = 0;
   const pathOf = root.Event ? root.Event.prototype.composedPath : null;
+  // isTrusted is an own unforgeable property of every event: a page can
+  // neither redefine nor fake it.
+  const nodeContains = root.Node ? root.Node.prototype.contains : null;
+
+  function reaches(t, el) {
+    if (t === el) return true;
+    try { return nodeContains ? apply(nodeContains, t, [el]) === true : false; } catch (err) { return false; }
+  }
 
   function onInput(e) {
-    if (typingInto) {
+    let trusted = false;
+    try { trusted = e.isTrusted === true; } catch (err) { trusted = false; }
+    if (typingInto && trusted) {
       let t = null;
       try { t = pathOf ? apply(pathOf, e, [])[0] : e.target; } catch (err) { t = null; }
       if (t && isElement(t)) {
         taint(t);
-        if (t === typingInto) hits++; else strays++;
+        if (reaches(t, typingInto)) hits++; else strays++;
       } else {
         strays++;
       }
@@ -225,7 +241,13 @@
   // may be drawn with a style that paints its content (the secret)
   // somewhere its box does not cover: a reflection, a shadow, a filter
   // (drop-shadow, blur), a blend with what is around it, or a mask or
-  // clip-path (an SVG one may paint elsewhere). Inside a frame, a frame
+  // clip-path (an SVG one may paint elsewhere). text-shadow is checked on
+  // the tainted element only: it is inherited, so its computed value
+  // there already holds what it got from around it (and form fields
+  // reset it). A filter on <html> or <body> that only changes colours
+  // (COLOUR_FILTER: invert, grayscale...; dark-mode sites and extensions
+  // set one) keeps every pixel where it was; any other filter there, and
+  // any filter at all on another element, does not pass. Inside a frame, a frame
   // element (or an element around it) that is scaled, rotated, skewed or
   // zoomed draws the frame's content at other coordinates than its
   // offset says. maskRects refuses the screenshot then (outsideOf): it
@@ -235,11 +257,21 @@
   const propOf = root.CSSStyleDeclaration ? root.CSSStyleDeclaration.prototype.getPropertyValue : null;
   const reTest = RegExp.prototype.test;
   // PAINT_PROPS: [property, the only value that keeps the content in the
-  // box] for the element and every element around it.
+  // box] for every element around the tainted element; OWN_PAINT_PROPS
+  // for the tainted element itself (the same and text-shadow).
   const PAINT_PROPS = [
-    ['filter', 'none'], ['-webkit-box-reflect', 'none'], ['text-shadow', 'none'],
+    ['filter', 'none'], ['-webkit-box-reflect', 'none'],
     ['mask-image', 'none'], ['clip-path', 'none'], ['mix-blend-mode', 'normal'],
   ];
+  const OWN_PAINT_PROPS = [
+    ['text-shadow', 'none'], ['filter', 'none'], ['-webkit-box-reflect', 'none'],
+    ['mask-image', 'none'], ['clip-path', 'none'], ['mix-blend-mode', 'normal'],
+  ];
+  // COLOUR_FILTER matches a computed filter made only of functions that
+  // change a pixel's colour, never its place (no url(), blur() or
+  // drop-shadow(): their arguments would hold parentheses or their names
+  // are not listed).
+  const COLOUR_FILTER = /^(\s*(invert|grayscale|brightness|contrast|hue-rotate|saturate|sepia|opacity)\([-+0-9.e%a-z ]*\))+\s*$/;
   // FRAME_PROPS: the same for a frame element on the way up and the
   // elements around it; a transform may only translate (its box, and with
   // it the frame's offset, moves; its content is not scaled).
@@ -283,9 +315,13 @@
   function outsideOf(chain) {
     for (let j = 0; j < chain.length; j++) {
       const n = chain[j].el;
-      for (let i = 0; i < PAINT_PROPS.length; i++) {
-        const p = PAINT_PROPS[i][0], v = cssOf(n, p);
-        if (v !== '' && v !== PAINT_PROPS[i][1]) return p + ': ' + cut(v, 64) + ' on ' + short(n);
+      const t = lname(n), page = t === 'html' || t === 'body';
+      const props = j === 0 ? OWN_PAINT_PROPS : PAINT_PROPS;
+      for (let i = 0; i < props.length; i++) {
+        const p = props[i][0], v = cssOf(n, p);
+        if (v === '' || v === props[i][1]) continue;
+        if (page && p === 'filter' && apply(reTest, COLOUR_FILTER, [v])) continue;
+        return p + ': ' + cut(v, 64) + ' on ' + short(n);
       }
       if (chain[j].framed) {
         for (let i = 0; i < FRAME_PROPS.length; i++) {
@@ -305,17 +341,63 @@
   // MutationObserver of this closure watches the attributes (style,
   // class, any other a selector could match) of it and of every element
   // it is inside, and maskRects reports how many changes it has seen
-  // (changes) and whether an animation runs on any of them (animating);
-  // the driver refuses a screenshot when the count differs between its
-  // two answers or an animation runs. Not seen: a change to a style sheet
-  // (a <style> element's text, insertRule), which only the boxes catch.
+  // (changes) and whether an animation that may move one of them runs
+  // (animating); the driver refuses a screenshot when the count differs
+  // between its two answers or such an animation runs. A change of an
+  // attribute of <html> or <body> (sites toggle their classes all the
+  // time) counts only when a tainted element moved with it: the watcher
+  // measures them then (placement) and compares with where they were at
+  // the last measure. An animation counts unless all it animates is in
+  // STILL_ANIMS (colours, opacity...): a body whose background colour
+  // cycles forever keeps no screenshot out. Not seen: a change to a style
+  // sheet (a <style> element's text, insertRule), which only the boxes
+  // catch.
   const MO = typeof root.MutationObserver === 'function' ? root.MutationObserver : null;
   const moObserve = MO ? MO.prototype.observe : null;
   const moTake = MO ? MO.prototype.takeRecords : null;
   const animsOf = root.Element && typeof root.Element.prototype.getAnimations === 'function' ? root.Element.prototype.getAnimations : null;
   const playStateGet = root.Animation ? protoGet(root.Animation.prototype, 'playState') : null;
+  const effectGet = root.Animation ? protoGet(root.Animation.prototype, 'effect') : null;
+  const keyframesOf = root.KeyframeEffect ? root.KeyframeEffect.prototype.getKeyframes : null;
+  const objKeys = Object.keys;
   let changes = 0;
-  const watcher = MO ? new MO((recs) => { changes += recs.length; }) : null;
+  // placed is where the tainted elements were at the last measure
+  // (placement), '' before the first.
+  let placed = '';
+  const watcher = MO ? new MO((recs) => { count(recs); }) : null;
+
+  // placement is the boxes (top-level viewport CSS pixels) of the tainted
+  // elements in their document, as one string.
+  function placement() {
+    let out = '';
+    for (let i = 0; i < taintList.length; i++) {
+      const el = taintList[i];
+      if (!connected(el)) { out += 'gone;'; continue; }
+      try {
+        const r = sides(box(el)), off = frameOffset(el);
+        out += (r.left + off.x) + ',' + (r.top + off.y) + ',' + r.width + ',' + r.height + ';';
+      } catch (e) { out += 'unknown' + i + ';'; }
+    }
+    return out;
+  }
+
+  // count adds the attribute changes of recs (MutationRecords) to
+  // changes: every change of the tainted elements and of the elements
+  // around them but <html> and <body>, whose changes count once if a
+  // tainted element is no longer where it was.
+  function count(recs) {
+    let page = false;
+    for (let i = 0; i < recs.length; i++) {
+      let t = '';
+      try { t = lname(recs[i].target); } catch (e) { t = ''; }
+      if (t === 'html' || t === 'body') page = true; else changes++;
+    }
+    if (page) {
+      const now = placement();
+      if (now !== placed) changes++;
+      placed = now;
+    }
+  }
 
   // watch makes the watcher see the attributes of every element of chain
   // (again: observing a node twice keeps one registration).
@@ -325,20 +407,59 @@
   }
 
   // seen returns the count of changes the watcher has seen so far.
+  // (It takes the changes not yet delivered, then measures where the
+  // tainted elements are: a later change of <html> or <body> is compared
+  // with that.)
   function seen() {
-    if (watcher) changes += apply(moTake, watcher, []).length;
+    if (watcher) count(apply(moTake, watcher, []));
+    placed = placement();
     return changes;
   }
 
-  // animating reports whether an animation or transition runs on an
-  // element of chain.
+  // STILL_ANIMS are the properties (as getKeyframes names them) whose
+  // animation cannot move an element or what is drawn of it: colours,
+  // opacity, backgrounds, shadows of boxes, outlines, visibility. Any
+  // other, known or not, may (transform, translate, scale, rotate, top,
+  // left, margins, paddings, width, height, inset, position, filter,
+  // text-shadow, custom properties a var() may use...).
+  const STILL_ANIMS = {
+    __proto__: null,
+    color: 1, backgroundColor: 1, backgroundImage: 1, backgroundPosition: 1, backgroundSize: 1,
+    opacity: 1, visibility: 1, boxShadow: 1, caretColor: 1, accentColor: 1,
+    borderColor: 1, borderTopColor: 1, borderRightColor: 1, borderBottomColor: 1, borderLeftColor: 1,
+    outlineColor: 1, outlineWidth: 1, outlineOffset: 1, outlineStyle: 1,
+    textDecorationColor: 1, fill: 1, stroke: 1, stopColor: 1, floodColor: 1, lightingColor: 1,
+  };
+  const KEYFRAME_KEYS = { __proto__: null, offset: 1, computedOffset: 1, easing: 1, composite: 1 };
+
+  // mayMove reports whether the animation a may move an element or its
+  // content: it animates a property not in STILL_ANIMS, or what it
+  // animates cannot be read.
+  function mayMove(a) {
+    try {
+      const fx = effectGet ? apply(effectGet, a, []) : a.effect;
+      if (!fx) return false;
+      if (!keyframesOf) return true;
+      const kfs = apply(keyframesOf, fx, []);
+      for (let i = 0; i < kfs.length; i++) {
+        const ks = objKeys(kfs[i]);
+        for (let k = 0; k < ks.length; k++) {
+          if (KEYFRAME_KEYS[ks[k]] !== 1 && STILL_ANIMS[ks[k]] !== 1) return true;
+        }
+      }
+      return false;
+    } catch (e) { return true; }
+  }
+
+  // animating reports whether an animation or transition that may move
+  // it (mayMove) runs on an element of chain.
   function animating(chain) {
     if (!animsOf) return false;
     for (let j = 0; j < chain.length; j++) {
       const list = apply(animsOf, chain[j].el, []);
       for (let i = 0; i < list.length; i++) {
         const st = playStateGet ? apply(playStateGet, list[i], []) : list[i].playState;
-        if (st === 'running' || st === 'pending') return true;
+        if ((st === 'running' || st === 'pending') && mayMove(list[i])) return true;
       }
     }
     return false;
