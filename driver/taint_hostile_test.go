@@ -80,30 +80,10 @@ func TestTaintHostileMainWorld(t *testing.T) {
 	closeDriver(t, d)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL + "/login"}); err != nil {
+	if err := typeSecretAt(t, d, srv.URL, "/login", "#f1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Describe(ctx, "#f1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
-		t.Fatal(err)
-	}
-	var obs contract.Observation
-	for {
-		var err error
-		if obs, err = d.Observe(ctx, driver.ObserveOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if obs.State.Title == "Typed" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the page never saw the typing (title %q)", obs.State.Title)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	noLeak(t, "observation", obs)
+	obs := waitTitle(t, d, "Typed")
 	img, masked := screenshot(t, d, "")
 	if masked == 0 {
 		t.Errorf("the screenshot says nothing was masked")
@@ -174,30 +154,10 @@ func TestTaintReplacedField(t *testing.T) {
 	check := func(t *testing.T, d driver.Driver) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL}); err != nil {
+		if err := typeSecretAt(t, d, srv.URL, "", "#f1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Describe(ctx, "#f1"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
-			t.Fatal(err)
-		}
-		var obs contract.Observation
-		for {
-			var err error
-			if obs, err = d.Observe(ctx, driver.ObserveOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if obs.State.Title == "Replaced" {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("the page never replaced the field (title %q)", obs.State.Title)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		noLeak(t, "observation", obs)
+		obs := waitTitle(t, d, "Replaced")
 		for _, sel := range []string{"#f2", "#copy"} {
 			el, err := d.Describe(ctx, sel)
 			if err != nil {

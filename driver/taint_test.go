@@ -141,20 +141,7 @@ func checkTaintEditable(t *testing.T, d driver.Driver, site string) {
 	if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#ce", Text: taintSecret, Redact: true}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		obs, err := d.Observe(ctx, driver.ObserveOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if obs.State.Title == "Typed" {
-			noLeak(t, "observation", obs)
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the page never saw the typing")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitTitle(t, d, "Typed")
 	el, err := d.Describe(ctx, "#ce")
 	if err != nil {
 		t.Fatal(err)
@@ -181,31 +168,10 @@ func checkTaintEditable(t *testing.T, d driver.Driver, site string) {
 func checkTaint(t *testing.T, d driver.Driver, site string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site + "/login"}); err != nil {
+	if err := typeSecretAt(t, d, site, "/login", "#f1"); err != nil {
 		t.Fatal(err)
 	}
-	// As a session does: describe, then act.
-	if _, err := d.Describe(ctx, "#f1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := act(t, d, contract.Action{Type: contract.ActType, Selector: "#f1", Text: taintSecret, Redact: true}); err != nil {
-		t.Fatal(err)
-	}
-	var obs contract.Observation
-	for {
-		var err error
-		if obs, err = d.Observe(ctx, driver.ObserveOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if obs.State.Title == "Shown" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the page never showed the password")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	noLeak(t, "observation", obs)
+	obs := waitTitle(t, d, "Shown")
 	if !strings.Contains(obs.DOMSnapshot, `"type":"text"`) {
 		t.Errorf("the snapshot does not show the field switched to type=text: %s", obs.DOMSnapshot)
 	}
