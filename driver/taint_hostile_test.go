@@ -2,10 +2,7 @@ package driver_test
 
 import (
 	"context"
-	"fmt"
 	"image"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -64,23 +61,12 @@ const resizedPage = `<!doctype html><html><head><meta charset="utf-8"><title>Sig
 // as an init script) changes nothing, and the field is painted over in
 // the screenshot.
 func TestTaintHostileMainWorld(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if r.URL.Path == "/resized" {
-			fmt.Fprint(w, resizedPage)
-			return
-		}
-		fmt.Fprint(w, hostilePage)
-	}))
-	t.Cleanup(srv.Close)
-	d := open(t, contract.ModePlaywright, srv.URL)
+	site := servePages(t, map[string]string{"": hostilePage, "/resized": resizedPage})
+	d := open(t, contract.ModePlaywright, site)
 	closeDriver(t, d)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := typeSecretAt(t, d, srv.URL, "/login", "#f1"); err != nil {
+	if err := typeSecretAt(t, d, site, "/login", "#f1"); err != nil {
 		t.Fatal(err)
 	}
 	obs := waitTitle(t, d, "Typed")
@@ -95,7 +81,7 @@ func TestTaintHostileMainWorld(t *testing.T) {
 	// An element screenshot is cropped from the whole viewport by the
 	// viewport the observer measured with the getters it took at install,
 	// not by what the page says its window is.
-	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL + "/resized"}); err != nil {
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site + "/resized"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Describe(ctx, "#f1"); err != nil {
@@ -143,18 +129,11 @@ document.addEventListener('input', (e) => {
 // that contains the value are masked in the observation, in Describe and
 // in the screenshot, in both drivers.
 func TestTaintReplacedField(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, replacingPage)
-	}))
-	t.Cleanup(srv.Close)
-	check := func(t *testing.T, d driver.Driver) {
+	site := servePages(t, map[string]string{"": replacingPage})
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, _ contract.DriverMode) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if err := typeSecretAt(t, d, srv.URL, "", "#f1"); err != nil {
+		if err := typeSecretAt(t, d, site, "", "#f1"); err != nil {
 			t.Fatal(err)
 		}
 		obs := waitTitle(t, d, "Replaced")
@@ -173,14 +152,6 @@ func TestTaintReplacedField(t *testing.T) {
 		scale := float64(img.Bounds().Dx()) / float64(obs.State.Viewport.Width)
 		allMask(t, "the replacing field", img, scaled(fieldBox, scale, image.Point{}))
 		allMask(t, "the textarea holding the value", img, scaled(cardBox, scale, image.Point{}))
-	}
-	t.Run("playwright", func(t *testing.T) {
-		d := open(t, contract.ModePlaywright, srv.URL)
-		closeDriver(t, d)
-		check(t, d)
-	})
-	t.Run("extension", func(t *testing.T) {
-		check(t, openExtensionDriver(t, srv.URL))
 	})
 }
 
@@ -209,19 +180,12 @@ other.addEventListener('input', () => { document.title = 'Other'; });
 // observation and the screenshot), and the action fails with
 // target_changed.
 func TestTaintFocusStolen(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, focusThiefPage)
-	}))
-	t.Cleanup(srv.Close)
-	d := open(t, contract.ModePlaywright, srv.URL)
+	site := servePages(t, map[string]string{"": focusThiefPage})
+	d := open(t, contract.ModePlaywright, site)
 	closeDriver(t, d)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: srv.URL}); err != nil {
+	if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Describe(ctx, "#f1"); err != nil {

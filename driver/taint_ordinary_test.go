@@ -2,10 +2,7 @@ package driver_test
 
 import (
 	"context"
-	"fmt"
 	"image"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -72,21 +69,9 @@ w.addEventListener('input', (e) => { c.dispatchEvent(new InputEvent('input', { b
 // with a drop-shadow around the field is still refused its screenshot. In
 // the Playwright driver and the extension driver.
 func TestTaintOrdinaryPages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, ordinaryPages[r.URL.Path])
-	}))
-	t.Cleanup(srv.Close)
-	t.Run("playwright", func(t *testing.T) {
-		d := open(t, contract.ModePlaywright, srv.URL)
-		closeDriver(t, d)
-		checkOrdinaryPages(t, d, srv.URL, true)
-	})
-	t.Run("extension", func(t *testing.T) {
-		checkOrdinaryPages(t, openExtensionDriver(t, srv.URL), srv.URL, false)
+	site := servePages(t, ordinaryPages)
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, mode contract.DriverMode) {
+		checkOrdinaryPages(t, d, site, mode == contract.ModePlaywright)
 	})
 }
 

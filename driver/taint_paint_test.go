@@ -34,22 +34,40 @@ var paintPages = map[string]string{
 // each screenshot is refused, in the Playwright driver and the extension
 // driver.
 func TestTaintPaintedOutside(t *testing.T) {
+	site := servePages(t, paintPages)
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, _ contract.DriverMode) { checkPaintedOutside(t, d, site) })
+}
+
+// servePages serves pages (HTML, by path; "" for any other path) on
+// loopback for the taint tests, which need Chromium: skipped in -short
+// mode. It returns the site's URL.
+func servePages(t *testing.T, pages map[string]string) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, paintPages[r.URL.Path])
+		page, ok := pages[r.URL.Path]
+		if !ok {
+			page = pages[""]
+		}
+		fmt.Fprint(w, page)
 	}))
 	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// inBothDrivers runs check in a Playwright driver and an extension driver
+// for site, each closed with its subtest.
+func inBothDrivers(t *testing.T, site string, check func(t *testing.T, d driver.Driver, mode contract.DriverMode)) {
 	t.Run("playwright", func(t *testing.T) {
-		d := open(t, contract.ModePlaywright, srv.URL)
+		d := open(t, contract.ModePlaywright, site)
 		closeDriver(t, d)
-		checkPaintedOutside(t, d, srv.URL)
+		check(t, d, contract.ModePlaywright)
 	})
 	t.Run("extension", func(t *testing.T) {
-		d := openExtensionDriver(t, srv.URL)
-		checkPaintedOutside(t, d, srv.URL)
+		check(t, openExtensionDriver(t, site), contract.ModeExtension)
 	})
 }
 
@@ -131,30 +149,11 @@ document.getElementById('f1').addEventListener('input', () => requestAnimationFr
 // drawn). Nothing depends on timing: whichever way each turns out, the
 // assertion holds.
 func TestTaintOscillating(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if r.URL.Path == "/body" {
-			fmt.Fprint(w, bodyOscillatingPage)
-			return
-		}
-		fmt.Fprint(w, oscillatingPage)
-	}))
-	t.Cleanup(srv.Close)
-	check := func(t *testing.T, d driver.Driver) {
+	site := servePages(t, map[string]string{"": oscillatingPage, "/body": bodyOscillatingPage})
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, _ contract.DriverMode) {
 		for _, path := range []string{"/", "/body"} {
-			checkOscillating(t, d, srv.URL+path)
+			checkOscillating(t, d, site+path)
 		}
-	}
-	t.Run("playwright", func(t *testing.T) {
-		d := open(t, contract.ModePlaywright, srv.URL)
-		closeDriver(t, d)
-		check(t, d)
-	})
-	t.Run("extension", func(t *testing.T) {
-		check(t, openExtensionDriver(t, srv.URL))
 	})
 }
 

@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"image"
 	"image/png"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/driver"
-	"github.com/aegis-run/aegis/nativehost/nativehosttest"
 )
 
 // taintSecret is what the taint test types, with Redact.
@@ -83,46 +79,10 @@ var (
 // around it) is MaskColor; so is a sensitive field's, never the page
 // background's. In the Playwright driver and the extension driver.
 func TestTaintMasksTypedSecret(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		switch r.URL.Path {
-		case "/moving":
-			fmt.Fprint(w, movingPage)
-			return
-		case "/editable":
-			fmt.Fprint(w, editablePage)
-			return
-		}
-		fmt.Fprint(w, taintPage)
-	}))
-	t.Cleanup(srv.Close)
-	t.Run("playwright", func(t *testing.T) {
-		d := open(t, contract.ModePlaywright, srv.URL)
-		closeDriver(t, d)
-		checkTaint(t, d, srv.URL)
-		checkTaintEditable(t, d, srv.URL)
-	})
-	t.Run("extension", func(t *testing.T) {
-		b := nativehosttest.Start(t, nativehosttest.Options{Relay: true})
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		conn, err := b.ConnectDriver(ctx)
-		if err != nil {
-			t.Fatalf("%v\nhost log:\n%s", err, b.HostLog())
-		}
-		octx, ocancel := context.WithTimeout(ctx, 30*time.Second)
-		defer ocancel()
-		d, err := driver.OpenExtension(octx, driver.Config{Mode: contract.ModeExtension, AllowedOrigins: []string{srv.URL}, ActionTimeout: 3 * time.Second},
-			driver.ExtensionTarget{Port: conn})
-		if err != nil {
-			t.Fatalf("open the extension driver: %v", err)
-		}
-		closeDriver(t, d)
-		checkTaint(t, d, srv.URL)
-		checkTaintEditable(t, d, srv.URL)
+	site := servePages(t, map[string]string{"": taintPage, "/moving": movingPage, "/editable": editablePage})
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, _ contract.DriverMode) {
+		checkTaint(t, d, site)
+		checkTaintEditable(t, d, site)
 	})
 }
 
