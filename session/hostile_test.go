@@ -218,12 +218,7 @@ func TestSecretIntoSessionSensitiveSelector(t *testing.T) {
 	if approvals != 0 {
 		t.Errorf("%d approvals, want 0", approvals)
 	}
-	var typed *contract.DecisionRecord
-	for _, d := range decisions(t, files) {
-		if d.ActionID == "a1" {
-			typed = &d
-		}
-	}
+	typed := lastDecision(t, files, "a1")
 	switch {
 	case typed == nil:
 		t.Fatal("no decision for a1")
@@ -276,12 +271,7 @@ func TestSecretBoundElsewhere(t *testing.T) {
 			if approvals != 0 {
 				t.Errorf("%d approvals asked, want none", approvals)
 			}
-			var typed *contract.DecisionRecord
-			for _, d := range decisions(t, files) {
-				if d.ActionID == "a1" {
-					typed = &d
-				}
-			}
+			typed := lastDecision(t, files, "a1")
 			switch {
 			case typed == nil:
 				t.Fatal("no decision for a1")

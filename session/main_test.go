@@ -315,6 +315,18 @@ func decisions(t testing.TB, files map[string][]byte) []contract.DecisionRecord 
 	return lines[contract.DecisionRecord](t, files, "decisions.jsonl")
 }
 
+// lastDecision is the last decision recorded about action id; nil when
+// there is none.
+func lastDecision(t testing.TB, files map[string][]byte, id string) *contract.DecisionRecord {
+	var last *contract.DecisionRecord
+	for _, d := range decisions(t, files) {
+		if d.ActionID == id {
+			last = &d
+		}
+	}
+	return last
+}
+
 func actions(t testing.TB, files map[string][]byte) []actionLine {
 	return lines[actionLine](t, files, "actions.jsonl")
 }
