@@ -327,6 +327,11 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 		end := r.fail("evidence", "cannot record", e)
 		return paused, &end
 	}
+	key := intentKey(a, target, req.ActiveURL)
+	if who, ok := r.refused[key]; ok {
+		// Asked and refused already: the answer stands for the session.
+		return r.sessionDenial(paused, RuleApprovalDenied, "the approver "+who+" already refused this same action in this session; it is not asked again: take another way")
+	}
 	rule, msg := RuleApprovalUnavailable, "no approval store: nothing can be approved"
 	var ans ApprovalAnswer
 	if r.cfg.Approvals != nil {
@@ -345,6 +350,11 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 		}
 		if rl, m := r.refusal(ans, err, timedOut, "action"); rl != "" {
 			rule, msg, ans.Approved = rl, m, false
+			if rl == RuleApprovalDenied {
+				who := Sanitize(ans.Approver, 256)
+				r.refused[key] = who
+				r.lastRefusal = who + " refused " + DescribeAction(a, target)
+			}
 		}
 	}
 	if ans.Approved {

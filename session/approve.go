@@ -3,6 +3,9 @@ package session
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -452,4 +455,37 @@ func Sanitize(s string, max int) string {
 		n++
 	}
 	return b.String()
+}
+
+// intentKey identifies what an action would do, whatever the model called
+// it: its type and parameters (not its id, reason or tags), the element
+// the driver resolved and the page it runs on. It lives in memory only
+// (the text of a redacted action is part of it), to recognise an action a
+// person refused when the model proposes it again.
+func intentKey(a contract.Action, target *contract.Element, activeURL string) string {
+	b, _ := json.Marshal(struct {
+		Type                       contract.ActionType
+		Selector, URL, Text, Value string
+		Direction, Extract         string
+		DurationMs                 int
+		Target                     *contract.Element
+		ActiveURL                  string
+	}{a.Type, a.Selector, a.URL, a.Text, a.Value, string(a.Direction), string(a.Extract), a.DurationMs, target, activeURL})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// refusedEnding is end, unless the session failed for want of a way
+// forward (a loop, too many denials, the navigator giving up) after an
+// approver refused an action: then it ends aborted, by that refusal, which
+// is what stopped it.
+func (r *run) refusedEnding(end ending) ending {
+	if end.status != contract.SessionFailed || end.err == nil || r.lastRefusal == "" {
+		return end
+	}
+	switch end.err.Code {
+	case "loop", "denials", "navigator_gave_up":
+		return ending{status: contract.SessionAborted, summary: bound("aborted: "+r.lastRefusal+"; the navigator found no other way ("+end.summary+")", 2000)}
+	}
+	return end
 }

@@ -139,3 +139,45 @@ func TestSecretUnjudgedRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedNotAskedAgain (issue 17): a person refuses a high-risk click;
+// the model proposes the same click again under other ids and reasons:
+// it is refused without a second question, and the session, left without
+// a way forward, ends aborted by that refusal, not failed.
+func TestRefusedNotAskedAgain(t *testing.T) {
+	site := newFakeSite()
+	srv := fakeModel(t, nil, script(
+		answer("continue", aClick("p1", "#pay")),
+		answer("continue", aClick("p2", "#pay")),
+		answer("continue", aClick("p3", "#pay")),
+	))
+	pl, nav := llmAgents(t, srv, nil)
+	cfg := fakeCfg(t, site, task("Pay the bill", []string{fakeOrigin + "/danger"}, ""), pl, nav)
+	asked := 0
+	cfg.Approver = session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
+		asked++
+		return session.ApprovalAnswer{Approved: false, Approver: "the person at the terminal"}, nil
+	})
+	res, err := run(t, cfg)
+	if err != nil {
+		t.Fatalf("err %v, want an aborted session without an error", err)
+	}
+	if got, want := res.Status, contract.SessionAborted; got != want {
+		t.Errorf("status %s, want %s", got, want)
+	}
+	if !strings.Contains(res.Output.Summary, "the person at the terminal refused") {
+		t.Errorf("summary %q does not say who refused", res.Output.Summary)
+	}
+	if got, want := asked, 1; got != want {
+		t.Errorf("asked %d times, want %d", got, want)
+	}
+	files := verify(t, res)
+	if d := lastDecision(t, files, "p2"); d == nil || d.Allow || !strings.Contains(d.Reasons[0].Message, "not asked again") {
+		t.Errorf("p2's decision %+v, want refused without asking", d)
+	}
+	for _, a := range actions(t, files) {
+		if a.Action.Type == contract.ActClick {
+			t.Errorf("the click %s ran", a.Action.ID)
+		}
+	}
+}

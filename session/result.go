@@ -121,6 +121,7 @@ func (r *run) finish(end ending) (Result, error) {
 	if end.status == "" {
 		end = r.fail("internal", "the session ended without a status", nil)
 	}
+	end = r.refusedEnding(end)
 	if end.summary == "" {
 		end.summary = r.lastSummary
 	}

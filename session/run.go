@@ -65,11 +65,19 @@ type run struct {
 	shotURIs                   map[string]string // driver's image uri → bundle uri
 	lastSummary                string
 	t                          Timings
+
+	// refused holds what an approver refused in this session (intentKey
+	// → who refused it): the same action proposed again is refused
+	// without asking again. lastRefusal says the latest refusal: a
+	// session that then ends for want of a way forward ends aborted by
+	// it, not failed (refusedEnding).
+	refused     map[string]string
+	lastRefusal string
 }
 
 func newRun(s *Session) *run {
 	cfg := &s.cfg
-	r := &run{s: s, cfg: cfg, id: s.id, start: cfg.Clock(), wall: time.Now(), curURL: "about:blank", shotURIs: map[string]string{}}
+	r := &run{s: s, cfg: cfg, id: s.id, start: cfg.Clock(), wall: time.Now(), curURL: "about:blank", shotURIs: map[string]string{}, refused: map[string]string{}}
 	r.maxActions = DefaultMaxActions
 	if cfg.Task.MaxActions != nil {
 		r.maxActions = *cfg.Task.MaxActions
