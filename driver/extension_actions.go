@@ -132,13 +132,10 @@ func (d *extDriver) typeText(ctx context.Context, a contract.Action, lat *latenc
 	}
 	sel := a.Selector
 	expect := d.expect(sel)
-	var took time.Duration
-	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
-		t0 := time.Now()
+	return d.input(ctx, sel, lat, func() (pageResult, error) {
 		// With Redact, the executor has the observer taint the element
 		// right before the text goes in.
 		r, err := d.call(ctx, sel, "type", nil, sel, a.Text, expect, a.Redact)
-		took = time.Since(t0)
 		if err != nil {
 			if retryable(err) || ctx.Err() != nil || CodeOf(err) == contract.CodeTargetChanged {
 				return pageResult{}, err
@@ -148,8 +145,6 @@ func (d *extDriver) typeText(ctx context.Context, a contract.Action, lat *latenc
 		}
 		return parseResult([]byte(r.Value), sel)
 	})
-	lat.input = millis(took)
-	return err
 }
 
 func (d *extDriver) selectOption(ctx context.Context, a contract.Action, lat *latencies) error {
@@ -158,10 +153,19 @@ func (d *extDriver) selectOption(ctx context.Context, a contract.Action, lat *la
 	}
 	sel := a.Selector
 	expect := d.expect(sel)
+	return d.input(ctx, sel, lat, func() (pageResult, error) {
+		return d.callResult(ctx, sel, "select", sel, a.Value, expect)
+	})
+}
+
+// input runs call, one input on the element sel addresses, until the
+// element is ready or the action's time runs out, and records how long
+// the last try took.
+func (d *extDriver) input(ctx context.Context, sel string, lat *latencies, call func() (pageResult, error)) error {
 	var took time.Duration
 	_, err := d.untilReady(ctx, d.cfg.ActionTimeout, sel, func() (pageResult, error) {
 		t0 := time.Now()
-		r, err := d.callResult(ctx, sel, "select", sel, a.Value, expect)
+		r, err := call()
 		took = time.Since(t0)
 		return r, err
 	})

@@ -190,6 +190,38 @@ func hasRule(rs []contract.Reason, rule string) bool {
 	return false
 }
 
+// typeSecret runs a session on s's page path whose model types
+// {{secret:PASSWORD}} (from set) into sel as action a1, with config
+// changed by adjust (when not nil) and every approval granted and
+// counted. It checks that the session completes, that nobody was asked,
+// and that the secret is in no file of the bundle and no model request;
+// it returns the bundle's files and a1's final decision.
+func typeSecret(t *testing.T, s *site, set *secrets.Set, path, sel string, adjust func(*session.Config)) (map[string][]byte, *contract.DecisionRecord) {
+	t.Helper()
+	srv := fakeModel(t, nil, script(
+		answer("continue", aType("a1", sel, "{{secret:PASSWORD}}", true)),
+		answer("done", aWait("z1", 1)),
+	))
+	pl, nav := llmAgents(t, srv, set)
+	cfg := cfgFor(t, task("Type the password", []string{s.URL + path}, ""), pl, nav)
+	cfg.Secrets = set
+	approvals := 0
+	cfg.Approver = approveAll(&approvals)
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	res, err := run(t, cfg)
+	if err != nil || res.Status != contract.SessionCompleted {
+		t.Fatalf("status %s, err %v", res.Status, err)
+	}
+	files := verify(t, res)
+	noSecret(t, password, files, srv)
+	if approvals != 0 {
+		t.Errorf("%d approvals asked, want none", approvals)
+	}
+	return files, lastDecision(t, files, "a1")
+}
+
 // TestSecretIntoSessionSensitiveSelector is the control of the search box
 // cases of TestHostileModel: when the person's session policy names the
 // search box sensitive (a CSS selector the browser matches on the element),
@@ -198,27 +230,9 @@ func hasRule(rs []contract.Reason, rule string) bool {
 // decision records the selector the browser matched.
 func TestSecretIntoSessionSensitiveSelector(t *testing.T) {
 	s := newSite(t)
-	set := passwordSet(t)
-	srv := fakeModel(t, nil, script(
-		answer("continue", aType("a1", "#q", "{{secret:PASSWORD}}", true)),
-		answer("done", aWait("z1", 1)),
-	))
-	pl, nav := llmAgents(t, srv, set)
-	cfg := cfgFor(t, task("Look up the order", []string{s.URL + "/find"}, ""), pl, nav)
-	cfg.Secrets = set
-	cfg.Policy.SensitiveSelectors = []string{"input[name=q]"}
-	approvals := 0
-	cfg.Approver = approveAll(&approvals)
-	res, err := run(t, cfg)
-	if err != nil || res.Status != contract.SessionCompleted {
-		t.Fatalf("status %s, err %v", res.Status, err)
-	}
-	files := verify(t, res)
-	noSecret(t, password, files, srv)
-	if approvals != 0 {
-		t.Errorf("%d approvals, want 0", approvals)
-	}
-	typed := lastDecision(t, files, "a1")
+	_, typed := typeSecret(t, s, passwordSet(t), "/find", "#q", func(cfg *session.Config) {
+		cfg.Policy.SensitiveSelectors = []string{"input[name=q]"}
+	})
 	switch {
 	case typed == nil:
 		t.Fatal("no decision for a1")
@@ -253,25 +267,7 @@ func TestSecretBoundElsewhere(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := fakeModel(t, nil, script(
-				answer("continue", aType("a1", "#password", "{{secret:PASSWORD}}", true)),
-				answer("done", aWait("z1", 1)),
-			))
-			pl, nav := llmAgents(t, srv, set)
-			cfg := cfgFor(t, task("Sign in", []string{s.URL + "/login"}, ""), pl, nav)
-			cfg.Secrets = set
-			approvals := 0
-			cfg.Approver = approveAll(&approvals)
-			res, err := run(t, cfg)
-			if err != nil || res.Status != contract.SessionCompleted {
-				t.Fatalf("status %s, err %v", res.Status, err)
-			}
-			files := verify(t, res)
-			noSecret(t, password, files, srv)
-			if approvals != 0 {
-				t.Errorf("%d approvals asked, want none", approvals)
-			}
-			typed := lastDecision(t, files, "a1")
+			files, typed := typeSecret(t, s, set, "/login", "#password", nil)
 			switch {
 			case typed == nil:
 				t.Fatal("no decision for a1")
