@@ -319,17 +319,18 @@ func TestLiveConsoleApprovesWhileOthersWatch(t *testing.T) {
 }
 
 // TestLiveConsoleDenies: Deny in the console refuses the action; the demo
-// cannot place its order and fails, and the refusal names the console.
+// cannot place its order and ends aborted by that refusal, which names
+// the console.
 func TestLiveConsoleDenies(t *testing.T) {
 	d := startLiveDemo(t)
 	console := consoleBrowser(t, d.console)
 	waitText(t, console, "Approval required")
 	click(t, console, "#deny")
 	waitText(t, console, "approval refused")
-	if code := d.exit(t); code != ExitSessionFailed {
-		t.Fatalf("exit %d, want %d\n%s", code, ExitSessionFailed, d.stderr)
+	if code := d.exit(t); code != ExitAborted {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitAborted, d.stderr)
 	}
-	if !strings.Contains(d.stderr.String(), "DENIED (high): approval_denied") {
+	if !strings.Contains(d.stderr.String(), "DENIED (high): approval_denied: denied by a person in the live console") {
 		t.Errorf("stderr does not show the denial:\n%s", d.stderr)
 	}
 	decisions, _ := os.ReadFile(filepath.Join(d.bundle(t), evidence.FileDecisions))

@@ -19,8 +19,10 @@ func TestProgressLine(t *testing.T) {
 	}{
 		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond},
 			`step 3/50  click #continue "Continue"  allowed (low)  12ms`},
-		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Effect: post, Decision: contract.ResultDenied, Risk: contract.RiskHigh, Reasons: []contract.Reason{{Rule: "approval_denied", Message: "no"}}},
-			`effect of step 3  click #continue "Continue" causes POST https://shop.example/pay (fields: card)  DENIED (high): approval_denied`},
+		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Effect: post, Decision: contract.ResultDenied, Risk: contract.RiskHigh, Reasons: []contract.Reason{{Rule: "approval_denied", Message: "denied by a person at the terminal (the effect was refused)"}}},
+			`effect of step 3  click #continue "Continue" causes POST https://shop.example/pay (fields: card)  DENIED (high): approval_denied: denied by a person at the terminal (the effect was refused)`},
+		{session.StepReport{Index: 5, Budget: 50, Action: click, Target: target, Decision: contract.ResultDenied, Risk: contract.RiskHigh, Reasons: []contract.Reason{{Rule: "payment_action", Message: "a payment"}}},
+			`step 5/50  click #continue "Continue"  DENIED (high): payment_action`},
 		{session.StepReport{Index: 4, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, Duration: time.Millisecond, Error: "target_changed: the page changed between the decision and the action"},
 			`step 4/50  click #continue "Continue"  allowed (low)  1ms  failed: target_changed: the page changed between the decision and the action`},
 	}

@@ -35,7 +35,7 @@ func init() {
 // Exit codes of "aegis run" (and of "aegis demo"), one per session status,
 // on top of ExitOK (completed) and ExitUsage.
 const (
-	ExitAborted             = 3 // aborted (Ctrl-C, SIGTERM)
+	ExitAborted             = 3 // aborted (Ctrl-C, SIGTERM, a refusal that left no other way)
 	ExitDurationExceeded    = 4 // the duration budget ran out
 	ExitActionLimitExceeded = 5 // the action budget ran out
 	ExitSessionFailed       = 6 // the session failed (model, browser, policy, loop...)
@@ -525,6 +525,10 @@ func progressLine(r session.StepReport) string {
 			rules[i] = rs.Rule
 		}
 		fmt.Fprintf(&b, "DENIED (%s): %s", r.Risk, strings.Join(rules, ", "))
+		if len(r.Reasons) == 1 && r.Reasons[0].Rule == session.RuleApprovalDenied {
+			// Who refused it: a person (and where) or a rule.
+			b.WriteString(": " + session.Sanitize(r.Reasons[0].Message, 200))
+		}
 	default:
 		fmt.Fprintf(&b, "%s (%s)", r.Decision, r.Risk)
 	}
@@ -537,11 +541,13 @@ func progressLine(r session.StepReport) string {
 	return b.String()
 }
 
-// endLine says how the session ended and where the bundle is.
+// endLine says how the session ended, why when it did not complete, and
+// where the bundle is.
 func endLine(res session.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "aegis: %s in %s: %d actions, %d denied, %d approved", res.Status,
 		res.Timings.Total.Round(10*time.Millisecond), res.Output.ActionsExecuted, res.Denied, res.Approved)
+
 	switch {
 	case res.Evidence.Sealed:
 		fmt.Fprintf(&b, "; evidence %s (sealed, head %s)", res.Evidence.Dir, short(res.Evidence.HeadHash))
@@ -549,6 +555,9 @@ func endLine(res session.Result) string {
 		fmt.Fprintf(&b, "; evidence %s NOT SEALED: %s", res.Evidence.Dir, res.Evidence.Error)
 	default:
 		fmt.Fprintf(&b, "; no evidence bundle: %s", res.Evidence.Error)
+	}
+	if res.Status != contract.SessionCompleted && res.Output.Summary != "" {
+		fmt.Fprintf(&b, "\naegis: why: %s", session.Sanitize(res.Output.Summary, 600))
 	}
 	return b.String()
 }

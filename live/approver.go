@@ -132,6 +132,6 @@ func (a *Approver) Decide(ctx context.Context, seq int, decision contract.Approv
 		return ErrNoPending
 	}
 	p.decided = &DecidedError{By: by, Decision: decision}
-	p.answer <- session.ApprovalAnswer{Approved: decision == contract.ApprovalApprove, Approver: by}
+	p.answer <- session.ApprovalAnswer{Approved: decision == contract.ApprovalApprove, Approver: by, Channel: session.ChannelLive}
 	return nil
 }

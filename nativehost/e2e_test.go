@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +21,8 @@ import (
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/demosite"
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/llm/llmtest"
+	"github.com/aegis-run/aegis/nativehost"
 	"github.com/aegis-run/aegis/nativehost/nativehosttest"
 )
 
@@ -104,9 +107,27 @@ func startFromPopup(t *testing.T, b *nativehosttest.Browser, url, goal string, s
 	}
 	must(t, popup.Locator("#goal").Fill(goal))
 	must(t, popup.Locator("#steps").Fill(strings.Join(steps, "\n")))
+	// The popup shows the last session until the new one runs: wait for
+	// a bundle no earlier session had, so that nothing reads the old
+	// session's steps.
 	must(t, popup.Locator("#start").Click())
+	r.until("the session started", func() bool {
+		if r.visible("#error") {
+			return true
+		}
+		e := r.text("#evidence")
+		if e == "" {
+			return false
+		}
+		_, seen := bundlesSeen.LoadOrStore(e, true)
+		return !seen
+	})
 	return r
 }
+
+// bundlesSeen holds the evidence bundles the popup showed at the start of
+// a session (startFromPopup).
+var bundlesSeen sync.Map
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -176,7 +197,19 @@ func TestPopupEndToEnd(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><title>Elsewhere</title><h1>Another site</h1><form method="post" action="/take"><button id="submit">Place order</button></form>`)
 	}))
-	b := nativehosttest.Start(t, nativehosttest.Options{Binary: aegisBinary(t)})
+	// A task given without steps goes to this model, which proposes the
+	// same click on "Place order" whatever it is told.
+	model := llmtest.NewServer(t)
+	model.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+		if len(r.Messages) > 0 && strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
+			llmtest.Answer(`{"goal":"place the order","steps":[{"id":"s1","description":"place the order","successCriteria":"the order is placed"}]}`)(w, r)
+			return
+		}
+		llmtest.Answer(`{"actions":[{"id":"o1","type":"click","selector":"#submit","reason":"place the order","policyTags":[]}],"status":"continue","summary":"placing the order"}`)(w, r)
+	})
+	b := nativehosttest.Start(t, nativehosttest.Options{Binary: aegisBinary(t), Config: nativehost.Config{
+		Model: &nativehost.ModelConfig{BaseURL: model.URL, Model: "test-model", APIKey: "sk-test-key"},
+	}})
 
 	t.Run("StepsRunCompletes", func(t *testing.T) {
 		r := startFromPopup(t, b, shop.URL+"/form", "fill in the order form and read my orders",
@@ -241,15 +274,56 @@ func TestPopupEndToEnd(t *testing.T) {
 		r.until("the approval prompt", func() bool { return r.visible("#approval") })
 		must(t, r.popup.Locator("#deny").Click())
 		status, dir := r.ended()
-		if status == contract.SessionCompleted {
-			t.Fatalf("a denied order completed the session")
+		// The steps have no other way: the person's Deny ends the session.
+		if summary := r.text("#summary"); status != contract.SessionAborted || !strings.Contains(summary, "denied by a person in the popup") {
+			t.Fatalf("status %s, summary %q; want aborted, denied by a person in the popup", status, summary)
 		}
-		verify(t, dir, "")
+		verify(t, dir, contract.SessionAborted)
 		if shop.count("POST /form") != posts {
 			t.Error("the denied order was placed")
 		}
 		if s := strings.Join(r.steps(), "\n"); !strings.Contains(s, "click #submit") || !strings.Contains(s, "→ denied") || !strings.Contains(s, "approval_denied") {
 			t.Errorf("steps do not show the denial: %s", s)
+		}
+	})
+
+	// Issue 17: a person's Deny in the popup ends the action; the model
+	// proposing it again is refused without a second question, and the
+	// session ends aborted by the person's refusal, not failed.
+	t.Run("DenyNotAskedAgain", func(t *testing.T) {
+		posts := shop.count("POST /form")
+		calls := len(model.Requests())
+		r := startFromPopup(t, b, shop.URL+"/form", "place the order")
+		r.until("the approval prompt", func() bool { return r.visible("#approval") })
+		must(t, r.popup.Locator("#deny").Click())
+		status, dir := r.ended()
+		summary := r.text("#summary")
+		if status != contract.SessionAborted || !strings.Contains(summary, "denied by a person in the popup") {
+			t.Fatalf("status %s, summary %q; want aborted, denied by a person in the popup", status, summary)
+		}
+		verify(t, dir, contract.SessionAborted)
+		if shop.count("POST /form") != posts {
+			t.Error("the denied order was placed")
+		}
+		if got := len(model.Requests()) - calls; got < 3 {
+			t.Errorf("the model was asked %d times; the test needs it to propose the click again", got)
+		}
+		events := readLines(t, filepath.Join(dir, "events.jsonl"))
+		asked := 0
+		for _, e := range events {
+			if strings.Contains(e, `"approval_required"`) {
+				asked++
+			}
+		}
+		if asked != 1 {
+			t.Errorf("%d approval requests, want 1: the refused click was asked again", asked)
+		}
+		decisions := strings.Join(readLines(t, filepath.Join(dir, "decisions.jsonl")), "\n")
+		if !strings.Contains(decisions, "not asked again") {
+			t.Error("no decision says the repeated click was refused without asking")
+		}
+		if s := strings.Join(r.steps(), "\n"); !strings.Contains(s, "denied by a person in the popup") {
+			t.Errorf("the popup's steps do not say who denied: %s", s)
 		}
 	})
 
@@ -426,4 +500,14 @@ func processAlive(pid int) bool {
 		return s[i+2] != 'Z' && s[i+2] != 'X'
 	}
 	return true
+}
+
+// readLines returns the lines of a .jsonl file of a bundle.
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 }

@@ -698,7 +698,7 @@ func (p *popupApprover) answer(a ApprovalAnswerParams) error {
 	}
 	p.pending = nil
 	p.mu.Unlock()
-	pend.ch <- approvalResult{ans: session.ApprovalAnswer{Approved: a.Decision == contract.ApprovalApprove, Approver: p.name}}
+	pend.ch <- approvalResult{ans: session.ApprovalAnswer{Approved: a.Decision == contract.ApprovalApprove, Approver: p.name, Channel: session.ChannelPopup}}
 	return nil
 }
 

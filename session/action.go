@@ -105,12 +105,18 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 			rules = append(rules, rs.Rule)
 		}
 		detail := "denied by the policy: " + strings.Join(rules, ", ")
+		tell := "the policy denied this action; do not repeat it, take another way"
+		if len(d.Reasons) == 1 && rules[0] == RuleApprovalDenied {
+			// Not the policy's word: an approver's, a person's as a rule.
+			detail = d.Reasons[0].Message
+			tell = d.Reasons[0].Message + "; the same action is refused again without asking: take another way, or give up if there is none"
+		}
 		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeDenied, Detail: detail})
 		code := ""
 		if len(rules) > 0 {
 			code = rules[0]
 		}
-		r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackDenied, Code: code, Message: "the policy denied this action; do not repeat it, take another way", Reasons: reasons})
+		r.feedback = append(r.feedback, navigator.Feedback{ActionID: a.ID, Kind: navigator.FeedbackDenied, Code: code, Message: tell, Reasons: reasons})
 		if e := r.emitError("policy.denied", fmt.Sprintf("action %s (%s) denied: %s", bound(a.ID, 128), a.Type, strings.Join(reasons, "; "))); e != nil {
 			end := r.fail("evidence", "cannot record", e)
 			return outcome{}, &end
@@ -315,6 +321,18 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 	defer r.approveMu.Unlock()
 	a := req.Action
 	evURL := req.ActiveURL
+	key := intentKey(a, target, req.ActiveURL)
+	if who, ok := r.refused[key]; ok {
+		// Asked and refused already: the answer stands for the session,
+		// and nobody is shown a question that will not be asked. A
+		// navigator that insists, told so once, has no other way: the
+		// session ends, aborted by the refusal.
+		d, end := r.sessionDenial(paused, RuleApprovalDenied, "denied by "+who+" earlier in this session: the same action is not asked again; take another way")
+		if r.reproposed++; end == nil && r.reproposed >= maxReproposed {
+			end = &ending{status: contract.SessionAborted, summary: bound(r.lastRefusal+"; the navigator proposed it again and found no other way", 2000)}
+		}
+		return d, end
+	}
 	reasons := append(append([]contract.Reason(nil), paused.ApprovalReasons...), paused.RiskReasons...)
 	var why []string
 	for _, rs := range reasons {
@@ -326,11 +344,6 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 	}); e != nil {
 		end := r.fail("evidence", "cannot record", e)
 		return paused, &end
-	}
-	key := intentKey(a, target, req.ActiveURL)
-	if who, ok := r.refused[key]; ok {
-		// Asked and refused already: the answer stands for the session.
-		return r.sessionDenial(paused, RuleApprovalDenied, "the approver "+who+" already refused this same action in this session; it is not asked again: take another way")
 	}
 	rule, msg := RuleApprovalUnavailable, "no approval store: nothing can be approved"
 	var ans ApprovalAnswer
@@ -351,9 +364,9 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 		if rl, m := r.refusal(ans, err, timedOut, "action"); rl != "" {
 			rule, msg, ans.Approved = rl, m, false
 			if rl == RuleApprovalDenied {
-				who := Sanitize(ans.Approver, 256)
+				who := ans.who()
 				r.refused[key] = who
-				r.lastRefusal = who + " refused " + DescribeAction(a, target)
+				r.lastRefusal = "denied by " + who + ": " + DescribeAction(a, target)
 			}
 		}
 	}
@@ -402,7 +415,7 @@ func (r *run) refusal(ans ApprovalAnswer, err error, timedOut bool, what string)
 	case err != nil:
 		return RuleApprovalUnavailable, "the approver failed: " + err.Error()
 	case !ans.Approved:
-		return RuleApprovalDenied, "the approver " + Sanitize(ans.Approver, 256) + " refused the " + what
+		return RuleApprovalDenied, "denied by " + ans.who() + " (the " + what + " was refused)"
 	}
 	return "", ""
 }

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/navigator"
 )
 
 // Approver decides whether an action the gate paused may run (seed 002).
@@ -78,8 +79,34 @@ func DescribeRequest(req ApprovalRequest) string {
 type ApprovalAnswer struct {
 	// Approved is true to let the action run once.
 	Approved bool
-	// Approver names who decided (recorded in the decision's approval).
+	// Approver names who decided (recorded in the decision's approval),
+	// such as "terminal:alice" or "popup chrome-extension://<id>".
 	Approver string
+	// Channel says in plain words, for messages a person or the model
+	// reads, who answered and where: "a person at the terminal", "a person
+	// in the popup", "a person in the live console", or a rule such as
+	// "the --approve=deny rule (no person was asked)". "" when the
+	// approver does not say; messages then name Approver.
+	Channel string
+}
+
+// Channels of the approvers aegis has, as ApprovalAnswer.Channel says them.
+const (
+	ChannelTerminal = "a person at the terminal"
+	ChannelPopup    = "a person in the popup"
+	ChannelLive     = "a person in the live console"
+)
+
+// who says who gave ans, for messages: its Channel, or "the approver"
+// and its name.
+func (ans ApprovalAnswer) who() string {
+	if c := Sanitize(ans.Channel, 128); c != "" {
+		return c
+	}
+	if n := Sanitize(ans.Approver, 256); n != "" {
+		return "the approver " + n
+	}
+	return "an unnamed approver"
 }
 
 // ApproverFunc adapts a function to the Approver interface.
@@ -170,10 +197,11 @@ type PolicyApprover struct {
 // mode and refuses everything else.
 func (p PolicyApprover) Approve(ctx context.Context, req ApprovalRequest) (ApprovalAnswer, error) {
 	name := "policy:" + string(p.Mode)
+	channel := "the --approve=" + string(p.Mode) + " rule (no person was asked)"
 	if p.Mode == ApproveLowAndMedium && (req.Risk == contract.RiskLow || req.Risk == contract.RiskMedium) {
-		return ApprovalAnswer{Approved: true, Approver: name}, nil
+		return ApprovalAnswer{Approved: true, Approver: name, Channel: channel}, nil
 	}
-	return ApprovalAnswer{Approved: false, Approver: name}, nil
+	return ApprovalAnswer{Approved: false, Approver: name, Channel: channel}, nil
 }
 
 // TerminalApprover asks a human: it prints the action, the page, the risk
@@ -232,7 +260,7 @@ func (t *TerminalApprover) Approve(ctx context.Context, req ApprovalRequest) (Ap
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.start()
-	deny := ApprovalAnswer{Approver: t.name}
+	deny := ApprovalAnswer{Approver: t.name, Channel: ChannelTerminal}
 	// Discard what was typed before the question was asked.
 	for drained := false; !drained; {
 		select {
@@ -278,7 +306,7 @@ func (t *TerminalApprover) Approve(ctx context.Context, req ApprovalRequest) (Ap
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
 			fmt.Fprintln(t.out, "aegis: approved")
-			return ApprovalAnswer{Approved: true, Approver: t.name}, nil
+			return ApprovalAnswer{Approved: true, Approver: t.name, Channel: ChannelTerminal}, nil
 		}
 		fmt.Fprintln(t.out, "aegis: denied")
 		return deny, nil
@@ -476,16 +504,25 @@ func intentKey(a contract.Action, target *contract.Element, activeURL string) st
 }
 
 // refusedEnding is end, unless the session failed for want of a way
-// forward (a loop, too many denials, the navigator giving up) after an
-// approver refused an action: then it ends aborted, by that refusal, which
-// is what stopped it.
+// forward (a loop, too many denials, the navigator giving up, or an
+// offline navigator, whose fixed steps have no other way, stopping at the
+// refused batch) after an approver refused an action: then it ends
+// aborted, by that refusal, which is what stopped it.
 func (r *run) refusedEnding(end ending) ending {
 	if end.status != contract.SessionFailed || end.err == nil || r.lastRefusal == "" {
 		return end
 	}
-	switch end.err.Code {
-	case "loop", "denials", "navigator_gave_up":
-		return ending{status: contract.SessionAborted, summary: bound("aborted: "+r.lastRefusal+"; the navigator found no other way ("+end.summary+")", 2000)}
+	var rejected *navigator.RejectedError
+	switch {
+	case end.err.Code == "loop", end.err.Code == "denials", end.err.Code == "navigator_gave_up":
+	case end.err.Code == "navigator" && errors.As(end.err.Err, &rejected):
+	default:
+		return end
 	}
-	return end
+	return ending{status: contract.SessionAborted, summary: bound(r.lastRefusal+"; the navigator found no other way ("+end.summary+")", 2000)}
 }
+
+// maxReproposed is how many times the navigator may propose again an
+// action an approver refused (each refused without asking) before the
+// session ends aborted by that refusal.
+const maxReproposed = 2

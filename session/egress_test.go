@@ -4,10 +4,12 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/llm/llmtest"
 	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/session"
 )
@@ -146,17 +148,31 @@ func TestSecretUnjudgedRefused(t *testing.T) {
 // a way forward, ends aborted by that refusal, not failed.
 func TestRefusedNotAskedAgain(t *testing.T) {
 	site := newFakeSite()
-	srv := fakeModel(t, nil, script(
+	replies := script(
 		answer("continue", aClick("p1", "#pay")),
 		answer("continue", aClick("p2", "#pay")),
 		answer("continue", aClick("p3", "#pay")),
-	))
+	)
+	var mu sync.Mutex
+	var told []string // what the navigator's requests after the first said
+	srv := fakeModel(t, nil, func(n int, r *llmtest.Request) llmtest.Reply {
+		if n > 0 {
+			mu.Lock()
+			var all []string
+			for _, m := range r.Messages {
+				all = append(all, m.Content)
+			}
+			told = append(told, strings.Join(all, "\n"))
+			mu.Unlock()
+		}
+		return replies(n, r)
+	})
 	pl, nav := llmAgents(t, srv, nil)
 	cfg := fakeCfg(t, site, task("Pay the bill", []string{fakeOrigin + "/danger"}, ""), pl, nav)
 	asked := 0
 	cfg.Approver = session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
 		asked++
-		return session.ApprovalAnswer{Approved: false, Approver: "the person at the terminal"}, nil
+		return session.ApprovalAnswer{Approved: false, Approver: "terminal:alice", Channel: session.ChannelTerminal}, nil
 	})
 	res, err := run(t, cfg)
 	if err != nil {
@@ -165,11 +181,17 @@ func TestRefusedNotAskedAgain(t *testing.T) {
 	if got, want := res.Status, contract.SessionAborted; got != want {
 		t.Errorf("status %s, want %s", got, want)
 	}
-	if !strings.Contains(res.Output.Summary, "the person at the terminal refused") {
+	if !strings.HasPrefix(res.Output.Summary, "denied by a person at the terminal: click #pay") {
 		t.Errorf("summary %q does not say who refused", res.Output.Summary)
 	}
 	if got, want := asked, 1; got != want {
 		t.Errorf("asked %d times, want %d", got, want)
+	}
+	// The model is told a person refused, not that the policy did.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) == 0 || !strings.Contains(told[0], "denied by a person at the terminal") || !strings.Contains(told[0], "refused again without asking") {
+		t.Errorf("the navigator's next request does not tell it a person refused (%d requests)", len(told))
 	}
 	files := verify(t, res)
 	if d := lastDecision(t, files, "p2"); d == nil || d.Allow || !strings.Contains(d.Reasons[0].Message, "not asked again") {

@@ -73,6 +73,7 @@ type run struct {
 	// it, not failed (refusedEnding).
 	refused     map[string]string
 	lastRefusal string
+	reproposed  int // refused actions proposed again (maxReproposed)
 }
 
 func newRun(s *Session) *run {
