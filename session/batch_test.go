@@ -32,7 +32,7 @@ type step struct {
 	id, sel, raw string
 }
 
-func click(id, sel string) step       { return step{id, sel, aClick(id, sel)} }
+func click(id, sel string) step        { return step{id, sel, aClick(id, sel)} }
 func typeIn(id, sel, text string) step { return step{id, sel, aType(id, sel, text, false)} }
 func readText(id string) step          { return step{id, "", aExtract(id, "text", "")} }
 
