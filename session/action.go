@@ -235,7 +235,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	case r.curURL != before:
 		out.stop, out.stopWhy = true, "the URL changed"
 	case paused:
-		out.stop, out.stopWhy = true, fmt.Sprintf("%s needed a person's approval, so the page is looked at again after it", bound(a.ID, 128))
+		out.stop, out.stopWhy = true, fmt.Sprintf("%s needed approval, so the page is looked at again after it", bound(a.ID, 128))
 	}
 	r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeOK, Detail: out.detail})
 	r.noteLoop(a, before, planned, true)

@@ -205,8 +205,9 @@ func TestBatchStopsAtAReplacedTarget(t *testing.T) {
 	}
 }
 
-// TestBatchStopsAfterAnApprovedAction: an action a person had to approve
-// ends its batch; the rest is skipped, the model told why.
+// TestBatchStopsAfterAnApprovedAction: an action that needed approval
+// ends its batch, approved as it was; the rest is skipped, the model told
+// why.
 func TestBatchStopsAfterAnApprovedAction(t *testing.T) {
 	s := newSite(t)
 	srv := fakeModel(t, nil, script(
@@ -232,7 +233,7 @@ func TestBatchStopsAfterAnApprovedAction(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d Navigator calls, want 2", len(reqs))
 	}
-	if want := `"outcome":"skipped","detail":"not run: p1 needed a person's approval, so the page is looked at again after it"`; !strings.Contains(taskDoc(reqs[1]), want) {
+	if want := `"outcome":"skipped","detail":"not run: p1 needed approval, so the page is looked at again after it"`; !strings.Contains(taskDoc(reqs[1]), want) {
 		t.Errorf("the second request lacks %s: %s", want, taskDoc(reqs[1]))
 	}
 }
