@@ -263,3 +263,31 @@ func TestBatchStopsAtANavigation(t *testing.T) {
 		t.Errorf("the second request lacks %s: %s", want, taskDoc(reqs[1]))
 	}
 }
+
+// TestBatchRepeatsAnActionWithoutLooping: the same click three times in
+// one batch (a spinner's "+") runs three times and is no loop: the page
+// the batch was planned on is not a page that stayed unchanged.
+func TestBatchRepeatsAnActionWithoutLooping(t *testing.T) {
+	base := fixtureSite(t)
+	srv := fakeModel(t, nil, script(
+		answer("done", aClick("a1", "#more"), aClick("a2", "#more"), aClick("a3", "#more"), aExtract("x1", "text", "")),
+	))
+	pl, nav := llmAgents(t, srv, nil)
+	res, err := run(t, cfgFor(t, task("Three tickets", []string{base + "/spinner.html"}, ""), pl, nav))
+	if err != nil || res.Status != contract.SessionCompleted {
+		t.Fatalf("status %s err %v", res.Status, err)
+	}
+	files := verify(t, res)
+	if got, want := strings.Join(ranIDs(t, files), " "), "start a1 a2 a3 x1"; got != want {
+		t.Errorf("ran %s, want %s", got, want)
+	}
+	if evs := eventTypes(events(t, files)); strings.Contains(evs, "error") {
+		t.Errorf("events %s", evs)
+	}
+	if n := len(navRequests(srv)); n != 1 {
+		t.Errorf("%d Navigator calls, want 1", n)
+	}
+	if got := res.Artifacts[len(res.Artifacts)-1].Value; !strings.Contains(got, "3 tickets") {
+		t.Errorf("page text %q", got)
+	}
+}
