@@ -395,26 +395,34 @@ func (d *extDriver) Observe(ctx context.Context, o ObserveOptions) (contract.Obs
 
 // Describe resolves selector to its one element.
 func (d *extDriver) Describe(ctx context.Context, selector string) (contract.Element, error) {
+	el, _, err := d.DescribeObserved(ctx, selector)
+	return el, err
+}
+
+// DescribeObserved is Describe, and what the element is to the last
+// Observe (ObservedDescriber).
+func (d *extDriver) DescribeObserved(ctx context.Context, selector string) (contract.Element, Observed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(); err != nil {
-		return contract.Element{}, err
+		return contract.Element{}, ObservedUnknown, err
 	}
 	if _, err := ParseSelector(selector); err != nil {
-		return contract.Element{}, err
+		return contract.Element{}, ObservedUnknown, err
 	}
 	r, err := d.callResult(ctx, selector, "describe", selector, map[string]any{"sensitive": nonNil(d.cfg.SensitiveSelectors)})
 	if err != nil {
-		return contract.Element{}, err
+		return contract.Element{}, ObservedUnknown, err
 	}
 	if r.Element == nil {
-		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
+		return contract.Element{}, ObservedUnknown, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
 	}
 	el, err := describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
-	if err == nil {
-		d.remember(selector, *r.Element)
+	if err != nil {
+		return contract.Element{}, ObservedUnknown, err
 	}
-	return el, err
+	d.remember(selector, *r.Element)
+	return el, observedOf(r.Observed), nil
 }
 
 // Act carries out one action.

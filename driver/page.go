@@ -304,6 +304,7 @@ type pageResult struct {
 	// describe
 	Element    *contract.Element `json:"element"`
 	PageOrigin string            `json:"pageOrigin"`
+	Observed   string            `json:"observed"`
 	// check: the facts that changed since describe
 	Changed []string `json:"changed"`
 	// split

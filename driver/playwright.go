@@ -487,14 +487,21 @@ func (d *pwDriver) settle(ctx context.Context, p playwright.Page) {
 
 // Describe resolves selector to its one element.
 func (d *pwDriver) Describe(ctx context.Context, selector string) (contract.Element, error) {
+	el, _, err := d.DescribeObserved(ctx, selector)
+	return el, err
+}
+
+// DescribeObserved is Describe, and what the element is to the last
+// Observe (ObservedDescriber).
+func (d *pwDriver) DescribeObserved(ctx context.Context, selector string) (contract.Element, Observed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, err := ParseSelector(selector); err != nil {
-		return contract.Element{}, err
+		return contract.Element{}, ObservedUnknown, err
 	}
 	p, err := d.active()
 	if err != nil {
-		return contract.Element{}, err
+		return contract.Element{}, ObservedUnknown, err
 	}
 	sens := map[string]any{"sensitive": nonNil(d.cfg.SensitiveSelectors)}
 	var r pageResult
@@ -507,16 +514,17 @@ func (d *pwDriver) Describe(ctx context.Context, selector string) (contract.Elem
 		d.settle(ctx, p)
 	}
 	if err != nil {
-		return contract.Element{}, err
+		return contract.Element{}, ObservedUnknown, err
 	}
 	if r.Element == nil {
-		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
+		return contract.Element{}, ObservedUnknown, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
 	}
 	el, err := describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
-	if err == nil {
-		d.rememberTarget(p, selector, el, r.PageOrigin)
+	if err != nil {
+		return contract.Element{}, ObservedUnknown, err
 	}
-	return el, err
+	d.rememberTarget(p, selector, el, r.PageOrigin)
+	return el, observedOf(r.Observed), nil
 }
 
 // describedElement makes every page-controlled field of e valid UTF-8

@@ -16,9 +16,10 @@ import (
 )
 
 // handle takes one action through describe, gate, approval, act and
-// record. planned is the DOM hash the batch was planned on ("" for the
-// first navigation).
-func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *ending) {
+// record. pos says where it stands in its batch (batch); an action whose
+// target is no longer the element the batch was planned on is skipped
+// (outcome skipped, stopWhy says why) before the gate is asked.
+func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	cfg := r.cfg
 	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a}
 	// What the page did since the last action is recorded before this one.
@@ -26,18 +27,26 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		return outcome{}, ptr(r.fail("evidence", "cannot record", e))
 	}
 	before := r.curURL
+	planned := pos.loopHash()
 
 	// Resolve the target on the page, so the gate judges what the action
 	// would really touch.
 	var target *contract.Element
 	if a.NeedsTarget() {
 		t0 := time.Now()
-		el, err := r.drv.Describe(r.ctx, a.Selector)
+		el, observed, err := driver.DescribeObserved(r.ctx, r.drv, a.Selector)
 		r.t.Driver += time.Since(t0)
 		if err != nil {
 			if e, ok := r.ctxEnding(); ok {
 				return outcome{}, &e
 			}
+		}
+		if why, end := r.planStands(a, observed, err, pos, before); end != nil {
+			return outcome{}, end
+		} else if why != "" {
+			return outcome{outcome: navigator.OutcomeSkipped, stopWhy: why}, nil
+		}
+		if err != nil {
 			code := driver.CodeOf(err)
 			msg := driverMessage(r.cfg.Secrets, err)
 			report.Error = string(code) + ": " + msg
@@ -69,7 +78,8 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 	if end != nil {
 		return outcome{}, end
 	}
-	if d.Result == contract.ResultPaused {
+	paused := d.Result == contract.ResultPaused
+	if paused {
 		d, end = r.approve(req, d, target)
 		if end != nil {
 			return outcome{}, end
@@ -230,13 +240,8 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 		out.stop, out.stopWhy = true, "a navigation loaded a new page"
 	case r.curURL != before:
 		out.stop, out.stopWhy = true, "the URL changed"
-	case a.Type == contract.ActClick && !last:
-		if err := r.observe(); err != nil {
-			return outcome{}, ptr(r.errorEnding("observe", "cannot observe the page", err))
-		}
-		if r.obs.State.DOMHash != planned || r.obs.State.ActiveURL != before {
-			out.stop, out.stopWhy = true, "the page changed"
-		}
+	case paused:
+		out.stop, out.stopWhy = true, fmt.Sprintf("%s needed approval, so the page is looked at again after it", bound(a.ID, 128))
 	}
 	r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeOK, Detail: out.detail})
 	r.noteLoop(a, before, planned, true)
@@ -244,6 +249,49 @@ func (r *run) handle(a contract.Action, last bool, planned string) (outcome, *en
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// planStands says why a, which follows an action that ran in its batch,
+// must not run ("" when it may): its target, as Describe found it
+// (observed; err when it found none), is not the element the Navigator saw
+// when it planned the batch. A target the observation listed is judged by
+// identity, at no cost; one it did not list (a selector the model wrote)
+// by looking at the page again after a click: any change stops the batch.
+func (r *run) planStands(a contract.Action, observed driver.Observed, err error, pos *batchPos, before string) (why string, end *ending) {
+	if !pos.follows || a.Type == contract.ActExtract && err == nil {
+		// An extract changes nothing and reads what is there now, which is
+		// what a batch that reads after its clicks was planned for.
+		return "", nil
+	}
+	target := fmt.Sprintf("the target of %s (%s)", bound(a.ID, 128), bound(a.Selector, 200))
+	if err != nil && pos.listed[a.Selector] {
+		switch driver.CodeOf(err) {
+		case contract.CodeElementNotFound:
+			return target + " is no longer on the page (it was removed)", nil
+		case contract.CodeAmbiguousSelector:
+			return target + " no longer addresses one element", nil
+		}
+	}
+	switch {
+	case err == nil && observed == driver.ObservedSame:
+		return "", nil
+	case err == nil && observed == driver.ObservedReplaced:
+		return target + " is no longer the element you saw (it was replaced)", nil
+	case err == nil && observed == driver.ObservedHidden:
+		return target + " is the element you saw, but it is hidden now", nil
+	case err == nil && observed == driver.ObservedDisabled:
+		return target + " is the element you saw, but it is disabled now", nil
+	case !pos.clicked:
+		return "", nil
+	}
+	if e := r.observe(); e != nil {
+		return "", ptr(r.errorEnding("observe", "cannot observe the page", e))
+	}
+	pos.clicked, pos.listed = false, listedSelectors(r.obs)
+	if r.obs.State.DOMHash != pos.planned || r.obs.State.ActiveURL != before {
+		return "the page changed after an earlier action of the batch, and " + target + " is not one of the observation's affordances, so it cannot be told to be the element you meant", nil
+	}
+	return "", nil
+}
 
 // act runs an allowed action. The text of a type action has its secret
 // placeholders resolved in the copy handed to the driver, which lives only

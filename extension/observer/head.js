@@ -19,8 +19,10 @@
 //
 //   observe(opts)                  the page part of a BrowserObservation
 //   observePacked(opts)            the same, compressed (a promise; see below)
-//   describe(selector, opts)       the one element a selector resolves to, and
-//                                  the origin of the top-level page
+//   describe(selector, opts)       the one element a selector resolves to, the
+//                                  origin of the top-level page, and whether
+//                                  it is the element the last observe listed
+//                                  under that selector
 //   check(selector, expect)        has the element (or the page's origin)
 //                                  changed since describe reported expect?
 //   prepareClick(selector, expect) check, scroll into view, hit-test, arm

@@ -306,6 +306,7 @@
       a.hint = hintOf(c.el);
       return a;
     });
+    listAffordances(kept);
 
     // Text: join, normalize, bound.
     let text = st.text.join('')
@@ -418,15 +419,50 @@
     return out;
   }
 
-  // describe reports the element sel addresses and the origin of the
+  // describe reports the element sel addresses, the origin of the
   // top-level page (pageOrigin), which check and the functions that act
-  // compare with what they find when they act.
+  // compare with what they find when they act, and whether the element is
+  // the one the last observe listed under sel (observed, see observedAs).
   function describe(sel, o) {
     return result(() => {
       const opts = normOpts(o);
       const el = resolve(sel);
-      return { element: describeEl(el, makeSensitive(opts.sensitive), opts.sensitive), pageOrigin: originOf(root) };
+      return { element: describeEl(el, makeSensitive(opts.sensitive), opts.sensitive), observed: observedAs(sel, el), pageOrigin: originOf(root) };
     });
+  }
+
+  // ---------------------------------------------------------------------
+  // Identity: is the element a selector resolves to now the one the last
+  // observe listed under it? The session keeps running a batch of actions
+  // planned on an observation while each next target is still that
+  // element (it judges every action on its current facts all the same).
+  // listed maps each affordance selector of the last observe to its
+  // element; each observe replaces it. The Map and its methods are taken
+  // at install, before any page script runs.
+  const IdMap = Map, idGet = Map.prototype.get, idSet = Map.prototype.set, idHas = Map.prototype.has;
+  let listed = null;
+
+  // listAffordances remembers the elements behind the affordances an
+  // observe lists ({c: {el}, sel} items).
+  function listAffordances(kept) {
+    const m = new IdMap();
+    for (let i = 0; i < kept.length; i++) apply(idSet, m, [kept[i].sel, kept[i].c.el]);
+    listed = m;
+  }
+
+  // observedAs says what el, the element sel resolves to now, is to the
+  // last observe: "same" (the element it listed under sel, still visible
+  // and enabled), "replaced" (another element: the page replaced it),
+  // "hidden", "disabled", or "unknown" (sel was not an affordance
+  // selector of the last observe, or no observe ran in this document).
+  function observedAs(sel, el) {
+    if (!listed || !apply(idHas, listed, [sel])) return 'unknown';
+    if (apply(idGet, listed, [sel]) !== el) return 'replaced';
+    if (!visible(el)) return 'hidden';
+    let disabled = false;
+    try { disabled = el.matches(':disabled'); } catch (e) { disabled = false; }
+    if (disabled || String(attr(el, 'aria-disabled') || '').toLowerCase() === 'true') return 'disabled';
+    return 'same';
   }
 
   // ---------------------------------------------------------------------

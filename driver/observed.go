@@ -1,0 +1,63 @@
+package driver
+
+import (
+	"context"
+
+	"github.com/aegis-run/aegis/contract"
+)
+
+// Observed says what the element a selector resolves to now is to the
+// last Observe: whether it is the element that observation listed under
+// the same selector. The session runs on with the rest of a batch the
+// Navigator planned on an observation while each next target is still the
+// element it saw there, and stops when it is not. It is no fact for the
+// gate (the page decides it): the gate judges every action on what
+// Describe reports, and the driver re-checks those facts when it acts.
+type Observed string
+
+// What a target is to the last observation.
+const (
+	// ObservedSame: the element the last Observe listed under the
+	// selector, still visible and enabled.
+	ObservedSame Observed = "same"
+	// ObservedReplaced: another element than the one listed under the
+	// selector (the page replaced it, or the selector now matches another).
+	ObservedReplaced Observed = "replaced"
+	// ObservedHidden: the listed element, hidden now or of no size.
+	ObservedHidden Observed = "hidden"
+	// ObservedDisabled: the listed element, disabled now.
+	ObservedDisabled Observed = "disabled"
+	// ObservedUnknown: the selector was not one of the last Observe's
+	// affordances (a selector the model wrote), no Observe ran in the
+	// current document, or the driver cannot tell.
+	ObservedUnknown Observed = "unknown"
+)
+
+// observedOf reads what the observer reported; anything else is unknown.
+func observedOf(s string) Observed {
+	switch o := Observed(s); o {
+	case ObservedSame, ObservedReplaced, ObservedHidden, ObservedDisabled:
+		return o
+	}
+	return ObservedUnknown
+}
+
+// ObservedDescriber is a Driver whose Describe can also say what the
+// element is to the last Observe. Both drivers implement it (the observer
+// remembers, at each observe, the element behind each affordance selector
+// it lists).
+type ObservedDescriber interface {
+	// DescribeObserved is Describe, and what the element is to the last
+	// Observe.
+	DescribeObserved(ctx context.Context, selector string) (contract.Element, Observed, error)
+}
+
+// DescribeObserved describes selector through d, and what its element is
+// to the last Observe when d can tell (ObservedUnknown when it cannot).
+func DescribeObserved(ctx context.Context, d Driver, selector string) (contract.Element, Observed, error) {
+	if od, ok := d.(ObservedDescriber); ok {
+		return od.DescribeObserved(ctx, selector)
+	}
+	el, err := d.Describe(ctx, selector)
+	return el, ObservedUnknown, err
+}
