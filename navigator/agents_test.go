@@ -444,3 +444,54 @@ func TestStepsGoOnAfterAnEffectDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsPreferControlToGeneric resolves a name that a control and
+// elements listed only for an event handler share to the control, and
+// stays ambiguous when two controls share it.
+func TestStepsPreferControlToGeneric(t *testing.T) {
+	generic := func(a contract.Affordance) contract.Affordance { a.Generic = true; return a }
+	tests := []struct {
+		name string
+		affs []contract.Affordance
+		want string // "" when ambiguous
+	}{
+		{"control after a generic", []contract.Affordance{
+			aff("#cb", "checkbox", "Accept terms", contract.HintClick),
+			generic(aff("#cb-label", "", "Accept terms", contract.HintClick)),
+		}, "click #cb"},
+		{"generic before the control", []contract.Affordance{
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+			aff("#cb", "checkbox", "Accept terms", contract.HintClick),
+		}, "click #cb"},
+		{"a lone generic", []contract.Affordance{
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+			aff("#other", "button", "Cancel", contract.HintClick),
+		}, "click #row"},
+		{"two controls", []contract.Affordance{
+			aff("#a", "checkbox", "Accept terms", contract.HintClick),
+			aff("#b", "checkbox", "Accept terms", contract.HintClick),
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+		}, ""},
+		{"a generic matching better", []contract.Affordance{
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+			aff("#cb", "checkbox", "Accept terms and conditions", contract.HintClick),
+		}, "click #row"},
+	}
+	for _, tc := range tests {
+		s := mustSteps(t, navigator.StepsOptions{}, `click "Accept terms"`)
+		resp, err := s.Next(context.Background(), navigator.Request{Observation: page(t, "http://shop.test/", "", tc.affs...)})
+		if tc.want == "" {
+			if !errors.Is(err, navigator.ErrTargetAmbiguous) {
+				t.Errorf("%s: err = %v, want ambiguous", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := brief(resp.Actions); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
