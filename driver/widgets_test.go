@@ -102,3 +102,62 @@ func TestWidgetAffordances(t *testing.T) {
 		}
 	})
 }
+
+// rowLabelPage has fields named by the text before them in their rows,
+// next to text the session marks sensitive (#acct, #box).
+const rowLabelPage = `<!doctype html><html><body><form>
+<div><label>Login</label><input id="login" name="login"></div>
+<div><span id="acct">ACCT-4242-9911</span><input id="after-acct"></div>
+<div id="box"><div><span>Card holder</span><input id="in-box"></div></div>
+<div><label>Password</label><input type="password" id="pw" value="pre-filled-value"></div>
+</form></body></html>`
+
+// TestRowLabelsKeepSecrets checks that naming a field by the text before
+// it weakens no masking: sensitive text never names the field after it, a
+// field inside a sensitive element is not named by the text around it, a
+// password field is named by its row label and never by its value, and a
+// field a secret was typed into is named by its <label>s only (here: none).
+// In both drivers.
+func TestRowLabelsKeepSecrets(t *testing.T) {
+	site := servePages(t, map[string]string{"": rowLabelPage})
+	opts := driver.ObserveOptions{SensitiveSelectors: []string{"#acct", "#box"}}
+	names := func(t *testing.T, d driver.Driver) map[string]string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		obs, err := d.Observe(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noLeak(t, "observation", obs)
+		b, _ := json.Marshal(obs.Affordances)
+		for _, s := range []string{"ACCT-4242", "pre-filled-value", "Card holder"} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("the affordances hold %q: %s", s, b)
+			}
+		}
+		out := map[string]string{}
+		for _, a := range obs.Affordances {
+			out[a.Selector] = a.Text
+		}
+		return out
+	}
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, _ contract.DriverMode) {
+		if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site + "/"}); err != nil {
+			t.Fatal(err)
+		}
+		got := names(t, d)
+		want := map[string]string{"#login": "Login", "#after-acct": "", "#in-box": "", "#pw": "Password"}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("before typing: got %q, want %q", got, want)
+		}
+		if err := typeSecretAt(t, d, site, "/", "#login"); err != nil {
+			t.Fatal(err)
+		}
+		got = names(t, d)
+		want["#login"] = ""
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("after typing a secret: got %q, want %q", got, want)
+		}
+	})
+}
