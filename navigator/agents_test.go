@@ -495,3 +495,28 @@ func TestStepsPreferControlToGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestGenericMarkReachesTheModel checks that an affordance listed only
+// for an event handler reaches the model marked "generic": true after its
+// control, that a control carries no mark, and that the system prompt
+// tells the model what the mark means.
+func TestGenericMarkReachesTheModel(t *testing.T) {
+	bar := aff("#titlebar", "", "Settings", contract.HintClick)
+	bar.Generic = true
+	o := page(t, "http://shop.test/dialog", "Settings Close", aff("#close", "button", "Close", contract.HintClick), bar)
+	b, _, err := navigator.EncodeObservation(o, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`{"selector":"#close","role":"button","text":"Close","actionHint":"click"}`,
+		`{"selector":"#titlebar","text":"Settings","actionHint":"click","generic":true}`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the observation lacks %s:\n%s", want, b)
+		}
+	}
+	if !strings.Contains(navigator.SystemPrompt, `"generic": true is not a control`) {
+		t.Error("the system prompt does not explain the generic mark")
+	}
+}
