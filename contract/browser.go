@@ -128,6 +128,11 @@ type Affordance struct {
 	Text string `json:"text,omitempty"`
 	// ActionHint says which action fits the element; "" when absent.
 	ActionHint ActionHint `json:"actionHint,omitempty"`
+	// Generic is set when the element is listed only because of an event
+	// handler (a click or drag listener, onclick), a pointer cursor or a
+	// tabindex, without a control's tag or role: it may not be a control,
+	// and a control inside it is listed before it. Absent when false.
+	Generic bool `json:"generic,omitempty"`
 }
 
 // ArtifactType says what an extracted artifact is.

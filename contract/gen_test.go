@@ -244,6 +244,7 @@ func (g *gen) observation() contract.Observation {
 		o.Affordances = append(o.Affordances, contract.Affordance{
 			Selector: g.selector(), Role: g.optText(1, 128), Text: g.optText(1, 2000),
 			ActionHint: oneOf(g, "", contract.HintClick, contract.HintType, contract.HintSelect, contract.HintScroll),
+			Generic:    g.chance(0.2),
 		})
 	}
 	if g.chance(0.5) {

@@ -65,6 +65,7 @@ type wireAffordance struct {
 	Role     string `json:"role"`
 	Text     string `json:"text"`
 	Hint     string `json:"hint"`
+	Generic  bool   `json:"generic"`
 }
 
 type wirePage struct {
@@ -135,6 +136,7 @@ func parsePage(data []byte, o ObserveOptions) (pageObservation, error) {
 			Selector: a.Selector,
 			Role:     text.CutRunes(strings.ToValidUTF8(a.Role, "\uFFFD"), MaxRole),
 			Text:     text.CutRunes(strings.ToValidUTF8(a.Text, "\uFFFD"), min(o.MaxAffordanceText, MaxAffordanceText)),
+			Generic:  a.Generic,
 		}
 		switch h := contract.ActionHint(a.Hint); h {
 		case contract.HintClick, contract.HintType, contract.HintSelect, contract.HintScroll:

@@ -444,3 +444,79 @@ func TestStepsGoOnAfterAnEffectDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsPreferControlToGeneric resolves a name that a control and
+// elements listed only for an event handler share to the control, and
+// stays ambiguous when two controls share it.
+func TestStepsPreferControlToGeneric(t *testing.T) {
+	generic := func(a contract.Affordance) contract.Affordance { a.Generic = true; return a }
+	tests := []struct {
+		name string
+		affs []contract.Affordance
+		want string // "" when ambiguous
+	}{
+		{"control after a generic", []contract.Affordance{
+			aff("#cb", "checkbox", "Accept terms", contract.HintClick),
+			generic(aff("#cb-label", "", "Accept terms", contract.HintClick)),
+		}, "click #cb"},
+		{"generic before the control", []contract.Affordance{
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+			aff("#cb", "checkbox", "Accept terms", contract.HintClick),
+		}, "click #cb"},
+		{"a lone generic", []contract.Affordance{
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+			aff("#other", "button", "Cancel", contract.HintClick),
+		}, "click #row"},
+		{"two controls", []contract.Affordance{
+			aff("#a", "checkbox", "Accept terms", contract.HintClick),
+			aff("#b", "checkbox", "Accept terms", contract.HintClick),
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+		}, ""},
+		{"a generic matching better", []contract.Affordance{
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+			aff("#cb", "checkbox", "Accept terms and conditions", contract.HintClick),
+		}, "click #row"},
+	}
+	for _, tc := range tests {
+		s := mustSteps(t, navigator.StepsOptions{}, `click "Accept terms"`)
+		resp, err := s.Next(context.Background(), navigator.Request{Observation: page(t, "http://shop.test/", "", tc.affs...)})
+		if tc.want == "" {
+			if !errors.Is(err, navigator.ErrTargetAmbiguous) {
+				t.Errorf("%s: err = %v, want ambiguous", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := brief(resp.Actions); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestGenericMarkReachesTheModel checks that an affordance listed only
+// for an event handler reaches the model marked "generic": true after its
+// control, that a control carries no mark, and that the system prompt
+// tells the model what the mark means.
+func TestGenericMarkReachesTheModel(t *testing.T) {
+	bar := aff("#titlebar", "", "Settings", contract.HintClick)
+	bar.Generic = true
+	o := page(t, "http://shop.test/dialog", "Settings Close", aff("#close", "button", "Close", contract.HintClick), bar)
+	b, _, err := navigator.EncodeObservation(o, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`{"selector":"#close","role":"button","text":"Close","actionHint":"click"}`,
+		`{"selector":"#titlebar","text":"Settings","actionHint":"click","generic":true}`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the observation lacks %s:\n%s", want, b)
+		}
+	}
+	if !strings.Contains(navigator.SystemPrompt, `"generic": true is not a control`) {
+		t.Error("the system prompt does not explain the generic mark")
+	}
+}

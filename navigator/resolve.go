@@ -128,6 +128,10 @@ const maxCandidates = 8
 type named struct {
 	Candidate
 	names []string
+	// generic marks an affordance listed only for an event handler or a
+	// pointer cursor (contract.Affordance.Generic): a control of the same
+	// name is preferred to it.
+	generic bool
 }
 
 // normalize collapses runs of white space to one space and trims.
@@ -159,6 +163,8 @@ func level(name, target string) MatchLevel {
 func resolveNamed(target, what string, items []named) (Candidate, error) {
 	best := MatchLevel(0)
 	var matches []Candidate
+	controls := 0 // matches that are not generic
+	var control Candidate
 	for _, it := range items {
 		l := MatchLevel(0)
 		for _, n := range it.names {
@@ -168,17 +174,27 @@ func resolveNamed(target, what string, items []named) (Candidate, error) {
 		}
 		switch {
 		case l == 0:
+			continue
 		case best == 0 || l < best:
-			best, matches = l, []Candidate{it.Candidate}
+			best, matches, controls = l, []Candidate{it.Candidate}, 0
 		case l == best:
 			matches = append(matches, it.Candidate)
+		default:
+			continue
+		}
+		if !it.generic {
+			controls++
+			control = it.Candidate
 		}
 	}
-	switch len(matches) {
-	case 1:
+	switch {
+	case len(matches) == 1:
 		return matches[0], nil
-	case 0:
+	case len(matches) == 0:
 		return Candidate{}, &TargetError{Target: target, What: what, Candidates: closest(target, items)}
+	case controls == 1:
+		// One control and generic elements of that name: the control.
+		return control, nil
 	}
 	if len(matches) > maxCandidates {
 		matches = matches[:maxCandidates]
@@ -257,7 +273,7 @@ func affordanceItems(affs []contract.Affordance, keep func(contract.Affordance) 
 		if keep != nil && !keep(a) {
 			continue
 		}
-		out = append(out, named{Candidate: Candidate{Selector: a.Selector, Role: a.Role, Name: a.Text}, names: []string{a.Text}})
+		out = append(out, named{Candidate: Candidate{Selector: a.Selector, Role: a.Role, Name: a.Text}, names: []string{a.Text}, generic: a.Generic})
 	}
 	return out
 }
@@ -272,12 +288,14 @@ var (
 // ResolveAffordance resolves a target name against the observed
 // affordances that keep accepts (nil: all), by accessible name. The
 // driver's accessible name of an element is its aria-labelledby,
-// aria-label, label, alt, text, placeholder or title, the first present;
-// it is matched exactly (ignoring case), then with white space
+// aria-label, labels, the label-like text before a field in its form row,
+// alt, own text (without the controls inside it), placeholder or title,
+// the first present; it is matched exactly (ignoring case), then with white space
 // normalized, then as a substring. Exactly one element must match at the
-// best level: several is a *TargetError listing them, none a *TargetError
-// listing the closest names. what describes the element looked for, for
-// errors.
+// best level, or exactly one that is not generic (a control is preferred
+// to elements listed only for an event handler): several is a
+// *TargetError listing them, none a *TargetError listing the closest
+// names. what describes the element looked for, for errors.
 func ResolveAffordance(obs contract.Observation, target, what string, keep func(contract.Affordance) bool) (Candidate, error) {
 	c, err := resolveNamed(target, what, affordanceItems(obs.Affordances, keep))
 	var te *TargetError

@@ -12,6 +12,21 @@
 
   function inputType(el) { return String(attr(el, 'type') || '').toLowerCase().trim(); }
 
+  // isControl reports whether el is a control by its tag or its role, as
+  // the accessibility tree knows it (not by an event handler, a pointer
+  // cursor or a tabindex): a link, a button, a form field, a summary, an
+  // element with an interactive role, an editing host.
+  function isControl(el) {
+    switch (lname(el)) {
+      case 'a': case 'area': if (attr(el, 'href') != null) return true; break;
+      case 'button': case 'select': case 'textarea': case 'summary': return true;
+      case 'input': return inputType(el) !== 'hidden';
+    }
+    const role = attr(el, 'role');
+    if (role && INTERACTIVE_ROLES.has(norm(role).split(' ')[0].toLowerCase())) return true;
+    return isEditable(el);
+  }
+
   function roleOf(el) {
     const explicit = attr(el, 'role');
     if (explicit && norm(explicit)) return norm(explicit).split(' ')[0].toLowerCase();
@@ -181,7 +196,9 @@
   // boundedText collects the visible-ish text of a subtree, with the CSS
   // generated content (::before, ::after) of its elements where they put
   // it, stopping at max characters, without ever reading form values.
-  function boundedText(el, max, isSensitive) {
+  // With ownOnly it leaves out the controls inside el (isControl) and
+  // their subtrees: el's own text, as a container's name.
+  function boundedText(el, max, isSensitive, ownOnly) {
     let out = '';
     const stack = [el];
     let guard = 0;
@@ -198,6 +215,7 @@
       const t = lname(n);
       if (t === 'script' || t === 'style' || t === 'template' || t === 'noscript') continue;
       if (isSensitive && isSensitive(n)) continue;
+      if (ownOnly && n !== el && isControl(n)) continue;
       if (t === 'textarea' || t === 'select') continue;
       if (t === 'img') { const alt = attr(n, 'alt'); if (alt) out += ' ' + alt; continue; }
       if (t === 'input') {
@@ -232,32 +250,145 @@
     return norm(parts.join(' '));
   }
 
-  // accessibleName approximates the accessible name: aria-labelledby,
-  // aria-label, labels, alt, value of button inputs, text (with CSS
-  // generated content), placeholder, title. It never reads the value of a
-  // text field.
+  // FIELDS are the elements named by their labels rather than by their
+  // content.
+  const FIELDS = new Set(['input', 'select', 'textarea', 'meter', 'progress']);
+
+  // accessibleName is the element's name as the browser's accessibility
+  // tree computes it: aria-labelledby, aria-label; for a form field its
+  // <label>s (by for= or wrapping), the value of a button input, the
+  // nearest label-like text before it in its form row (rowLabel), its
+  // placeholder; for an image its alt; for anything else its own text
+  // (with CSS generated content) without the controls inside it, so that
+  // a container is never named by a button it holds; last, the title. It
+  // never reads the value of a text field.
   function accessibleName(el, max, isSensitive) {
     let s = '';
     const lb = attr(el, 'aria-labelledby');
     if (lb) s = byIds(el, lb, max, isSensitive);
     if (!s) s = norm(attr(el, 'aria-label') || '');
     const t = lname(el);
-    if (!s && (t === 'input' || t === 'select' || t === 'textarea' || t === 'meter' || t === 'progress')) {
-      try {
-        if (el.labels && el.labels.length) {
-          s = norm(Array.from(el.labels).slice(0, 4).map((l) => boundedText(l, max, isSensitive)).join(' '));
-        }
-      } catch (e) { /* ignore */ }
-      if (!s && t === 'input') {
-        const ty = inputType(el);
-        if (BUTTON_INPUTS.has(ty)) s = norm(attr(el, 'value') || attr(el, 'alt') || (ty === 'reset' ? 'Reset' : ty === 'submit' ? 'Submit' : ''));
-      }
-      if (!s) s = norm(attr(el, 'placeholder') || '');
+    if (!s && FIELDS.has(t)) {
+      s = labelText(el, max, isSensitive);
+      const ty = t === 'input' ? inputType(el) : '';
+      if (!s && BUTTON_INPUTS.has(ty)) s = norm(attr(el, 'value') || attr(el, 'alt') || (ty === 'reset' ? 'Reset' : ty === 'submit' ? 'Submit' : ''));
+      else if (!s) s = rowLabel(el, max, isSensitive) || norm(attr(el, 'placeholder') || '');
     } else if (!s && t === 'img') {
       s = norm(attr(el, 'alt') || '');
     } else if (!s && !(isSensitive && isSensitive(el))) {
-      s = boundedText(el, max, isSensitive);
+      s = boundedText(el, max, isSensitive, true);
     }
     if (!s) s = norm(attr(el, 'title') || '');
     return cutMarked(s, max);
+  }
+
+  // sensitiveName names a sensitive field from what is not its value: its
+  // aria-label, its <label>s, the label-like text before it in its form
+  // row, its placeholder, its title.
+  function sensitiveName(el, max, isSensitive) {
+    return norm(attr(el, 'aria-label') || labelsOnly(el, max) || rowLabel(el, max, isSensitive) ||
+      attr(el, 'placeholder') || attr(el, 'title') || '');
+  }
+
+  // labelText is the text of el's <label>s (by for= or wrapping), at most
+  // four of them.
+  function labelText(el, max, isSensitive) {
+    try {
+      if (el.labels && el.labels.length) return norm(Array.from(el.labels).slice(0, 4).map((l) => boundedText(l, max, isSensitive)).join(' '));
+    } catch (e) { /* ignore */ }
+    return '';
+  }
+
+  // labelsOnly is the text of el's <label>s: the only name a tainted
+  // element gets.
+  function labelsOnly(el, max) { return labelText(el, max, () => false); }
+
+  // ROW_ENDS are the elements a form row does not extend past: rowLabel
+  // looks at the siblings inside them, never at theirs.
+  const ROW_ENDS = new Set(['tr', 'li', 'dd', 'form', 'fieldset', 'dialog', 'body', 'html', 'table', 'tbody',
+    'thead', 'tfoot', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'header', 'footer']);
+  // LABEL_LIKE are the elements whose short text may label the field after
+  // them; any other element before the field ends the search.
+  const LABEL_LIKE = new Set(['label', 'span', 'td', 'th', 'dt', 'div', 'p', 'b', 'strong', 'em', 'i', 'small',
+    'font', 'legend']);
+  const ROW_SKIP = new Set(['br', 'script', 'style', 'template', 'noscript', 'wbr']);
+  // MAX_ROW_LABEL is the longest text rowLabel takes as a label.
+  const MAX_ROW_LABEL = 80;
+  const ROW_LEVELS = 4;
+
+  // rowLabel is the nearest label-like text before a field that has no
+  // label, in its form row: a sibling <label> not linked to it by for=, a
+  // text, a short <span> or a table cell before it, found through its
+  // siblings and then its ancestors' siblings (at most ROW_LEVELS up, never
+  // past a row's end, ROW_ENDS). It stops, with no name, at anything that
+  // holds another control or a sensitive or tainted element, at a label of
+  // another control, at a longer text and at any other element; and it
+  // gives nothing to a field inside a sensitive or tainted element.
+  function rowLabel(el, max, isSensitive) {
+    const sens = isSensitive || (() => false);
+    for (let a = parentOf(el); a; a = parentOf(a)) {
+      if (sens(a)) return '';
+    }
+    let node = el;
+    for (let level = 0; level < ROW_LEVELS; level++) {
+      const p = node.parentElement;
+      if (!p) return '';
+      let guard = 0;
+      for (let s = node.previousSibling; s && guard++ < 64; s = s.previousSibling) {
+        const v = labelLike(s, el, max, sens);
+        if (v === null) continue;
+        return v;
+      }
+      if (ROW_ENDS.has(lname(p))) return '';
+      node = p;
+    }
+    return '';
+  }
+
+  // parentOf is el's parent element, or the host of the shadow root el is
+  // the top of.
+  function parentOf(el) {
+    if (el.parentElement) return el.parentElement;
+    try {
+      const r = el.parentNode;
+      return r && r.nodeType === 11 && r.host ? r.host : null;
+    } catch (e) { return null; }
+  }
+
+  // labelLike is what sibling s before field el says of el's name for
+  // rowLabel: null when it says nothing (blank, hidden, a line break), the
+  // label text when it is one, '' when it ends the search.
+  function labelLike(s, el, max, sens) {
+    if (s.nodeType === 3) {
+      const t = norm(s.data);
+      if (!t) return null;
+      return t.length <= MAX_ROW_LABEL ? t : '';
+    }
+    if (!isElement(s)) return null;
+    const t = lname(s);
+    if (ROW_SKIP.has(t)) return null;
+    try { if (typeof s.checkVisibility === 'function' && !s.checkVisibility()) return null; } catch (e) { return ''; }
+    if (!LABEL_LIKE.has(t) || sens(s) || isControl(s)) return '';
+    if (t === 'label') {
+      let c = null;
+      try { c = s.control; } catch (e) { c = null; }
+      if (c && c !== el) return '';
+    }
+    if (holdsControl(s)) return '';
+    const v = boundedText(s, max, sens);
+    if (!v) return null;
+    return v.length <= MAX_ROW_LABEL ? v : '';
+  }
+
+  // MAYBE_CONTROL finds the elements that may be controls (isControl).
+  const MAYBE_CONTROL = 'a[href], area[href], button, select, textarea, summary, input, [contenteditable], [role]';
+
+  // holdsControl reports whether a control is inside el (one of the first
+  // 256 candidates; past them it answers yes).
+  function holdsControl(el) {
+    let list;
+    try { list = el.querySelectorAll(MAYBE_CONTROL); } catch (e) { return true; }
+    if (list.length > 256) return true;
+    for (let i = 0; i < list.length; i++) if (isControl(list[i])) return true;
+    return false;
   }

@@ -11,15 +11,12 @@
   // other truthy mask is a sensitive field's.
   const TAINTED = 2;
 
-  function isCandidate(el, st, tag, parentCursor) {
-    switch (tag) {
-      case 'a': case 'area': if (attr(el, 'href') != null) return true; break;
-      case 'button': case 'select': case 'textarea': case 'summary': return true;
-      case 'input': return inputType(el) !== 'hidden';
-    }
-    const role = attr(el, 'role');
-    if (role && INTERACTIVE_ROLES.has(norm(role).split(' ')[0].toLowerCase())) return true;
-    if (isEditable(el)) return true;
+  // isGeneric reports whether el has a generic reason to be an affordance:
+  // a tabindex, an onclick, a click or drag listener (mousedown and the
+  // like), or a pointer cursor its parent does not have. An affordance
+  // listed only for one of these, with no control's tag or role, is
+  // marked generic.
+  function isGeneric(el, st, parentCursor) {
     const ti = attr(el, 'tabindex');
     if (ti != null && ti.trim() !== '' && Number(ti) >= 0) return true;
     if (attr(el, 'onclick') != null) return true;
@@ -109,6 +106,7 @@
       const it = stack.pop();
       if (it.end) {
         if (it.block) pushText('\n');
+        if (it.cand) it.cand.last = st.cands.length - 1;
         continue;
       }
       const n = it.n;
@@ -217,9 +215,16 @@
         }
       }
 
-      // Affordance candidate.
-      if (!hid && ownVis && ctx.ok && isCandidate(el, style, tag, it.pcursor)) {
-        st.cands.push({ el, ctx, order: st.cands.length, sens, tnt });
+      // Affordance candidate. A generic one (no control's tag or role)
+      // learns, at the end of its subtree, its last candidate descendant
+      // (last), so that it can be listed after the controls it holds.
+      if (!hid && ownVis && ctx.ok) {
+        const control = isControl(el);
+        if (control || isGeneric(el, style, it.pcursor)) {
+          const c = { el, ctx, order: st.cands.length, sens, tnt, inMask: !!it.mask, generic: !control, last: -1 };
+          st.cands.push(c);
+          if (c.generic) stack.push({ end: true, cand: c });
+        }
       }
 
       // Children.
@@ -274,7 +279,9 @@
     const tWalk = now();
     // Affordances: boxes, viewport priority, selectors.
     const boxes = [];
+    const modals = new Map();
     for (const c of st.cands) {
+      if (isInert(c.el, modals)) continue;
       let r;
       try { r = c.el.getBoundingClientRect(); } catch (e) { continue; }
       if (!(r.width > 0 && r.height > 0)) continue;
@@ -293,17 +300,22 @@
       if (!sel || sel.length > opts.maxSelector) { selectorFailed++; continue; }
       kept.push({ c, sel });
     }
-    kept.sort((a, b) => a.c.order - b.c.order);
+    kept.sort(byListOrder(st.cands));
     const tSel = now();
     const affordances = kept.map(({ c, sel }) => {
       const a = { selector: sel };
       const role = roleOf(c.el);
       if (role) a.role = cut(role, 128);
+      // A tainted element is named by its labels only; a sensitive one
+      // never by its value or content, and, inside a sensitive element,
+      // never by the text around it.
       const name = c.tnt ? labelsOnly(c.el, opts.maxAffordanceText)
-        : c.sens ? norm(attr(c.el, 'aria-label') || attr(c.el, 'placeholder') || labelsOnly(c.el, opts.maxAffordanceText))
-          : accessibleName(c.el, opts.maxAffordanceText, isSensitive);
+        : c.sens && c.inMask ? norm(attr(c.el, 'aria-label') || attr(c.el, 'placeholder') || labelsOnly(c.el, opts.maxAffordanceText))
+          : c.sens ? sensitiveName(c.el, opts.maxAffordanceText, isSensitive)
+            : accessibleName(c.el, opts.maxAffordanceText, isSensitive);
       if (name) a.text = cutMarked(name, opts.maxAffordanceText);
       a.hint = hintOf(c.el);
+      if (c.generic) a.generic = true;
       return a;
     });
     listAffordances(kept);
@@ -370,11 +382,45 @@
     return out;
   }
 
-  function labelsOnly(el, max) {
-    try {
-      if (el.labels && el.labels.length) return norm(Array.from(el.labels).slice(0, 4).map((l) => boundedText(l, max, () => false)).join(' '));
-    } catch (e) { /* ignore */ }
-    return '';
+  // isInert reports whether el is inert, as the browser holds it: inside an
+  // element with the inert attribute, or outside the modal <dialog> open
+  // in its document (modals caches that dialog by document). The page
+  // cannot click it and the accessibility tree leaves it out.
+  function isInert(el, modals) {
+    try { if (el.closest('[inert]')) return true; } catch (e) { /* ignore */ }
+    const doc = el.ownerDocument;
+    let m = modals.get(doc);
+    if (m === undefined) {
+      m = null;
+      try {
+        const open = doc.querySelectorAll('dialog:modal');
+        if (open.length) m = open[open.length - 1];
+      } catch (e) { m = null; }
+      modals.set(doc, m);
+    }
+    if (!m) return false;
+    for (let a = el; a; a = parentOf(a)) if (a === m) return false;
+    return true;
+  }
+
+  // byListOrder orders the kept affordances ({c}) of cands: in document
+  // order, except that a generic candidate holding controls (isControl) in
+  // its subtree comes right after the last candidate of its subtree, and
+  // so after the controls it holds (an inner one before an outer one).
+  function byListOrder(cands) {
+    // controls[i] counts the controls among cands[0..i-1].
+    const controls = new Array(cands.length + 1);
+    controls[0] = 0;
+    for (let i = 0; i < cands.length; i++) controls[i + 1] = controls[i] + (cands[i].generic ? 0 : 1);
+    const after = (c) => c.generic && c.last > c.order && controls[c.last + 1] > controls[c.order + 1];
+    const key = (c) => (after(c) ? c.last : c.order);
+    return (a, b) => {
+      const ka = key(a.c), kb = key(b.c);
+      if (ka !== kb) return ka - kb;
+      const fa = after(a.c), fb = after(b.c);
+      if (fa !== fb) return fa ? 1 : -1;
+      return fa ? b.c.order - a.c.order : a.c.order - b.c.order;
+    };
   }
 
   // ---------------------------------------------------------------------
