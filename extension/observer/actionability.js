@@ -166,7 +166,11 @@
             state.decided = true;
             state.reached = ok && !state.changed;
           }
-          if (ok && !state.changed) { state.seen = true; state.last = type; return; }
+          if (ok && !state.changed) {
+            state.seen = true;
+            if (!state.strays.length) state.last = type;
+            return;
+          }
           if (!ok) stray(state, type, ev.composedPath ? ev.composedPath()[0] : ev.target);
           ev.preventDefault();
           ev.stopImmediatePropagation();
