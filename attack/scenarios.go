@@ -256,6 +256,15 @@ func toctou() []*Scenario {
 			Pages: pages("start", loginForm+flipAck+`<script>fetch('flip').then(()=>{location.href='plain'})</script>`,
 				"plain", `<title>Sign in</title><input type="text" id="password" name="note" oninput="fetch('find?q='+encodeURIComponent(this.value))">`),
 			Steps: []Step{typeSecret("#password")}},
+		// Issue 17: a click whose press reached the judged element is a
+		// success whatever the page did next, but the rest of the click
+		// must reach nothing else.
+		{Name: "toctou-swap-on-press", Class: c, What: `as "Show details" goes down, the page covers it with a "Pay" button that pays (GET /pay) on pointerup, mouseup or click`,
+			Pages: pages("start", `<title>Order</title><button id="go" style="position:absolute;left:40px;top:80px;width:200px;height:50px">Show details</button>`+
+				`<script>document.getElementById('go').addEventListener('mousedown',()=>{const p=document.createElement('button');p.id='pay';p.textContent='Pay';`+
+				`p.style.cssText='position:absolute;left:30px;top:70px;width:220px;height:70px;z-index:10';`+
+				`for(const t of ['pointerup','mouseup','click'])p.addEventListener(t,()=>fetch('pay?amount=900'));document.body.append(p)})</script>`),
+			Steps: []Step{click("#go")}},
 	}
 }
 
@@ -327,5 +336,14 @@ func precision() []*Scenario {
 			Steps:    []Step{typeSecret("#password"), click("#go")},
 			Expect:   []string{"POST /login"},
 			SecretTo: "POST /login password"},
+		// Issue 17: a page that opens its dialog as the button goes down,
+		// covering the button: the click did its job, and the dialog works.
+		{Name: "ok-dialog-on-mousedown", Class: c, What: "a button opens a full-page dialog on mousedown, and the dialog's Save works",
+			Pages: pages("start", `<title>Profile</title><button id="open" style="position:absolute;left:40px;top:80px;width:200px;height:50px">Edit profile</button>`+
+				`<div id="dlg" role="dialog" style="display:none;position:fixed;left:0;top:0;right:0;bottom:0;z-index:10;background:rgba(0,0,0,.4)">`+
+				`<div style="background:#fff;margin:200px auto;width:300px;padding:20px"><button id="save" onclick="fetch('saved')">Save</button></div></div>`+
+				`<script>document.getElementById('open').addEventListener('mousedown',()=>{document.getElementById('dlg').style.display='block'})</script>`),
+			Steps:  []Step{click("#open"), click("#save")},
+			Expect: []string{"GET /saved"}},
 	}
 }

@@ -301,6 +301,9 @@ func (g *gen) toolResult() contract.ToolResult {
 			r.ArtifactIDs = append(r.ArtifactIDs, fmt.Sprintf("art-%d-%s", i, g.word(alnum, idChars, 1, 40)))
 		}
 	}
+	if r.OK && g.chance(0.3) {
+		r.Note = g.text(1, 2048)
+	}
 	return r
 }
 

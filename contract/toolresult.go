@@ -70,6 +70,11 @@ type ToolResult struct {
 	// ArtifactIDs are the ids of the artifacts the action produced; nil
 	// when it produced none.
 	ArtifactIDs []string `json:"artifactIds,omitempty"`
+	// Note says what the driver saw of a successful action that the model
+	// should know; "" when there is nothing to say. A click whose press
+	// reached the element, after which the page covered or removed it,
+	// says that the rest of the click was stopped and where it went.
+	Note string `json:"note,omitempty"`
 }
 
 // ToolError says why a driver could not carry an action out.

@@ -19,10 +19,12 @@ import (
 // bound on durationMs).
 const MaxWait = 60 * time.Second
 
-// latencies are what Act measured.
+// latencies are what Act measured, and the note an action left for its
+// result (ToolResult.Note).
 type latencies struct {
 	input   *float64
 	capture *float64
+	note    string
 }
 
 // Act carries out one action.
@@ -46,6 +48,9 @@ func (d *pwDriver) Act(ctx context.Context, a contract.Action) (contract.ToolRes
 	if len(ids) > 0 {
 		res.ArtifactIDs = ids
 	}
+	if err == nil {
+		res.Note = resultNote(lat.note)
+	}
 	if p, perr := d.active(); perr == nil {
 		res.URL = boundURL(p.URL())
 	}
@@ -57,6 +62,15 @@ func (d *pwDriver) Act(ctx context.Context, a contract.Action) (contract.ToolRes
 	}
 	res.OK = true
 	return res, nil
+}
+
+// maxNote bounds ToolResult.Note (the schema's bound, in characters).
+const maxNote = 2048
+
+// resultNote is note as ToolResult.Note takes it: valid UTF-8 within
+// maxNote characters.
+func resultNote(note string) string {
+	return text.CutRunes(strings.ToValidUTF8(note, "\uFFFD"), maxNote)
 }
 
 // asError makes err an *Error and makes sure that no text a type action
@@ -253,7 +267,11 @@ func (d *pwDriver) click(ctx context.Context, p playwright.Page, a contract.Acti
 	if err != nil {
 		return classify(err, sel)
 	}
+	// A press that reached the element is a success whatever the page did
+	// next; when the page covered or removed the element after it, the rest
+	// of the click was stopped where it landed, and the note says so.
 	fin, ferr := d.callResult(ctx, p, sel, "finishClick")
+	lat.note = fin.Note
 	navigating := fin.Navigating
 	if ferr != nil {
 		var e *Error

@@ -453,6 +453,9 @@ func (d *extDriver) Act(ctx context.Context, a contract.Action) (contract.ToolRe
 	if len(ids) > 0 {
 		res.ArtifactIDs = ids
 	}
+	if err == nil {
+		res.Note = resultNote(lat.note)
+	}
 	res.URL = d.currentURL()
 	if err != nil {
 		e := asError(err, a)

@@ -101,7 +101,9 @@ func (d *extDriver) click(ctx context.Context, a contract.Action, lat *latencies
 	expect := d.expect(sel)
 	var judged judgedSubmit
 	var took time.Duration
-	_, err := d.untilReady(ctx, d.actionWait(a), sel, func() (pageResult, error) {
+	// The executor's answer carries the note of a click whose press reached
+	// the element and whose rest it withheld (see pwDriver.click).
+	r, err := d.untilReady(ctx, d.actionWait(a), sel, func() (pageResult, error) {
 		args := []any{sel, expect}
 		var allow *extAllow
 		if d.bound.hold {
@@ -123,6 +125,7 @@ func (d *extDriver) click(ctx context.Context, a contract.Action, lat *latencies
 		return parseResult([]byte(r.Value), sel)
 	})
 	lat.input = millis(took)
+	lat.note = r.Note
 	return err
 }
 

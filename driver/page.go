@@ -289,10 +289,11 @@ type pageResult struct {
 	Y      float64 `json:"y"`
 	Width  float64 `json:"width"`
 	Height float64 `json:"height"`
-	// finishClick
-	Seen       bool `json:"seen"`
-	Navigating bool `json:"navigating"`
-	Download   bool `json:"download"`
+	// finishClick (and the extension's click)
+	Seen       bool   `json:"seen"`
+	Navigating bool   `json:"navigating"`
+	Download   bool   `json:"download"`
+	Note       string `json:"note"`
 	// prepareType
 	Mode string `json:"mode"`
 	// select

@@ -204,7 +204,7 @@ func TestObserverPartsWrapped(t *testing.T) {
 	if want := []string{in.Global}; !slices.Equal(got.Globals, want) {
 		t.Errorf("the observer added the globals %v, want %v", got.Globals, want)
 	}
-	wantAPI := []string{"version", "observe", "observePacked", "describe", "prepareClick", "finishClick", "prepareType",
+	wantAPI := []string{"version", "observe", "observePacked", "describe", "prepareClick", "finishClick", "onTop", "prepareType",
 		"setValue", "select", "scroll", "extract", "rect", "split", "hasClickListener", "deepHit", "deepActive",
 		"check", "checkFocus", "maskRects", "typed", "invoke"}
 	if !slices.Equal(got.API, wantAPI) {

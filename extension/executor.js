@@ -76,7 +76,9 @@
   // form, toggle a checkbox). The observer's prepareClick has checked the
   // element (visible, enabled, on top at its centre) and armed its
   // navigation watch; finishClick reports whether the click started a
-  // navigation.
+  // navigation. When the page covered, moved or removed the element as
+  // the press reached it, the rest is not dispatched, and the answer's
+  // note says so (the click, which reached the element, succeeded).
   function click(sel, expect, judged) {
     const changed = recheck(sel, expect);
     if (changed) return changed;
@@ -99,23 +101,32 @@
       clientX: hit.x, clientY: hit.y, screenX: p.x, screenY: p.y, button: 0,
     };
     const pointer = Object.assign({ pointerId: 1, pointerType: 'mouse', isPrimary: true }, common);
+    let withheld = '';
     try {
       target.dispatchEvent(new root.PointerEvent('pointerdown', Object.assign({ buttons: 1 }, pointer)));
       target.dispatchEvent(new root.MouseEvent('mousedown', Object.assign({ buttons: 1, detail: 1 }, common)));
-      let f = target;
-      let guard = 0;
-      while (f && !focusable(f) && guard++ < 256) f = composedParent(f);
-      if (f && f.isConnected) { try { f.focus({ preventScroll: true }); } catch (e) { /* ignore */ } }
-      target.dispatchEvent(new root.PointerEvent('pointerup', Object.assign({ buttons: 0 }, pointer)));
-      target.dispatchEvent(new root.MouseEvent('mouseup', Object.assign({ buttons: 0, detail: 1 }, common)));
-      if (target.isConnected) target.dispatchEvent(new root.MouseEvent('click', Object.assign({ buttons: 0, detail: 1 }, common)));
+      // The press reached the element: the click is a success. A page that
+      // covered, moved or removed it meanwhile gets nothing more, as the
+      // guard stops the rest of a real click there (finishClick's note).
+      withheld = api.onTop(p.x, p.y);
+      if (!withheld) {
+        let f = target;
+        let guard = 0;
+        while (f && !focusable(f) && guard++ < 256) f = composedParent(f);
+        if (f && f.isConnected) { try { f.focus({ preventScroll: true }); } catch (e) { /* ignore */ } }
+        target.dispatchEvent(new root.PointerEvent('pointerup', Object.assign({ buttons: 0 }, pointer)));
+        target.dispatchEvent(new root.MouseEvent('mouseup', Object.assign({ buttons: 0, detail: 1 }, common)));
+        if (target.isConnected) target.dispatchEvent(new root.MouseEvent('click', Object.assign({ buttons: 0, detail: 1 }, common)));
+      }
     } catch (e) {
       api.finishClick();
       return fail('internal', 'the click could not be dispatched: ' + (e && e.message));
     }
-    const f = JSON.parse(api.finishClick());
+    const f = JSON.parse(api.finishClick(withheld));
     if (!f.ok) return JSON.stringify(f);
-    return JSON.stringify({ ok: true, navigating: !!f.navigating, download: !!f.download });
+    const r = { ok: true, navigating: !!f.navigating, download: !!f.download };
+    if (f.note) r.note = String(f.note);
+    return JSON.stringify(r);
   }
 
   function fire(el, type) {

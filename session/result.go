@@ -276,6 +276,9 @@ func actionSummary(a contract.Action, target *contract.Element, res contract.Too
 // okDetail is the progress detail of a successful action.
 func okDetail(a contract.Action, res contract.ToolResult, url string) string {
 	d := "now on " + bound(url, 500)
+	if res.Note != "" {
+		d += "; " + bound(res.Note, 500)
+	}
 	if len(res.ArtifactIDs) > 0 {
 		d += "; extracted " + strings.Join(res.ArtifactIDs, ", ") + " (in the next observation's extractedArtifacts)"
 	}

@@ -101,15 +101,40 @@
     return a;
   }
 
-  // arm installs the one-shot guard for a click on el. With exp (see
-  // check), the first trusted event that reaches el re-checks it: if the
-  // page moved or the element's facts (without CSS generated content,
-  // which :hover may change as the pointer arrives) changed since
-  // prepareClick, that event and every later one of the click are
-  // stopped, and finishClick says so.
+  // MAX_STRAYS bounds the events of one click a note lists (a click has
+  // five).
+  const MAX_STRAYS = 8;
+
+  // stray records that event type of the click armed as state went to node
+  // (null: to nothing) instead of the element, and was stopped there (or
+  // never dispatched). Before the click reached the element, the first
+  // stray makes the click fail (intercepted); after, each is listed in the
+  // note finishClick returns.
+  function stray(state, type, node) {
+    const where = node ? short(node) : 'nothing';
+    if (!state.reached) {
+      if (!state.intercepted) state.intercepted = where;
+      return;
+    }
+    if (state.strays.length < MAX_STRAYS) state.strays.push([type, where]);
+  }
+
+  // arm installs the one-shot guard for a click on el. The first trusted
+  // event of the click decides: when it reaches el (and, with exp, passes
+  // the re-check below) the click reached the element the gate judged and
+  // succeeds, whatever the page does next; when it lands elsewhere (el
+  // covered before the pointer arrived) the click fails. Every event of
+  // the click that lands on another element is stopped there, before or
+  // after, so that a page that covers or swaps el as the button goes down
+  // gets no click on an element nobody judged; finishClick's note says so.
+  // With exp (see check), the first trusted event that reaches el
+  // re-checks it: if the page moved or the element's facts (without CSS
+  // generated content, which :hover may change as the pointer arrives)
+  // changed since prepareClick, that event and every later one of the
+  // click are stopped, and finishClick says so.
   function arm(el, exp) {
     disarm();
-    const state = { el, exp, plain: exp ? plainFacts(el, exp) : null, checked: false, changed: '', listeners: [], intercepted: '', seen: false, navigating: false, download: false, submit: null };
+    const state = { el, exp, plain: exp ? plainFacts(el, exp) : null, checked: false, changed: '', listeners: [], intercepted: '', seen: false, reached: false, decided: false, last: '', strays: [], navigating: false, download: false, submit: null };
     const target = winOf(el);
     const wins = [];
     let w = target, guard = 0;
@@ -137,13 +162,16 @@
               if (changed.length) state.changed = 'the element changed as the click reached it (' + changed.join(', ') + ')';
             } catch (e) { state.changed = String(e && e.message || e); }
           }
-          if (ok && !state.changed) { state.seen = true; return; }
-          if (ok) {
-            ev.preventDefault();
-            ev.stopImmediatePropagation();
+          if (!state.decided) {
+            state.decided = true;
+            state.reached = ok && !state.changed;
+          }
+          if (ok && !state.changed) {
+            state.seen = true;
+            if (!state.strays.length) state.last = type;
             return;
           }
-          if (!state.intercepted) state.intercepted = short(ev.composedPath ? ev.composedPath()[0] : ev.target);
+          if (!ok) stray(state, type, ev.composedPath ? ev.composedPath()[0] : ev.target);
           ev.preventDefault();
           ev.stopImmediatePropagation();
         };
@@ -205,14 +233,59 @@
     });
   }
 
-  function finishClick() {
+  // onTop answers, for the extension's executor, which dispatches the
+  // events of a click itself (untrusted: the guard ignores them), whether
+  // the armed element is still in the page and on top at (x, y) after the
+  // press (pointerdown, mousedown) it dispatched there: '' when it is,
+  // else what is there now ('nothing' when nothing is). The executor then
+  // dispatches nothing more, as the guard stops the rest of a real click,
+  // and hands the answer to finishClick. It changes nothing.
+  function onTop(x, y) {
+    const a = armed;
+    const hit = deepHit(x, y);
+    if (a && a.el.isConnected && hit && composedContains(a.el, hit.el)) return '';
+    return hit ? short(hit.el) : 'nothing';
+  }
+
+  // afterPress is the note of a click whose press reached the element and
+  // whose rest did not: the strays the guard stopped, or withheld (the
+  // executor's onTop answer: it dispatched nothing more); '' when the
+  // whole click went to the element.
+  function afterPress(a, withheld) {
+    const how = 'the page ' + (a.el.isConnected ? 'covered or moved' : 'removed') + ' the element after ';
+    if (a.strays.length) {
+      const groups = [];
+      for (const [type, where] of a.strays) {
+        const g = groups.length ? groups[groups.length - 1] : null;
+        if (g && g.where === where) g.types.push(type); else groups.push({ where, types: [type] });
+      }
+      const rest = groups.length === 1
+        ? '(' + groups[0].types.join(', ') + ') reached ' + groups[0].where
+        : 'reached ' + groups.map((g) => g.where + ' (' + g.types.join(', ') + ')').join(' and ');
+      return how + (a.last || 'the press') + '; the rest of the click ' + rest + ' and was stopped there';
+    }
+    if (typeof withheld === 'string' && withheld) {
+      return how + 'mousedown; the rest of the click (pointerup, mouseup, click) was not dispatched (' + cut(withheld, 128) + ' is there now)';
+    }
+    return '';
+  }
+
+  // finishClick disarms the guard and says what became of the click: a
+  // failure when it did not reach the element (intercepted) or the element
+  // changed as it did; else whether it started a navigation or a download,
+  // and a note when the page covered or removed the element after the
+  // press (see arm, and withheld: onTop).
+  function finishClick(withheld) {
     return result(() => {
       const a = disarm();
       if (!a) return { seen: false, navigating: false };
       if (a.changed) throw new Fail('target_changed', cut(a.changed, 512) + '; the click was stopped', 0, true);
       if (a.intercepted) throw new Fail('not_interactable', 'the click landed on ' + a.intercepted + ' instead of the element and was stopped');
       const submitted = !!(a.submit && !a.submit.defaultPrevented);
-      return { seen: a.seen, navigating: a.navigating || submitted, download: a.download };
+      const r = { seen: a.seen, navigating: a.navigating || submitted, download: a.download };
+      const note = afterPress(a, withheld);
+      if (note) r.note = cut(note, 1024);
+      return r;
     });
   }
 

@@ -118,6 +118,7 @@
     describe,
     prepareClick,
     finishClick,
+    onTop,
     prepareType,
     setValue,
     select,
