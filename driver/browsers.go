@@ -78,7 +78,12 @@ func (bs *Browsers) get(ctx context.Context, o BrowserOptions) (*Browser, error)
 	}
 	s := bs.slots[k]
 	if s != nil && s.launched() && (s.err != nil || !s.b.browser.IsConnected()) {
-		s = nil // failed, or the browser went away: launch again
+		// Failed, or the browser went away (crashed, or closed by
+		// someone): launch again, and stop what is left of the old one.
+		if s.b != nil {
+			go s.b.Close(context.Background())
+		}
+		s = nil
 	}
 	if s == nil {
 		s = &browserSlot{done: make(chan struct{})}
