@@ -32,17 +32,26 @@ func (p *firstObservation) Plan(ctx context.Context, req planner.Request) (contr
 }
 
 // BenchmarkSessionStart times starting a session in a browser launched for
-// it (fresh: what "aegis run" does) against one in a running browser that
-// earlier sessions used (reused: driver.Browsers, what a process of many
-// sessions does), in both Playwright modes: first-obs-ms is the time from
-// session.Run to the first observation reaching the Planner (launch, open
-// the context, navigate to the task's first URL, observe), med-ms the
-// whole short session (that, then 3 Navigator steps on the demo shop's
-// order form answered at once by an in-process model, and the seal). The
-// bases, in the same run, are plain playwright-go doing what a session
-// does before its first observation: launch Chromium, open a context and
-// a page, and load the page (launch+context), or the same in a running
-// browser (context).
+// it against one in a running browser that earlier sessions used, in both
+// Playwright modes:
+//   - fresh: the session launches its own browser and stops it as it ends
+//     (Config.Driver without Browser or Browsers; "aegis run" until issue
+//     17);
+//   - per-run: the session takes its browser from a driver.Browsers of its
+//     own, closed after the session's result ("aegis run" now): close-ms
+//     is that close, after the result;
+//   - reused: the session opens a context in the browser of a
+//     driver.Browsers that earlier sessions launched (a process of many
+//     sessions: "aegis replay A B", a test binary).
+//
+// first-obs-ms is the time from session.Run to the first observation
+// reaching the Planner (launch, open the context, navigate to the task's
+// first URL, observe), med-ms the whole short session (that, then 3
+// Navigator steps on the demo shop's order form answered at once by an
+// in-process model, and the seal). The bases, in the same run, are plain
+// playwright-go doing what a session does before its first observation:
+// launch Chromium, open a context and a page, and load the page
+// (launch+context), or the same in a running browser (context).
 //
 //	go test ./session/ -run '^$' -bench SessionStart -benchtime 10x
 func BenchmarkSessionStart(b *testing.B) {
@@ -66,7 +75,21 @@ func BenchmarkSessionStart(b *testing.B) {
 	})
 	for _, mode := range []contract.DriverMode{contract.ModeSandbox, contract.ModePlaywright} {
 		b.Run("fresh/"+string(mode), func(b *testing.B) {
-			benchStart(b, url, mode, nil)
+			benchStart(b, url, mode, func() (*driver.Browsers, func()) { return nil, func() {} })
+		})
+		b.Run("per-run/"+string(mode), func(b *testing.B) {
+			var closing []float64
+			benchStart(b, url, mode, func() (*driver.Browsers, func()) {
+				bs := &driver.Browsers{}
+				return bs, func() {
+					t0 := time.Now()
+					if err := bs.Close(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+					closing = append(closing, msOf(time.Since(t0)))
+				}
+			})
+			b.ReportMetric(median(closing), "close-ms")
 		})
 		b.Run("reused/"+string(mode), func(b *testing.B) {
 			var bs driver.Browsers
@@ -74,17 +97,20 @@ func BenchmarkSessionStart(b *testing.B) {
 			if _, err := bs.For(context.Background(), driver.Config{Mode: mode}); err != nil {
 				b.Fatal(err)
 			}
-			benchStart(b, url, mode, &bs)
+			benchStart(b, url, mode, func() (*driver.Browsers, func()) { return &bs, func() {} })
 		})
 	}
 }
 
-// benchStart runs b.N short sessions in mode on url, their browser taken
-// from bs, or launched for each when bs is nil.
-func benchStart(b *testing.B, url string, mode contract.DriverMode, bs *driver.Browsers) {
+// benchStart runs b.N short sessions in mode on url, each with the
+// browsers browsers returns (nil: the session launches its own), and
+// calls done after each session's result.
+func benchStart(b *testing.B, url string, mode contract.DriverMode, browsers func() (bs *driver.Browsers, done func())) {
 	var first []float64
 	timedStart(b, func() time.Duration {
 		cfg, _ := benchConfig(b, url, 3, formAction)
+		bs, done := browsers()
+		defer done()
 		cfg.Driver = driver.Config{Mode: mode, Browsers: bs, ActionTimeout: 2 * time.Second}
 		fo := &firstObservation{Planner: cfg.Planner}
 		cfg.Planner = fo
