@@ -58,8 +58,13 @@ type ReplayOptions struct {
 	// bundle's (playwright for an extension bundle).
 	Driver contract.DriverMode
 	// Browser is a running browser to open the replay's session in; nil
-	// launches one (and closes it after).
+	// takes one from Browsers, else launches one (and closes it after).
 	Browser *driver.Browser
+	// Browsers, when set (and Browser is nil), shares browsers among
+	// replays (driver.Config.Browsers): the replay opens a fresh context
+	// in the one its driver mode needs, launched by the first replay that
+	// needed it, and leaves it running.
+	Browsers *driver.Browsers
 	// BrowserEndpoint, when set (and Browser is nil), connects to a
 	// Playwright server instead of launching Chromium.
 	BrowserEndpoint string
@@ -390,7 +395,7 @@ func (rp *replayer) run(ctx context.Context, rep *ReplayReport, task contract.In
 		decLog = rp.b.Steps[0].Final().DecisionLogID
 	}
 	drv, err := driver.Open(ctx, driver.Config{
-		Mode: mode, SessionID: rp.sid, AllowedOrigins: origins, Browser: rp.opts.Browser,
+		Mode: mode, SessionID: rp.sid, AllowedOrigins: origins, Browser: rp.opts.Browser, Browsers: rp.opts.Browsers,
 		BrowserEndpoint: rp.opts.BrowserEndpoint, Headed: rp.opts.Headed,
 		ActionTimeout: rp.opts.ActionTimeout,
 		PolicyContext: contract.PolicyContext{MaxStepBudget: rp.budget, DecisionLogID: decLog},

@@ -203,18 +203,13 @@ func (w *watcher) sessionFrames(t *testing.T) []string {
 }
 
 // consoleBrowser opens the console in headless Chromium through the aegis
-// driver.
+// driver, in a context of its own in the tests' shared browser.
 func consoleBrowser(t *testing.T, consoleURL string) driver.Driver {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	b, err := driver.Launch(ctx, driver.BrowserOptions{})
-	if err != nil {
-		t.Fatalf("launch Chromium: %v", err)
-	}
-	t.Cleanup(func() { b.Close(context.Background()) })
 	origin := consoleURL[:strings.Index(consoleURL[len("http://"):], "/")+len("http://")]
-	d, err := driver.Open(ctx, driver.Config{Mode: contract.ModePlaywright, Browser: b, AllowedOrigins: []string{origin}})
+	d, err := driver.Open(ctx, driver.Config{Mode: contract.ModePlaywright, Browsers: sharedBrowsers, AllowedOrigins: []string{origin}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,15 +23,20 @@ func init() {
 	register(command{name: "replay", summary: "re-run a recorded session without a model and compare it with its evidence", run: runReplay})
 }
 
-const replayUsage = `BUNDLE [--driver playwright|sandbox] [--policy DIR | --policy-from-bundle]
+const replayUsage = `BUNDLE... [--driver playwright|sandbox] [--policy DIR | --policy-from-bundle]
        [--map-origin FROM=TO]... [--approve deny|ask|low-and-medium-only] [--json]
 
 Re-executes the recorded actions of an evidence bundle in order, without any
-model: each action is judged again by the gate, run in a fresh browser, and
-what the replay sees is compared with the record: the action's outcome and
-URL, the URL, title and DOM hash of every page the recording observed (with
-a short diff of the visible text when it changed), and the element each
-action targets. Each step is reported as same, diverged, or blocked.
+model: each action is judged again by the gate, run in a fresh browser
+context, and what the replay sees is compared with the record: the action's
+outcome and URL, the URL, title and DOM hash of every page the recording
+observed (with a short diff of the visible text when it changed), and the
+element each action targets. Each step is reported as same, diverged, or
+blocked.
+
+Several bundles are replayed one after the other, in one browser (each
+replay in a context of its own, as a fresh browser would give it); the
+output is each replay's in turn (--json: one JSON object per bundle).
 
 A recorded denial stays denied and is not executed. A recorded approval is
 not granted again silently: the action is asked about again (--approve ask)
@@ -46,7 +51,8 @@ session ("replayOf").
 
 Exit status: 0 no step diverged (and every recorded action ran again),
 1 a step diverged or was blocked by the policy or a refused approval, or
-the bundle was refused, 2 usage or unreadable input.`
+the bundle was refused, 2 usage or unreadable input; with several
+bundles, the highest of theirs.`
 
 // replayOutput is the --json output of replay.
 type replayOutput struct {
@@ -74,9 +80,9 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
+	if len(pos) == 0 {
 		fs.Usage()
-		return usageError("replay takes one BUNDLE, got %d arguments", len(pos))
+		return usageError("replay takes one BUNDLE or more, got none")
 	}
 	if *fromBundle && *policy != "" {
 		return usageError("--policy and --policy-from-bundle are exclusive")
@@ -110,34 +116,57 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 	if !*asJSON {
 		opts.OnStep = func(s audit.StepResult) { printStep(stdio.Out, s) }
 	}
-	rep, err := audit.Replay(ctx, pos[0], opts)
+	browsers, closeBrowsers := commandBrowsers(stdio)
+	defer closeBrowsers()
+	opts.Browsers = browsers
+	code := ExitOK
+	for _, bundle := range pos {
+		if len(pos) > 1 && !*asJSON {
+			fmt.Fprintf(stdio.Out, "replay of %s\n", termSafe(bundle, 300))
+		}
+		c, err := replayBundle(ctx, bundle, opts, *asJSON, stdio)
+		if err != nil {
+			fmt.Fprintf(stdio.Err, "aegis: %v\n", err)
+		}
+		code = max(code, c)
+	}
+	if code != ExitOK {
+		return exitCode(code, nil)
+	}
+	return nil
+}
+
+// replayBundle replays one bundle, prints its report, and returns its exit
+// code and the error to print, if any.
+func replayBundle(ctx context.Context, bundle string, opts audit.ReplayOptions, asJSON bool, stdio Stdio) (int, error) {
+	rep, err := audit.Replay(ctx, bundle, opts)
 	if err != nil {
 		var te *audit.TamperedError
 		switch {
 		case errors.As(err, &te), errors.Is(err, evidence.ErrUnsealed):
-			return exitCode(ExitFailure, err)
+			return ExitFailure, err
 		case rep == nil:
 			var pe *os.PathError
 			if errors.As(err, &pe) {
-				return usageError("%v", err)
+				return ExitUsage, err
 			}
-			return exitCode(ExitFailure, err)
+			return ExitFailure, err
 		}
 		fmt.Fprintf(stdio.Err, "aegis: replay stopped: %v\n", err)
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdio.Out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(replayOutput{Reproduced: rep.Reproduced() && err == nil, ReplayReport: rep}); err != nil {
-			return err
+			return ExitFailure, err
 		}
 	} else {
 		fmt.Fprintf(stdio.Out, "%d steps: %d same, %d diverged, %d blocked\nreplay bundle: %s\n", len(rep.Steps), rep.Same, rep.Diverged, rep.Blocked, rep.ReplayBundle)
 	}
 	if err != nil || !rep.Reproduced() {
-		return exitCode(ExitFailure, nil)
+		return ExitFailure, nil
 	}
-	return nil
+	return ExitOK, nil
 }
 
 // printStep writes one replayed step for a person.

@@ -173,6 +173,20 @@ func TestReplayCommandErrors(t *testing.T) {
 	}
 }
 
+// TestReplaySeveralBundlesErrors: each bundle of several is replayed (or
+// refused) in turn, its error said, and the exit status is the highest.
+func TestReplaySeveralBundlesErrors(t *testing.T) {
+	dir := t.TempDir()
+	none1, none2 := filepath.Join(dir, "none1"), filepath.Join(dir, "none2")
+	code, out, errs := runCLI(t, "replay", none1, none2, "--evidence", t.TempDir())
+	if code != ExitUsage || strings.Count(errs, "no such file") != 2 || !strings.Contains(errs, "none1") || !strings.Contains(errs, "none2") {
+		t.Errorf("replay of two missing bundles: exit %d, want %d; stderr %q", code, ExitUsage, errs)
+	}
+	if !strings.Contains(out, "replay of "+none1) || !strings.Contains(out, "replay of "+none2) {
+		t.Errorf("stdout does not name each bundle: %q", out)
+	}
+}
+
 // TestReportCommand: the demo bundle's report is written (exit 0) with
 // every step; a tampered bundle's report is written too, says so at the
 // top, and exits 1.

@@ -421,6 +421,8 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if err != nil {
 		return err
 	}
+	browsers, closeBrowsers := commandBrowsers(stdio)
+	defer closeBrowsers()
 	approvals := gate.NewApprovals()
 	g, err := gate.New(ctx, gate.Options{PolicyPath: o.policy, OPAURL: o.opaURL, Approvals: approvals})
 	if err != nil {
@@ -428,7 +430,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	}
 	cfg := session.Config{
 		Task:            in,
-		Driver:          driver.Config{Mode: mode, BrowserEndpoint: o.endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation},
+		Driver:          driver.Config{Mode: mode, BrowserEndpoint: o.endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation, Browsers: browsers},
 		OpenDriver:      driver.Open,
 		Gate:            g,
 		Approvals:       approvals,
@@ -501,6 +503,31 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		return exitCode(code, runErr)
 	}
 	return exitCode(code, nil)
+}
+
+// sharedBrowsers, when set, are the browsers the sessions of every
+// command take theirs from (driver.Browsers), left running when a command
+// returns: the package's tests set it in TestMain, so that the test binary
+// launches one browser of each kind for all the commands it runs.
+var sharedBrowsers *driver.Browsers
+
+// commandBrowsers returns the browsers the sessions of one command share
+// (one launched on the first session's need, and reused by every later
+// one: the sessions of "aegis replay A B" run in one browser, each in a
+// fresh context) and the function that closes them when the command is
+// done.
+func commandBrowsers(stdio Stdio) (*driver.Browsers, func()) {
+	if sharedBrowsers != nil {
+		return sharedBrowsers, func() {}
+	}
+	bs := &driver.Browsers{}
+	return bs, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := bs.Close(ctx); err != nil {
+			fmt.Fprintf(stdio.Err, "aegis: %v\n", err)
+		}
+	}
 }
 
 // progressLine renders one action for stderr, such as

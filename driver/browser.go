@@ -14,7 +14,6 @@ import (
 
 	"github.com/playwright-community/playwright-go"
 
-	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/setup"
 )
 
@@ -225,6 +224,7 @@ func launch(o BrowserOptions, ns *netns) (*Browser, error) {
 			return nil, fmt.Errorf("driver: launch %s: %w", o.ExecutablePath, err)
 		}
 	}
+	launches.Add(1)
 	return &Browser{pw: pw, browser: br, remote: o.Endpoint != "", ns: ns}, nil
 }
 
@@ -247,37 +247,6 @@ func (b *Browser) listen() (net.Listener, error) {
 		return err
 	})
 	return ln, err
-}
-
-// sessionBrowser returns the browser a session of cfg runs in and whether
-// the session launched it (and stops it on Close). A sandbox session that
-// launches its own browser launches an isolated one; one given a shared
-// browser needs it isolated. Either fails closed where isolation is not to
-// be had, unless cfg.AllowNoNetworkIsolation. Remote browsers are taken as
-// they are: their network is the remote machine's.
-func sessionBrowser(ctx context.Context, cfg Config) (*Browser, bool, error) {
-	sandbox := cfg.Mode == contract.ModeSandbox
-	if b := cfg.Browser; b != nil {
-		if sandbox && !b.remote && b.ns == nil && !cfg.AllowNoNetworkIsolation {
-			return nil, false, fmt.Errorf("%w: sandbox mode needs a browser in a network namespace of its own and Config.Browser was launched without one: "+
-				"launch it with BrowserOptions{Isolate: true}, leave Config.Browser nil, or set Config.AllowNoNetworkIsolation to accept the proxy and request routing alone", ErrNoNetworkIsolation)
-		}
-		return b, false, nil
-	}
-	o := BrowserOptions{Endpoint: cfg.BrowserEndpoint, Headed: cfg.Headed, Isolate: sandbox && cfg.BrowserEndpoint == ""}
-	b, err := Launch(ctx, o)
-	if err != nil && o.Isolate && errors.Is(err, ErrNoNetworkIsolation) {
-		if !cfg.AllowNoNetworkIsolation {
-			return nil, false, fmt.Errorf("%w; sandbox mode runs the browser where its only way out is the aegis proxy: "+
-				"run aegis as root or with CAP_SYS_ADMIN on Linux, use mode playwright, or set Config.AllowNoNetworkIsolation (aegis run --no-network-isolation) to accept the proxy and request routing alone", err)
-		}
-		o.Isolate = false
-		b, err = Launch(ctx, o)
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return b, true, nil
 }
 
 // Version returns the browser's version.

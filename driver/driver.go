@@ -163,8 +163,14 @@ type Config struct {
 	Headed bool
 	// Browser, when set, is a running browser (see Launch) that the session
 	// opens a fresh context in and leaves running on Close. When nil, Open
-	// launches (or connects to) a browser of its own and Close stops it.
+	// takes one from Browsers, else launches (or connects to) a browser of
+	// its own and Close stops it.
 	Browser *Browser
+	// Browsers, when set (and Browser is nil), shares browsers among the
+	// sessions of the process: Open opens a fresh context in the browser
+	// of Browsers that this session's kind needs (Browsers.For), launching
+	// it on first need, and Close leaves it running.
+	Browsers *Browsers
 	// AllowNoNetworkIsolation lets a sandbox session run in a browser
 	// without a network namespace of its own (BrowserOptions.Isolate) where
 	// none can be made or Browser was launched without one: the proxy and

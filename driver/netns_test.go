@@ -263,14 +263,17 @@ func TestSandboxRefusesBrowserWithoutNamespace(t *testing.T) {
 // and fails closed, saying why and what to do.
 func TestSandboxFailsClosedWithoutCapSysAdmin(t *testing.T) {
 	if os.Getenv("AEGIS_TEST_NO_SYS_ADMIN") == "1" {
-		_, err := driver.Open(context.Background(), driver.Config{Mode: contract.ModeSandbox, AllowedOrigins: []string{"http://127.0.0.1:1"}})
-		for _, want := range []string{"unshare(CLONE_NEWNET)", "operation not permitted", "CAP_SYS_ADMIN", "mode playwright", "AllowNoNetworkIsolation"} {
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("sandbox without CAP_SYS_ADMIN: %v, want an error that says %q", err, want)
+		// A browser of its own, or one of shared Browsers: the same refusal.
+		for _, bs := range []*driver.Browsers{nil, {}} {
+			_, err := driver.Open(context.Background(), driver.Config{Mode: contract.ModeSandbox, Browsers: bs, AllowedOrigins: []string{"http://127.0.0.1:1"}})
+			for _, want := range []string{"unshare(CLONE_NEWNET)", "operation not permitted", "CAP_SYS_ADMIN", "mode playwright", "AllowNoNetworkIsolation"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("sandbox without CAP_SYS_ADMIN (shared Browsers: %v): %v, want an error that says %q", bs != nil, err, want)
+				}
 			}
-		}
-		if !errors.Is(err, driver.ErrNoNetworkIsolation) {
-			t.Errorf("not ErrNoNetworkIsolation: %v", err)
+			if !errors.Is(err, driver.ErrNoNetworkIsolation) {
+				t.Errorf("not ErrNoNetworkIsolation: %v", err)
+			}
 		}
 		return
 	}
