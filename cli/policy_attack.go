@@ -27,7 +27,8 @@ refresh, timers, iframes, beacons, fetch, WebSocket), webrtc, disguised-risk
 (a payment or deletion behind "Continue", a homoglyph or a CSS caption),
 sensitivity-claim (a secret typed through a selector that merely names a
 password, into a plain field whose words say password, in a URL or a
-select), time-of-check (the page changes while the person approves),
+select), time-of-check (the page changes while the person approves, or
+under the pointer as the button goes down),
 exfiltration, capture (a password field shown as text in a screenshot or
 the next observation), and precision (ordinary work that must not be
 blocked).
