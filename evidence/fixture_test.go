@@ -162,6 +162,12 @@ func modelCall(step int, purpose contract.ModelPurpose) contract.ModelCall {
 	}
 }
 
+// actionEvent returns the action event the session emits after an action
+// line (FORMAT.md, section 8, rule 12).
+func actionEvent(a contract.Action, summary, ts string) contract.StreamEvent {
+	return contract.StreamEvent{Type: contract.EventAction, ActionID: a.ID, ActionType: a.Type, RiskLevel: contract.RiskLow, Summary: summary, Timestamp: ts}
+}
+
 // fixture says how to build a test bundle.
 type fixture struct {
 	secrets map[string]string
@@ -203,12 +209,14 @@ func writeSession(t testing.TB, w *Writer, f fixture) {
 	typ := contract.Action{ID: "a2", Type: contract.ActType, Reason: "fill the search box", PolicyTags: []string{}, Selector: "#q", Text: "hunter2-password", Redact: true}
 	must(w.Decision(decision("typ", typ, contract.ResultAllowed)))
 	must(w.Action(typ, result(typ, true)))
+	must(w.Event(actionEvent(typ, "typed the search text", ts)))
 	click := contract.Action{ID: "a3", Type: contract.ActClick, Reason: "buy", PolicyTags: []string{"purchase"}, Selector: "#buy"}
 	must(w.Decision(decision("click-paused", click, contract.ResultPaused)))
 	must(w.Event(contract.StreamEvent{Type: contract.EventApprovalRequired, ActionID: "a3", ActionType: contract.ActClick, Summary: "buy needs approval", Timestamp: ts}))
 	must(w.Event(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: "a3", Decision: contract.ApprovalApprove, Timestamp: ts}))
 	must(w.Decision(decision("click-approved", click, contract.ResultApproved)))
 	must(w.Action(click, result(click, false)))
+	must(w.Event(actionEvent(click, "the element did not appear", ts)))
 	bad := contract.Action{ID: "a4", Type: contract.ActNavigate, Reason: "leave", PolicyTags: []string{}, URL: "https://evil.example/"}
 	must(w.Decision(decision("deny", bad, contract.ResultDenied)))
 	shot := examplePNG()
