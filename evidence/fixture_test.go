@@ -176,6 +176,10 @@ type fixture struct {
 	snapshot string
 	// steps repeats the step loop (observation, decision, action, event).
 	steps int
+	// observeArtifacts adds, after the extracted artifacts, an observation
+	// that embeds them (as the driver reports them: the writer stores the
+	// copies its files hold).
+	observeArtifacts bool
 }
 
 // writeSession writes a session with every kind of record through w: the
@@ -224,6 +228,14 @@ func writeSession(t testing.TB, w *Writer, f fixture) {
 	must(err)
 	must(w.Artifact(contract.Artifact{ID: "art-1", Type: contract.ArtifactText, Value: "Pro $20 / month", SourceSelector: ".pro", SourceURL: "https://example.com/pricing"}))
 	must(w.Artifact(contract.Artifact{ID: "art-2", Type: contract.ArtifactScreenshot, Value: img.URI, SourceURL: "https://example.com/pricing"}))
+	if f.observeArtifacts {
+		obs := testObservation(steps, snapshot)
+		obs.ExtractedArtifacts = []contract.Artifact{
+			{ID: "art-1", Type: contract.ArtifactText, Value: "Pro $20 / month", Hash: sha("Pro $20 / month"), SourceSelector: ".pro", SourceURL: "https://example.com/pricing"},
+			{ID: "art-2", Type: contract.ArtifactScreenshot, Value: "artifacts/driver-shot.png", Hash: img.ContentHash, SourceURL: "https://example.com/pricing"},
+		}
+		must(w.Observation(steps, obs))
+	}
 	rev := 2
 	plan.Revision = &rev
 	must(w.Plan(plan))
