@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aegis-run/aegis/canonjson"
@@ -23,9 +24,10 @@ import (
 var ErrNoActionEvent = errors.New("evidence: an executed action without its action event")
 
 // parseTime parses a record's or an entry's time (an RFC 3339 date-time,
-// checked by the schema) as an instant.
+// checked by the schema) as an instant. RFC 3339 allows a lower-case t
+// and z; a leap second (:60) cannot be compared and is refused.
 func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time %q cannot be compared: %w", s, err)
 	}

@@ -383,3 +383,24 @@ func TestEmptyDirectories(t *testing.T) {
 	}
 	w.Close()
 }
+
+func TestParseTime(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want string // the instant in UTC; "" when refused
+	}{
+		{"2026-01-23T10:15:00Z", "2026-01-23T10:15:00Z"},
+		{"2026-01-23t10:15:00z", "2026-01-23T10:15:00Z"},
+		{"2026-01-23T11:15:00.5+01:00", "2026-01-23T10:15:00.5Z"},
+		{"2026-01-23T23:59:60Z", ""},
+		{"2026-01-23", ""},
+	} {
+		got, err := parseTime(tt.in)
+		switch {
+		case tt.want == "" && err == nil:
+			t.Errorf("%s: got %v, want it refused", tt.in, got)
+		case tt.want != "" && (err != nil || got.UTC().Format(time.RFC3339Nano) != tt.want):
+			t.Errorf("%s: got %v, %v, want %s", tt.in, got, err, tt.want)
+		}
+	}
+}
