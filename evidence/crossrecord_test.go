@@ -317,6 +317,27 @@ func TestWriterCrossRecordRules(t *testing.T) {
 		verify(t, w)
 	})
 
+	t.Run("a copy masked since its file was written is left out", func(t *testing.T) {
+		w := newWriter(t, fixedClock())
+		art := contract.Artifact{ID: "art-1", Type: contract.ArtifactText, Value: "code 7H3X-9QZ2-LL", SourceURL: "https://example.com/"}
+		must(t, w.Artifact(art))
+		typ := contract.Action{ID: "a1", Type: contract.ActType, Reason: "enter the code", PolicyTags: []string{}, Selector: "#code", Text: "7H3X-9QZ2-LL", Redact: true}
+		must(t, w.Decision(decision("typ", typ, contract.ResultAllowed)))
+		must(t, w.Action(typ, result(typ, true)))
+		must(t, w.Event(actionEvent(typ, "typed", ts)))
+		obs := testObservation(0, "<p>done</p>")
+		obs.ExtractedArtifacts = []contract.Artifact{art, {ID: "art-2", Type: contract.ArtifactText, Value: "other", Hash: sha("other"), SourceURL: "https://example.com/"}}
+		must(t, w.Observation(0, obs))
+		_, err := w.Seal(context.Background(), contract.SessionCompleted, time.Now(), nil)
+		must(t, err)
+		verify(t, w)
+		b, err := os.ReadFile(filepath.Join(w.Dir(), "dom", "0.json"))
+		must(t, err)
+		if bytes.Contains(b, []byte(`"art-1"`)) || !bytes.Contains(b, []byte(`"art-2"`)) {
+			t.Errorf("want art-1's masked copy left out and art-2 kept:\n%s", b)
+		}
+	})
+
 	t.Run("a failed record leaves no empty directory", func(t *testing.T) {
 		w := newWriter(t, fixedClock())
 		w.hook = func(stage string) error {

@@ -241,10 +241,11 @@ func (w *Writer) Observation(step int, obs contract.Observation) error {
 		// A copy masked since its file was written: left out, the file
 		// holds the artifact.
 		obs.ExtractedArtifacts = keep
+		was := masked
 		if canon, r, masked, err = w.prepare(string(schemas.KindObservation), obs); err != nil {
 			return fmt.Errorf("evidence: observation: %w", err)
 		}
-		masked = true
+		masked = masked || was
 	}
 	if err := checkObservation(r, w.sid, digest, snapBytes, true); err != nil {
 		return fmt.Errorf("evidence: observation: %w", err)
