@@ -63,11 +63,13 @@ func effectBundle(t *testing.T) string {
 	open := contract.Action{ID: "start", Type: contract.ActNavigate, Reason: "open the task's first URL", PolicyTags: tags, URL: "https://shop.example/checkout"}
 	must(w.Decision(decide(open, nil, 1, contract.ResultAllowed, contract.RiskLow)))
 	must(w.Action(open, result(open)))
+	must(w.Event(contract.StreamEvent{Type: contract.EventAction, ActionID: open.ID, ActionType: open.Type, RiskLevel: contract.RiskLow, Summary: "opened the checkout", Timestamp: stamp()}))
 
 	click := contract.Action{ID: "c1", Type: contract.ActClick, Reason: "continue to the next step", PolicyTags: tags, Selector: "#continue"}
 	target := &contract.Element{Tag: "button", Type: "button", ID: "continue", Role: "button", Label: "Continue", Text: "Continue", Origin: "https://shop.example"}
 	must(w.Decision(decide(click, target, 2, contract.ResultAllowed, contract.RiskLow)))
 	must(w.Action(click, result(click)))
+	must(w.Event(contract.StreamEvent{Type: contract.EventAction, ActionID: click.ID, ActionType: click.Type, RiskLevel: contract.RiskLow, Summary: "clicked Continue", Timestamp: stamp()}))
 	// The click's POST, held and approved; the decisions bind the effect.
 	pay := contract.Effect{Kind: contract.EffectRequest, Method: "POST", Origin: "https://shop.example", Path: "/pay", Fields: []string{"amount", "card"}, ResourceType: "fetch"}
 	paused := decide(click, target, 2, contract.ResultPaused, contract.RiskHigh)

@@ -72,6 +72,10 @@ func synthetic(t *testing.T, oldGate bool) string {
 		}); err != nil {
 			t.Fatal(err)
 		}
+		if err := w.Event(contract.StreamEvent{Type: contract.EventAction, ActionID: step.action.ID, ActionType: step.action.Type,
+			RiskLevel: d.Risk, Summary: "did " + step.action.ID, Timestamp: stamp}); err != nil {
+			t.Fatal(err)
+		}
 		cur = step.url
 	}
 	if _, err := w.Seal(ctx, contract.SessionCompleted, at, nil); err != nil {

@@ -84,15 +84,15 @@ func TestVerifyCommand(t *testing.T) {
 		wantOut  string
 		wantErr  []string
 	}{
-		{"valid", []string{"verify", good}, ExitOK, "valid: session cus_01HZX4K9 completed, sealed, 25 entries", nil},
+		{"valid", []string{"verify", good}, ExitOK, "valid: session cus_01HZX4K9 completed, sealed, 27 entries", nil},
 		{"valid, not authenticated", []string{"verify", good}, ExitOK, "not authenticated: no --pubkey", nil},
 		{"valid and authenticated", []string{"verify", "--pubkey", examplePub, good}, ExitOK, "authenticated", nil},
 		{"flag after the bundle", []string{"verify", good, "--pubkey", examplePub}, ExitOK, "authenticated", nil},
 		{"another key", []string{"verify", "--pubkey", otherPub + ".pub", good}, ExitFailure, "", []string{"INVALID", "provenance/seal.dsse.json", "not by the trusted key"}},
-		{"tampered names the line", []string{"verify", tampered}, ExitFailure, "", []string{"INVALID", "actions.jsonl line 3 (ledger entry 16): contentHash"}},
-		{"unsealed", []string{"verify", unsealed}, ExitFailure, "", []string{"unsealed, 24 intact entries"}},
-		{"unsealed allowed", []string{"verify", "--allow-unsealed", unsealed}, ExitOK, "unsealed, 24 intact entries, all verified", nil},
-		{"unsealed with a key", []string{"verify", "--allow-unsealed", "--pubkey", examplePub, unsealed}, ExitFailure, "", []string{"unsealed, 24 intact entries"}},
+		{"tampered names the line", []string{"verify", tampered}, ExitFailure, "", []string{"INVALID", "actions.jsonl line 3 (ledger entry 17): contentHash"}},
+		{"unsealed", []string{"verify", unsealed}, ExitFailure, "", []string{"unsealed, 26 intact entries"}},
+		{"unsealed allowed", []string{"verify", "--allow-unsealed", unsealed}, ExitOK, "unsealed, 26 intact entries, all verified", nil},
+		{"unsealed with a key", []string{"verify", "--allow-unsealed", "--pubkey", examplePub, unsealed}, ExitFailure, "", []string{"unsealed, 26 intact entries"}},
 		{"no bundle", []string{"verify"}, ExitUsage, "", []string{"verify takes one BUNDLE"}},
 		{"two bundles", []string{"verify", good, good}, ExitUsage, "", []string{"got 2 arguments"}},
 		{"missing bundle", []string{"verify", filepath.Join(good, "nope")}, ExitUsage, "", []string{"no such file"}},
@@ -134,7 +134,7 @@ func TestVerifyJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if res.Valid || res.Failure.File != "artifacts/extra.json" || res.Failure.Check != "extra" || res.Failure.Entry != nil || res.Report.Entries != 25 {
+	if res.Valid || res.Failure.File != "artifacts/extra.json" || res.Failure.Check != "extra" || res.Failure.Entry != nil || res.Report.Entries != 27 {
 		t.Errorf("got %+v", res)
 	}
 	code, out, _ = run(t, "", "verify", "--json", "--pubkey", examplePub, copyBundle(t))

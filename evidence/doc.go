@@ -9,8 +9,10 @@
 //
 // An auditor who was not there verifies a bundle offline with Verify (or
 // aegis verify): that nothing was changed, added, removed or reordered,
-// that every executed action was allowed by a decision before it, and, with
-// the signer's public key, who sealed it. A bundle left by a writer that was
+// that every executed action was allowed by a decision before it and has
+// its action event after it, that times never go backwards, that the
+// artifacts observations embed are their files, and, with the signer's
+// public key, who sealed it. A bundle left by a writer that was
 // killed verifies as unsealed, with the number of intact entries. Prove and
 // VerifyProof prove one entry without the rest of the bundle; Pack and
 // Unpack move a bundle as one deterministic .tar.zst file.
@@ -22,7 +24,7 @@
 //	w.Plan(plan)
 //	w.Observation(step, obs)
 //	w.Decision(record)         // every evaluated action, allowed or not
-//	w.Action(action, result)   // every executed action
+//	w.Action(action, result)   // every executed action, then its action event
 //	w.Event(event)
 //	w.ModelCall(call.ModelCall(sessionID, step, time.Now())) // each llm.CallRecord
 //	w.Image(id, png, meta)     // refused images are quarantined: log and go on

@@ -31,6 +31,7 @@ func TestEffectDecisions(t *testing.T) {
 	for _, step := range []func() error{
 		func() error { return w.Decision(decision("click", click, contract.ResultAllowed)) },
 		func() error { return w.Action(click, result(click, true)) },
+		func() error { return w.Event(actionEvent(click, "clicked continue", "2026-01-23T10:15:00Z")) },
 		func() error { return w.Decision(effect("paused", contract.ResultPaused)) },
 		func() error { return w.Decision(effect("approved", contract.ResultApproved)) },
 		func() error { return w.Decision(effect("denied", contract.ResultDenied)) },
@@ -44,6 +45,9 @@ func TestEffectDecisions(t *testing.T) {
 	}
 	if err := w.Action(click, result(click, true)); err == nil {
 		t.Error("an allowed effect authorized its action a second time")
+	}
+	if err := w.Event(actionEvent(click, "clicked continue", "2026-01-23T10:15:00Z")); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := w.Seal(context.Background(), contract.SessionCompleted, time.Date(2026, 1, 23, 10, 16, 10, 0, time.UTC), nil); err != nil {
 		t.Fatal(err)
@@ -71,6 +75,7 @@ func TestEffectDecisionsVerify(t *testing.T) {
 	}
 	must(w.Decision(decision("click", click, contract.ResultAllowed)))
 	must(w.Action(click, result(click, true)))
+	must(w.Event(actionEvent(click, "clicked continue", "2026-01-23T10:15:00Z")))
 	for _, r := range []contract.DecisionResult{contract.ResultPaused, contract.ResultApproved, contract.ResultDenied, contract.ResultAllowed} {
 		d := decision("effect-"+string(r), click, r)
 		e := post

@@ -46,6 +46,10 @@ func Example() {
 		SessionID: "sess-1", OK: true, StartedAt: now, EndedAt: now}); err != nil {
 		log.Fatal(err)
 	}
+	if err := w.Event(contract.StreamEvent{Type: contract.EventAction, ActionID: "a1", ActionType: nav.Type, RiskLevel: contract.RiskHigh,
+		Summary: "opened https://example.com/", Timestamp: now}); err != nil {
+		log.Fatal(err)
+	}
 	if err := w.Event(contract.StreamEvent{Type: contract.EventSessionEnded, Status: contract.SessionCompleted, Summary: "done", Timestamp: now}); err != nil {
 		log.Fatal(err)
 	}
@@ -68,5 +72,5 @@ func Example() {
 	fmt.Println("entries:", report.Entries, "actions:", report.Counts.Actions, "decisions:", report.Counts.Decisions)
 	// Output:
 	// sealed: true authenticated: true
-	// entries: 5 actions: 1 decisions: 1
+	// entries: 6 actions: 1 decisions: 1
 }

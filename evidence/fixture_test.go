@@ -162,6 +162,12 @@ func modelCall(step int, purpose contract.ModelPurpose) contract.ModelCall {
 	}
 }
 
+// actionEvent returns the action event the session emits after an action
+// line (FORMAT.md, section 8, rule 12).
+func actionEvent(a contract.Action, summary, ts string) contract.StreamEvent {
+	return contract.StreamEvent{Type: contract.EventAction, ActionID: a.ID, ActionType: a.Type, RiskLevel: contract.RiskLow, Summary: summary, Timestamp: ts}
+}
+
 // fixture says how to build a test bundle.
 type fixture struct {
 	secrets map[string]string
@@ -170,6 +176,10 @@ type fixture struct {
 	snapshot string
 	// steps repeats the step loop (observation, decision, action, event).
 	steps int
+	// observeArtifacts adds, after the extracted artifacts, an observation
+	// that embeds them (as the driver reports them: the writer stores the
+	// copies its files hold).
+	observeArtifacts bool
 }
 
 // writeSession writes a session with every kind of record through w: the
@@ -203,12 +213,14 @@ func writeSession(t testing.TB, w *Writer, f fixture) {
 	typ := contract.Action{ID: "a2", Type: contract.ActType, Reason: "fill the search box", PolicyTags: []string{}, Selector: "#q", Text: "hunter2-password", Redact: true}
 	must(w.Decision(decision("typ", typ, contract.ResultAllowed)))
 	must(w.Action(typ, result(typ, true)))
+	must(w.Event(actionEvent(typ, "typed the search text", ts)))
 	click := contract.Action{ID: "a3", Type: contract.ActClick, Reason: "buy", PolicyTags: []string{"purchase"}, Selector: "#buy"}
 	must(w.Decision(decision("click-paused", click, contract.ResultPaused)))
 	must(w.Event(contract.StreamEvent{Type: contract.EventApprovalRequired, ActionID: "a3", ActionType: contract.ActClick, Summary: "buy needs approval", Timestamp: ts}))
 	must(w.Event(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: "a3", Decision: contract.ApprovalApprove, Timestamp: ts}))
 	must(w.Decision(decision("click-approved", click, contract.ResultApproved)))
 	must(w.Action(click, result(click, false)))
+	must(w.Event(actionEvent(click, "the element did not appear", ts)))
 	bad := contract.Action{ID: "a4", Type: contract.ActNavigate, Reason: "leave", PolicyTags: []string{}, URL: "https://evil.example/"}
 	must(w.Decision(decision("deny", bad, contract.ResultDenied)))
 	shot := examplePNG()
@@ -216,6 +228,14 @@ func writeSession(t testing.TB, w *Writer, f fixture) {
 	must(err)
 	must(w.Artifact(contract.Artifact{ID: "art-1", Type: contract.ArtifactText, Value: "Pro $20 / month", SourceSelector: ".pro", SourceURL: "https://example.com/pricing"}))
 	must(w.Artifact(contract.Artifact{ID: "art-2", Type: contract.ArtifactScreenshot, Value: img.URI, SourceURL: "https://example.com/pricing"}))
+	if f.observeArtifacts {
+		obs := testObservation(steps, snapshot)
+		obs.ExtractedArtifacts = []contract.Artifact{
+			{ID: "art-1", Type: contract.ArtifactText, Value: "Pro $20 / month", Hash: sha("Pro $20 / month"), SourceSelector: ".pro", SourceURL: "https://example.com/pricing"},
+			{ID: "art-2", Type: contract.ArtifactScreenshot, Value: "artifacts/driver-shot.png", Hash: img.ContentHash, SourceURL: "https://example.com/pricing"},
+		}
+		must(w.Observation(steps, obs))
+	}
 	rev := 2
 	plan.Revision = &rev
 	must(w.Plan(plan))

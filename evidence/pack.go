@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"time"
@@ -35,10 +36,11 @@ const (
 const packLevel = zstd.SpeedDefault
 
 // Pack writes the bundle in dir to w as a deterministic .tar.zst. It
-// refuses anything but regular files and directories, and paths that
-// Unpack would refuse.
+// refuses anything but regular files and directories, an empty directory,
+// and paths that Unpack would refuse.
 func Pack(ctx context.Context, dir string, w io.Writer) error {
 	var files []string
+	dirs := map[string]bool{} // directory -> holds a file, at any depth
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -48,7 +50,11 @@ func Pack(ctx context.Context, dir string, w io.Writer) error {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		if rel == "." || d.IsDir() {
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() {
+			dirs[rel] = false
 			return nil
 		}
 		if !d.Type().IsRegular() {
@@ -58,10 +64,25 @@ func Pack(ctx context.Context, dir string, w io.Writer) error {
 			return fmt.Errorf("evidence: pack: %s: not a valid bundle path", rel)
 		}
 		files = append(files, rel)
+		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("evidence: pack: %w", err)
+	}
+	// An archive holds files only: an empty directory would be lost, and
+	// the archive would verify where the directory does not.
+	var empty []string
+	for d, full := range dirs {
+		if !full {
+			empty = append(empty, d)
+		}
+	}
+	if len(empty) > 0 {
+		sort.Strings(empty)
+		return fmt.Errorf("evidence: pack: %s: an empty directory (a bundle holds none)", empty[0])
 	}
 	sort.Strings(files)
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(packLevel), zstd.WithEncoderConcurrency(1),

@@ -91,10 +91,12 @@ func TestSecretsNeverWritten(t *testing.T) {
 	r := result(leak, false)
 	r.Error = &contract.ToolError{Code: contract.CodeInternal, Message: "failed to type " + all}
 	must(w.Action(leak, r))
+	must(w.Event(actionEvent(leak, "failed to type "+all, "2026-01-23T10:15:00Z")))
 	// A redacted type action: its text is masked, then masked everywhere.
 	typ := contract.Action{ID: "a2", Type: contract.ActType, Reason: "card", PolicyTags: []string{}, Selector: "#cc", Text: typedText, Redact: true}
 	must(w.Decision(decision("typ", typ, contract.ResultAllowed)))
 	must(w.Action(typ, result(typ, true)))
+	must(w.Event(actionEvent(typ, "typed "+typedText, "2026-01-23T10:15:00Z")))
 	must(w.Event(contract.StreamEvent{Type: contract.EventError, Code: "x", Message: "echo " + typedText + " " + all, Timestamp: "2026-01-23T10:15:00Z"}))
 	// A model call whose error quotes the typed text and the secrets.
 	mc := modelCall(1, contract.ModelPurposeNavigate)
@@ -452,6 +454,7 @@ func TestWriterRefusesSecretsInStructure(t *testing.T) {
 		{"an image id", func() error { _, err := w.Image(secret, testPNG(2, 2), ImageMeta{}); return err }, true, true},
 		{"free text: a decision", func() error { return w.Decision(decision("d3", free, contract.ResultAllowed)) }, false, false},
 		{"free text: the action", func() error { return w.Action(free, result(free, true)) }, false, false},
+		{"free text: the action's event", func() error { return w.Event(actionEvent(free, "clicked "+secret, "2026-01-23T10:15:00Z")) }, false, false},
 		{"free text: an artifact's value", func() error {
 			return w.Artifact(contract.Artifact{ID: "art-1", Type: contract.ArtifactText, Value: "value " + secret, SourceURL: "https://example.com/?q=" + secret})
 		}, false, false},

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
+	"sort"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
@@ -52,6 +54,11 @@ type verifier struct {
 	allow      map[string]bool
 	consumed   map[string]bool
 	ran        map[string]bool // ids of the actions executed so far
+
+	emptyDirs []string                    // directories holding no file
+	owed      *pendingAction              // the action line waiting for its event
+	artDigest map[string]Hash             // artifacts/{id}.json -> D of its record
+	embedded  map[string]embeddedArtifact // artifacts/{id}.json -> a copy embedded before the file
 }
 
 func newVerifier(ctx context.Context, fsys fs.FS, opts VerifyOptions) *verifier {
@@ -60,6 +67,7 @@ func newVerifier(ctx context.Context, fsys fs.FS, opts VerifyOptions) *verifier 
 		files: map[string]int64{}, folded: map[string]string{}, data: map[string][]byte{},
 		ends: map[string][]int{}, lines: map[string]int{}, used: map[string]bool{},
 		images: map[string]Hash{}, allow: map[string]bool{}, consumed: map[string]bool{}, ran: map[string]bool{},
+		artDigest: map[string]Hash{}, embedded: map[string]embeddedArtifact{},
 	}
 }
 
@@ -71,9 +79,12 @@ func mismatch(file string, line, entry int, check, want, got string) *VerifyErro
 	return &VerifyError{File: file, Line: line, Entry: entry, Check: check, Want: want, Got: got}
 }
 
-// list walks the bundle: regular files only.
+// list walks the bundle: regular files only, and notes the directories
+// that hold none (refused in a sealed bundle, what a crash may leave in an
+// unsealed one).
 func (v *verifier) list() error {
-	return fs.WalkDir(v.fsys, ".", func(rel string, d fs.DirEntry, err error) error {
+	dirs := map[string]bool{} // directory -> holds a file, at any depth
+	err := fs.WalkDir(v.fsys, ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fault(rel, 0, -1, "unreadable", err)
 		}
@@ -85,6 +96,7 @@ func (v *verifier) list() error {
 			if !validBundlePath(rel) {
 				return fault(rel, 0, -1, "extra", errors.New("directory name not allowed in a bundle"))
 			}
+			dirs[rel] = false
 			return nil
 		case !d.Type().IsRegular():
 			return fault(rel, 0, -1, "file type", fmt.Errorf("%v: only regular files belong in a bundle", d.Type()))
@@ -99,8 +111,21 @@ func (v *verifier) list() error {
 		v.folded[foldPath(rel)] = rel
 		v.files[rel] = info.Size()
 		v.total += info.Size()
+		for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+			dirs[dir] = true
+		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for dir, full := range dirs {
+		if !full {
+			v.emptyDirs = append(v.emptyDirs, dir)
+		}
+	}
+	sort.Strings(v.emptyDirs)
+	return nil
 }
 
 func (v *verifier) read(file string) ([]byte, error) {
@@ -155,6 +180,9 @@ func (v *verifier) run() error {
 		manifestTree = manifest.value()
 	}
 	sealed := manifest.at("seal").present()
+	if sealed && len(v.emptyDirs) > 0 {
+		return fault(v.emptyDirs[0], 0, -1, "empty directory", errors.New("a sealed bundle holds regular files only, and every directory holds one"))
+	}
 	// The ledger, and the JSON Lines files its entries point into.
 	var ledger []byte
 	if _, ok := v.files[FileLedger]; ok {

@@ -261,6 +261,13 @@ func (v *verifier) check(i int, p *prepared) error {
 	if p.entryHash != p.eh {
 		return mismatch(FileLedger, i+1, i, "entryHash", p.eh.String(), p.entryHash.String())
 	}
+	if i > 0 {
+		if err := notBefore("time", e.Time, "the previous entry's time", v.lastTime); err != nil {
+			return where("time", err)
+		}
+	} else if _, err := parseTime(e.Time); err != nil {
+		return where("time", err)
+	}
 	if v.lastKind == contract.LedgerManifestEnd {
 		return where("extra", errors.New("an entry after the manifest-end entry"))
 	}

@@ -32,6 +32,9 @@ func (v *verifier) record(p *prepared) error {
 		if err := checkStartManifest(r); err != nil {
 			return bad("manifest", err)
 		}
+		if err := notBefore("the entry's time", e.Time, "startedAt", r.at("startedAt").str()); err != nil {
+			return bad("time", err)
+		}
 		v.sid = r.at("sessionId").str()
 		v.report.SessionID = v.sid
 		canon, err := canonjson.EncodeValue(r.value())
@@ -62,17 +65,31 @@ func (v *verifier) record(p *prepared) error {
 		if !v.allow[facts.id] {
 			return bad("authorization", fmt.Errorf("action %q executed without an allow decision before it", facts.id))
 		}
+		if v.owed != nil {
+			return v.owedError(fmt.Sprintf("the next action line (%s line %d)", FileActions, e.Line))
+		}
 		delete(v.allow, facts.id)
 		v.ran[facts.id] = true
+		v.owed = &pendingAction{id: facts.id, typ: r.at("action").at("type").str(), line: e.Line, entry: e.Index}
 		v.counts.Actions++
 	case contract.LedgerEvent:
 		if err := checkEvent(r, v.sid); err != nil {
 			return bad("event", err)
 		}
+		paid, err := checkActionEvent(r, v.owed)
+		if err != nil {
+			return bad("action event", err)
+		}
+		if paid {
+			v.owed = nil
+		}
 		v.counts.Events++
 	case contract.LedgerModelCall:
 		if err := checkModelCall(r, v.sid); err != nil {
 			return bad("model call", err)
+		}
+		if err := notBefore("the entry's time", e.Time, "the call's time", r.at("time").str()); err != nil {
+			return bad("time", err)
 		}
 		v.counts.ModelCalls++
 	case contract.LedgerObservation:
@@ -82,6 +99,9 @@ func (v *verifier) record(p *prepared) error {
 		if err := checkObservation(r, v.sid, v.prevDigest, nil, false); err != nil {
 			return bad("observation", err)
 		}
+		if err := v.embeddedCopies(e.File, r); err != nil {
+			return bad("artifact copy", err)
+		}
 		v.counts.Observations++
 	case contract.LedgerArtifact:
 		if id := r.at("id").str(); artifactFile(id) != e.File {
@@ -89,6 +109,9 @@ func (v *verifier) record(p *prepared) error {
 		}
 		if err := checkArtifact(r, v.images); err != nil {
 			return bad("artifact", err)
+		}
+		if err := v.artifactCopy(e.File, p.digest); err != nil {
+			return bad("artifact copy", err)
 		}
 		v.counts.Artifacts++
 	case contract.LedgerImageArtifact:
@@ -99,13 +122,65 @@ func (v *verifier) record(p *prepared) error {
 		if err := checkImageRecord(r, img, v.prevSize, v.prevImg, v.prevDigest); err != nil {
 			return bad("image record", err)
 		}
+		if err := v.artifactCopy(e.File, p.digest); err != nil {
+			return bad("artifact copy", err)
+		}
 		v.counts.Artifacts++
 	case contract.LedgerManifestEnd:
+		if v.owed != nil {
+			return v.owedError("the seal (" + FileManifestEnd + ")")
+		}
+		if err := notBefore("endedAt", r.at("endedAt").str(), "the previous entry's time", v.lastTime); err != nil {
+			return bad("time", err)
+		}
 		tree := r.value()
 		if err := v.checkEndManifest(tree); err != nil {
 			return bad("manifest", err)
 		}
 		v.endTree = tree
+	}
+	return nil
+}
+
+// owedError names the action line that has no action event, found at
+// next.
+func (v *verifier) owedError(next string) error {
+	return fault(FileActions, v.owed.line, v.owed.entry, "action event", v.owed.owed(next))
+}
+
+// embeddedCopies checks the extracted artifacts an observation embeds
+// against the files of their ids recorded before it, and keeps the others
+// for the files recorded after it.
+func (v *verifier) embeddedCopies(obsFile string, r rec) error {
+	ids, sums, err := embeddedArtifacts(r)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		file := artifactFile(id)
+		if d, ok := v.artDigest[file]; ok {
+			if d != sums[i] {
+				return fmt.Errorf("extractedArtifacts[%d] (id %q) differs from %s: want the record of SHA-256 %s, got one of %s", i, id, file, d, sums[i])
+			}
+			continue
+		}
+		if prev, ok := v.embedded[file]; ok {
+			if prev.digest != sums[i] {
+				return fmt.Errorf("extractedArtifacts[%d] (id %q) differs from the copy %s embeds", i, id, prev.obs)
+			}
+			continue
+		}
+		v.embedded[file] = embeddedArtifact{digest: sums[i], obs: obsFile, index: i}
+	}
+	return nil
+}
+
+// artifactCopy records the digest of an artifact's or image's record and
+// checks it against a copy an observation embedded before it.
+func (v *verifier) artifactCopy(file string, digest Hash) error {
+	v.artDigest[file] = digest
+	if e, ok := v.embedded[file]; ok && e.digest != digest {
+		return artifactMismatch(file, e)
 	}
 	return nil
 }

@@ -218,6 +218,11 @@ func (v *verifier) unsealed(manifestCanon []byte, manifest rec, partial string) 
 			return fault(f, 0, -1, "extra", errors.New("a file the ledger does not record"))
 		}
 	}
+	// A crash between creating a record's directory and its file leaves
+	// the directory empty: an uncommitted record too.
+	for _, d := range v.emptyDirs {
+		uncommitted = append(uncommitted, d+"/")
+	}
 	if len(uncommitted) > 1 {
 		return fault(uncommitted[1], 0, -1, "extra", fmt.Errorf("uncommitted beside %s: a crash leaves at most one record uncommitted", uncommitted[0]))
 	}

@@ -139,16 +139,24 @@ type Writer struct {
 	prev   Hash
 	counts contract.Counts
 	plans  int
-	images map[string]Hash          // image uri -> its SHA-256
-	allow  map[string]bool          // action id -> its last decision allowed it
-	apprv  map[string]bool          // approval ids consumed
-	ran    map[string]bool          // ids of the actions recorded
-	dirs   map[string]bool          // directories created
-	synced map[string]bool          // files to fsync at the seal
-	err    error                    // sticky
-	done   bool                     // sealed or closed
-	lastAt string                   // the time of the last entry
-	hook   func(stage string) error // tests: fault injection between steps
+	images map[string]Hash // image uri -> its SHA-256
+	allow  map[string]bool // action id -> its last decision allowed it
+	apprv  map[string]bool // approval ids consumed
+	ran    map[string]bool // ids of the actions recorded
+	dirs   map[string]bool // directories created
+	synced map[string]bool // files to fsync at the seal
+	err    error           // sticky
+	done   bool            // sealed or closed
+	lastAt string          // the time of the last entry
+	// floor is the earliest time the next entry may have: the last
+	// entry's, or a time the record being written states (FORMAT.md,
+	// section 8, rule 11); a clock that steps back is held at it.
+	floor     time.Time
+	owed      *pendingAction               // the action line waiting for its event
+	arts      map[string]contract.Artifact // extracted artifacts stored, by id
+	artDigest map[string]Hash              // artifacts/{id}.json -> D of its record
+	embedded  map[string]embeddedArtifact  // artifacts/{id}.json -> a copy embedded before the file
+	hook      func(stage string) error     // tests: fault injection between steps
 }
 
 // Create starts the evidence bundle of a session in root/SESSIONID and
@@ -213,6 +221,11 @@ func Create(root string, m contract.Manifest, opts Options) (*Writer, error) {
 		jsonl: map[string]*os.File{}, lines: map[string]int{}, used: map[string]string{},
 		images: map[string]Hash{}, allow: map[string]bool{}, apprv: map[string]bool{}, ran: map[string]bool{},
 		dirs: map[string]bool{}, synced: map[string]bool{},
+		arts: map[string]contract.Artifact{}, artDigest: map[string]Hash{}, embedded: map[string]embeddedArtifact{},
+	}
+	// The genesis entry is not before the session's start.
+	if err := w.raiseFloor(start.StartedAt); err != nil {
+		return nil, fmt.Errorf("evidence: create: startedAt: %w", err)
 	}
 	for _, d := range []string{"provenance"} {
 		if err := w.mkdir(d); err != nil {
@@ -251,6 +264,29 @@ func (w *Writer) Err() error {
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// raiseFloor makes the next entries no earlier than the time t a record
+// states.
+func (w *Writer) raiseFloor(t string) error {
+	at, err := parseTime(t)
+	if err != nil {
+		return err
+	}
+	if at.After(w.floor) {
+		w.floor = at
+	}
+	return nil
+}
+
+// now returns the time of the next entry: the clock's, but never before
+// the floor.
+func (w *Writer) now() time.Time {
+	t := w.clock()
+	if t.Before(w.floor) {
+		return w.floor
+	}
+	return t
+}
 
 // usable returns why the writer cannot take a record, or nil.
 func (w *Writer) usable() error {

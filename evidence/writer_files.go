@@ -52,16 +52,20 @@ func (w *Writer) appendFile(kind contract.LedgerKind, file string, content []byt
 	if err := w.step("mkdir " + file); err != nil {
 		return err
 	}
-	if err := w.mkdir(filepath.ToSlash(filepath.Dir(file))); err != nil {
+	dir := filepath.ToSlash(filepath.Dir(file))
+	newDir := dir != "." && !w.dirs[dir]
+	if err := w.mkdir(dir); err != nil {
 		return fmt.Errorf("evidence: %s: %w", file, err)
 	}
 	path := filepath.Join(w.dir, filepath.FromSlash(file))
 	err = func() error {
 		if err := w.step("create " + file); err != nil {
+			w.removeNewDir(dir, newDir)
 			return err
 		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
+			w.removeNewDir(dir, newDir)
 			return err
 		}
 		data := content
@@ -83,6 +87,7 @@ func (w *Writer) appendFile(kind contract.LedgerKind, file string, content []byt
 			if rerr := os.Remove(path); rerr != nil {
 				return w.fail(errors.Join(werr, rerr))
 			}
+			w.removeNewDir(dir, newDir)
 		}
 		return werr
 	}()
@@ -96,6 +101,14 @@ func (w *Writer) appendFile(kind contract.LedgerKind, file string, content []byt
 	}
 	w.synced[file] = true
 	return w.commit(entry)
+}
+
+// removeNewDir removes the directory dir if this record created it
+// (created) and nothing is in it: a bundle holds no empty directory.
+func (w *Writer) removeNewDir(dir string, created bool) {
+	if created && os.Remove(filepath.Join(w.dir, filepath.FromSlash(dir))) == nil {
+		delete(w.dirs, dir)
+	}
 }
 
 // appendLine writes a record as the next line of a JSON Lines file and
@@ -154,7 +167,7 @@ func (w *Writer) entryFor(kind contract.LedgerKind, file string, line int, conte
 		Index: len(w.hashes), Kind: kind, File: file, Line: line,
 		ContentHash: ContentHash(kind, digest).String(),
 		PrevHash:    contract.GenesisPrevHash,
-		Time:        formatTime(w.clock()),
+		Time:        formatTime(w.now()),
 	}
 	if len(w.hashes) > 0 {
 		e.PrevHash = w.prev.String()
@@ -193,6 +206,7 @@ func (w *Writer) commit(e pendingEntry) error {
 	w.hashes = append(w.hashes, e.hash)
 	w.prev = e.hash
 	w.lastAt = e.time
+	_ = w.raiseFloor(e.time) // written by formatTime: it parses
 	return nil
 }
 

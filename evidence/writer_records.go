@@ -94,13 +94,19 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 	allowed := w.allow[facts.id]
 	delete(w.allow, facts.id)
 	w.ran[facts.id] = true
+	owed := w.owed
+	w.owed = &pendingAction{id: facts.id, typ: string(a.Type), line: w.lines[FileActions], entry: len(w.hashes) - 1}
 	if err := w.noteMasked(masked, FileActions); err != nil {
 		return err
 	}
+	var errs []error
 	if !allowed {
-		return fmt.Errorf("%w: %s (actions.jsonl line %d)", ErrNotAllowed, facts.id, w.lines[FileActions])
+		errs = append(errs, fmt.Errorf("%w: %s (actions.jsonl line %d)", ErrNotAllowed, facts.id, w.lines[FileActions]))
 	}
-	return nil
+	if owed != nil {
+		errs = append(errs, owed.owed(fmt.Sprintf("the next action line (%s line %d)", FileActions, w.lines[FileActions])))
+	}
+	return errors.Join(errs...)
 }
 
 // Event records a stream event as a line of events.jsonl.
@@ -121,8 +127,15 @@ func (w *Writer) event(ev contract.StreamEvent) error {
 	if err := checkEvent(r, w.sid); err != nil {
 		return fmt.Errorf("evidence: event: %w", err)
 	}
+	paid, err := checkActionEvent(r, w.owed)
+	if err != nil {
+		return fmt.Errorf("evidence: event: %w", err)
+	}
 	if err := w.appendLine(contract.LedgerEvent, FileEvents, canon); err != nil {
 		return err
+	}
+	if paid {
+		w.owed = nil
 	}
 	w.counts.Events++
 	if w.opts.OnEvent != nil {
@@ -153,6 +166,9 @@ func (w *Writer) ModelCall(rec contract.ModelCall) error {
 		return fmt.Errorf("evidence: model call: %w", err)
 	}
 	if err := checkModelCall(r, w.sid); err != nil {
+		return fmt.Errorf("evidence: model call: %w", err)
+	}
+	if err := w.raiseFloor(r.at("time").str()); err != nil {
 		return fmt.Errorf("evidence: model call: %w", err)
 	}
 	if err := w.appendLine(contract.LedgerModelCall, FileModelCalls, canon); err != nil {
@@ -216,11 +232,26 @@ func (w *Writer) Observation(step int, obs contract.Observation) error {
 	}
 	obs.State.DOMHash = digest.String()
 	obs.DOMSnapshot = ""
+	obs.ExtractedArtifacts = w.storedCopies(obs.ExtractedArtifacts)
 	canon, r, masked, err := w.prepare(string(schemas.KindObservation), obs)
 	if err != nil {
 		return fmt.Errorf("evidence: observation: %w", err)
 	}
+	if keep := w.equalCopies(r); keep != nil {
+		// A copy masked since its file was written: left out, the file
+		// holds the artifact.
+		obs.ExtractedArtifacts = keep
+		was := masked
+		if canon, r, masked, err = w.prepare(string(schemas.KindObservation), obs); err != nil {
+			return fmt.Errorf("evidence: observation: %w", err)
+		}
+		masked = masked || was
+	}
 	if err := checkObservation(r, w.sid, digest, snapBytes, true); err != nil {
+		return fmt.Errorf("evidence: observation: %w", err)
+	}
+	ids, sums, err := embeddedArtifacts(r)
+	if err != nil {
 		return fmt.Errorf("evidence: observation: %w", err)
 	}
 	if err := w.appendFile(contract.LedgerDOMSnapshot, htmlFile, snapBytes, false); err != nil {
@@ -228,6 +259,14 @@ func (w *Writer) Observation(step int, obs contract.Observation) error {
 	}
 	if err := w.appendFile(contract.LedgerObservation, obsFile, canon, true); err != nil {
 		return err
+	}
+	for i, id := range ids {
+		file := artifactFile(id)
+		_, stored := w.artDigest[file]
+		_, seen := w.embedded[file]
+		if !stored && !seen {
+			w.embedded[file] = embeddedArtifact{digest: sums[i], obs: obsFile, index: i}
+		}
 	}
 	w.counts.Observations++
 	return w.noteMasked(masked || maskedSnap, obsFile)
@@ -288,9 +327,18 @@ func (w *Writer) artifact(a contract.Artifact) error {
 	if w.taken(file) {
 		return fmt.Errorf("%s already recorded", file)
 	}
+	d := Hash(sha256.Sum256(canon))
+	if e, ok := w.embedded[file]; ok && e.digest != d {
+		return artifactMismatch(file, e)
+	}
+	var stored contract.Artifact
+	if err := json.Unmarshal(canon, &stored); err != nil {
+		return err
+	}
 	if err := w.appendFile(contract.LedgerArtifact, file, canon, true); err != nil {
 		return err
 	}
+	w.artDigest[file], w.arts[stored.ID] = d, stored
 	w.counts.Artifacts++
 	return w.noteMasked(masked, file)
 }
@@ -385,6 +433,10 @@ func (w *Writer) image(id string, data []byte, meta ImageMeta) (contract.ImageAr
 	if err := checkImageRecord(r, file, len(data), info, digest); err != nil {
 		return contract.ImageArtifact{}, err
 	}
+	recDigest := Hash(sha256.Sum256(canon))
+	if e, ok := w.embedded[recFile]; ok && e.digest != recDigest {
+		return contract.ImageArtifact{}, artifactMismatch(recFile, e)
+	}
 	if err := w.appendFile(contract.LedgerImage, file, data, false); err != nil {
 		return contract.ImageArtifact{}, err
 	}
@@ -392,6 +444,66 @@ func (w *Writer) image(id string, data []byte, meta ImageMeta) (contract.ImageAr
 	if err := w.appendFile(contract.LedgerImageArtifact, recFile, canon, true); err != nil {
 		return contract.ImageArtifact{}, err
 	}
+	w.artDigest[recFile] = recDigest
 	w.counts.Artifacts++
 	return rec, nil
+}
+
+// storedCopies returns the extracted artifacts an observation embeds, each
+// whose record is stored replaced by that record: the observation embeds
+// an artifact as its file holds it (the session's screenshot uri, hashes
+// and masking included), FORMAT.md section 8, rule 13.
+func (w *Writer) storedCopies(arts []contract.Artifact) []contract.Artifact {
+	if len(arts) == 0 {
+		return arts
+	}
+	out := make([]contract.Artifact, len(arts))
+	for i, a := range arts {
+		if stored, ok := w.arts[a.ID]; ok {
+			a = stored
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// equalCopies returns nil when every artifact the prepared observation r
+// embeds equals its file (or the copy an earlier observation embeds);
+// otherwise the embedded artifacts that do, as the observation holds
+// them. A copy differs when masking changed it after its file was written
+// (a redacted text typed since).
+func (w *Writer) equalCopies(r rec) []contract.Artifact {
+	ids, sums, err := embeddedArtifacts(r)
+	if err != nil {
+		return nil
+	}
+	var keep []contract.Artifact
+	differs := false
+	list, _ := r.at("extractedArtifacts").value().([]any)
+	for i, id := range ids {
+		file := artifactFile(id)
+		want, ok := w.artDigest[file]
+		if !ok {
+			if e, seen := w.embedded[file]; seen {
+				want, ok = e.digest, true
+			}
+		}
+		if ok && want != sums[i] {
+			differs = true
+			continue
+		}
+		var a contract.Artifact
+		if err := decodeTree(list[i], &a); err != nil {
+			differs = true
+			continue
+		}
+		keep = append(keep, a)
+	}
+	if !differs {
+		return nil
+	}
+	if keep == nil {
+		keep = []contract.Artifact{}
+	}
+	return keep
 }

@@ -33,8 +33,16 @@ func (w *Writer) Seal(ctx context.Context, status contract.SessionStatus, endTim
 		w.done = true
 		return nil, fmt.Errorf("evidence: seal: status %q is not a final status", status)
 	}
+	if w.owed != nil {
+		w.done = true
+		return nil, fmt.Errorf("evidence: seal: %w", w.owed.owed("the seal"))
+	}
 	end := w.start
 	end.Status = status
+	if endTime.Before(w.floor) {
+		// The session did not end before what it recorded.
+		endTime = w.floor
+	}
 	end.EndedAt = formatTime(endTime)
 	end.Counts = w.counts
 	if signer != nil {
