@@ -127,8 +127,9 @@ func TestDemoRun(t *testing.T) {
 
 // TestDemoDenied: without approvals the demo signs in (its secret is typed
 // where it is bound, without approval) but cannot place the order: the
-// refusal of the --approve=deny rule stops it, so it ends aborted (exit 3)
-// naming that rule, not failed, and its bundle still verifies.
+// --approve=deny rule refused it, so it fails (exit 6; a person's refusal
+// would abort it), saying that rule refused what, and its bundle still
+// verifies.
 func TestDemoDenied(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium")
@@ -136,10 +137,10 @@ func TestDemoDenied(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), []string{"demo", "--evidence", dir, "--approve", "deny"}, Stdio{Out: &out, Err: &errb})
-	if code != ExitAborted {
-		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitAborted, out.String(), errb.String())
+	if code != ExitSessionFailed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitSessionFailed, out.String(), errb.String())
 	}
-	for _, want := range []string{"aegis demo: aborted", `denied by the --approve=deny rule (no person was asked): click #submit "Place order"`, "1 denied", "verify:    valid"} {
+	for _, want := range []string{"aegis demo: failed", `denied by the --approve=deny rule (no person was asked): click #submit "Place order"`, "1 denied", "verify:    valid"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}

@@ -35,7 +35,7 @@ func init() {
 // Exit codes of "aegis run" (and of "aegis demo"), one per session status,
 // on top of ExitOK (completed) and ExitUsage.
 const (
-	ExitAborted             = 3 // aborted (Ctrl-C, SIGTERM, a refusal that left no other way)
+	ExitAborted             = 3 // aborted (Ctrl-C, SIGTERM, a person's refusal that left no other way)
 	ExitDurationExceeded    = 4 // the duration budget ran out
 	ExitActionLimitExceeded = 5 // the action budget ran out
 	ExitSessionFailed       = 6 // the session failed (model, browser, policy, loop...)

@@ -42,6 +42,11 @@ type Driver interface {
 	// and reports the origin of the document it is in. A driver that
 	// re-checks targets remembers what it reported (see Act).
 	Describe(ctx context.Context, selector string) (contract.Element, error)
+	// DescribeObserved is Describe, and what the element is to the last
+	// Observe (Observed: whether it is the element that observation
+	// listed under the same selector); Describe is DescribeObserved
+	// without it.
+	DescribeObserved(ctx context.Context, selector string) (contract.Element, Observed, error)
 	// Act carries out one action and returns its ToolResult. The result is
 	// always filled in and schema-valid when the action is; when the action
 	// failed, OK is false, the result's Error holds the code and the

@@ -400,7 +400,7 @@ func (d *extDriver) Describe(ctx context.Context, selector string) (contract.Ele
 }
 
 // DescribeObserved is Describe, and what the element is to the last
-// Observe (ObservedDescriber).
+// Observe.
 func (d *extDriver) DescribeObserved(ctx context.Context, selector string) (contract.Element, Observed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

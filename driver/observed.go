@@ -1,11 +1,5 @@
 package driver
 
-import (
-	"context"
-
-	"github.com/aegis-run/aegis/contract"
-)
-
 // Observed says what the element a selector resolves to now is to the
 // last Observe: whether it is the element that observation listed under
 // the same selector. The session runs on with the rest of a batch the
@@ -40,24 +34,4 @@ func observedOf(s string) Observed {
 		return o
 	}
 	return ObservedUnknown
-}
-
-// ObservedDescriber is a Driver whose Describe can also say what the
-// element is to the last Observe. Both drivers implement it (the observer
-// remembers, at each observe, the element behind each affordance selector
-// it lists).
-type ObservedDescriber interface {
-	// DescribeObserved is Describe, and what the element is to the last
-	// Observe.
-	DescribeObserved(ctx context.Context, selector string) (contract.Element, Observed, error)
-}
-
-// DescribeObserved describes selector through d, and what its element is
-// to the last Observe when d can tell (ObservedUnknown when it cannot).
-func DescribeObserved(ctx context.Context, d Driver, selector string) (contract.Element, Observed, error) {
-	if od, ok := d.(ObservedDescriber); ok {
-		return od.DescribeObserved(ctx, selector)
-	}
-	el, err := d.Describe(ctx, selector)
-	return el, ObservedUnknown, err
 }

@@ -38,14 +38,11 @@ document.getElementById('change').addEventListener('click', () => {
 func TestDescribeObserved(t *testing.T) {
 	site := servePages(t, map[string]string{"": identityBody})
 	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, _ contract.DriverMode) {
-		if _, ok := d.(driver.ObservedDescriber); !ok {
-			t.Fatalf("%T does not say what a target is to the last observation", d)
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		observed := func(sel string) driver.Observed {
 			t.Helper()
-			_, o, err := driver.DescribeObserved(ctx, d, sel)
+			_, o, err := d.DescribeObserved(ctx, sel)
 			if err != nil {
 				t.Fatalf("describe %s: %v", sel, err)
 			}

@@ -492,7 +492,7 @@ func (d *pwDriver) Describe(ctx context.Context, selector string) (contract.Elem
 }
 
 // DescribeObserved is Describe, and what the element is to the last
-// Observe (ObservedDescriber).
+// Observe.
 func (d *pwDriver) DescribeObserved(ctx context.Context, selector string) (contract.Element, Observed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -34,7 +34,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	var target *contract.Element
 	if a.NeedsTarget() {
 		t0 := time.Now()
-		el, observed, err := driver.DescribeObserved(r.ctx, r.drv, a.Selector)
+		el, observed, err := r.drv.DescribeObserved(r.ctx, a.Selector)
 		r.t.Driver += time.Since(t0)
 		if err != nil {
 			if e, ok := r.ctxEnding(); ok {
@@ -119,7 +119,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 		if len(d.Reasons) == 1 && rules[0] == RuleApprovalDenied {
 			// Not the policy's word: an approver's, a person's as a rule.
 			detail = d.Reasons[0].Message
-			tell = d.Reasons[0].Message + "; the same action is refused again without asking: take another way, or give up if there is none"
+			tell = d.Reasons[0].Message + "; it will be refused again without asking, so do not propose it again: take another way, or give up if there is none"
 		}
 		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeDenied, Detail: detail})
 		code := ""
@@ -154,6 +154,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 		return r.secretRefused(a, report, "secret_refused", "action.secret_refused", secretErr, before, planned)
 	}
 	res.URL = cfg.Secrets.Redact(res.URL)
+	res.Note = cfg.Secrets.Redact(res.Note)
 	// What an extract produced is taken now: an artifact holding a secret
 	// is refused, and its id is not in the recorded result.
 	var extracted []driver.Extracted
@@ -369,17 +370,11 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 	defer r.approveMu.Unlock()
 	a := req.Action
 	evURL := req.ActiveURL
-	key := intentKey(a, target, req.ActiveURL)
-	if who, ok := r.refused[key]; ok {
+	key := intentKey(a, target, req.ActiveURL, nil)
+	if f := r.refused[key]; f != nil {
 		// Asked and refused already: the answer stands for the session,
-		// and nobody is shown a question that will not be asked. A
-		// navigator that insists, told so once, has no other way: the
-		// session ends, aborted by the refusal.
-		d, end := r.sessionDenial(paused, RuleApprovalDenied, "denied by "+who+" earlier in this session: the same action is not asked again; take another way")
-		if r.reproposed++; end == nil && r.reproposed >= maxReproposed {
-			end = &ending{status: contract.SessionAborted, summary: bound(r.lastRefusal+"; the navigator proposed it again and found no other way", 2000)}
-		}
-		return d, end
+		// and nobody is shown a question that will not be asked.
+		return r.refusedAgain(f, paused)
 	}
 	reasons := append(append([]contract.Reason(nil), paused.ApprovalReasons...), paused.RiskReasons...)
 	var why []string
@@ -412,9 +407,7 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 		if rl, m := r.refusal(ans, err, timedOut, "action"); rl != "" {
 			rule, msg, ans.Approved = rl, m, false
 			if rl == RuleApprovalDenied {
-				who := ans.who()
-				r.refused[key] = who
-				r.lastRefusal = "denied by " + who + ": " + DescribeAction(a, target)
+				r.refuse(key, ans, DescribeAction(a, target))
 			}
 		}
 	}

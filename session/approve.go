@@ -3,9 +3,6 @@ package session
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
-	"github.com/aegis-run/aegis/navigator"
 )
 
 // Approver decides whether an action the gate paused may run (seed 002).
@@ -96,6 +92,16 @@ const (
 	ChannelPopup    = "a person in the popup"
 	ChannelLive     = "a person in the live console"
 )
+
+// person says whether a person gave ans: its Channel is one of the
+// channels a person answers on.
+func (ans ApprovalAnswer) person() bool {
+	switch ans.Channel {
+	case ChannelTerminal, ChannelPopup, ChannelLive:
+		return true
+	}
+	return false
+}
 
 // who says who gave ans, for messages: its Channel, or "the approver"
 // and its name.
@@ -484,45 +490,3 @@ func Sanitize(s string, max int) string {
 	}
 	return b.String()
 }
-
-// intentKey identifies what an action would do, whatever the model called
-// it: its type and parameters (not its id, reason or tags), the element
-// the driver resolved and the page it runs on. It lives in memory only
-// (the text of a redacted action is part of it), to recognise an action a
-// person refused when the model proposes it again.
-func intentKey(a contract.Action, target *contract.Element, activeURL string) string {
-	b, _ := json.Marshal(struct {
-		Type                       contract.ActionType
-		Selector, URL, Text, Value string
-		Direction, Extract         string
-		DurationMs                 int
-		Target                     *contract.Element
-		ActiveURL                  string
-	}{a.Type, a.Selector, a.URL, a.Text, a.Value, string(a.Direction), string(a.Extract), a.DurationMs, target, activeURL})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// refusedEnding is end, unless the session failed for want of a way
-// forward (a loop, too many denials, the navigator giving up, or an
-// offline navigator, whose fixed steps have no other way, stopping at the
-// refused batch) after an approver refused an action: then it ends
-// aborted, by that refusal, which is what stopped it.
-func (r *run) refusedEnding(end ending) ending {
-	if end.status != contract.SessionFailed || end.err == nil || r.lastRefusal == "" {
-		return end
-	}
-	var rejected *navigator.RejectedError
-	switch {
-	case end.err.Code == "loop", end.err.Code == "denials", end.err.Code == "navigator_gave_up":
-	case end.err.Code == "navigator" && errors.As(end.err.Err, &rejected):
-	default:
-		return end
-	}
-	return ending{status: contract.SessionAborted, summary: bound(r.lastRefusal+"; the navigator found no other way ("+end.summary+")", 2000)}
-}
-
-// maxReproposed is how many times the navigator may propose again an
-// action an approver refused (each refused without asking) before the
-// session ends aborted by that refusal.
-const maxReproposed = 2

@@ -257,9 +257,15 @@ func (e *effects) approve(ctx context.Context, req gate.Request, paused gate.Dec
 	e.mu.Unlock()
 	var ans ApprovalAnswer
 	asked := false
+	key := intentKey(a, req.Target, req.ActiveURL, &eff)
+	f := r.refused[key]
 	switch {
 	case ending:
 		msg = "the session is ending: nothing more can be approved"
+	case f != nil:
+		// Refused already: not asked again (see run.approve).
+		f.again++
+		rule, msg = RuleApprovalDenied, "denied by "+f.who+" earlier in this session: the same effect is not asked again"
 	case r.cfg.Approvals != nil:
 		reasons := append(append([]contract.Reason(nil), paused.ApprovalReasons...), paused.RiskReasons...)
 		evURL := req.ActiveURL
@@ -285,6 +291,9 @@ func (e *effects) approve(ctx context.Context, req gate.Request, paused gate.Dec
 			rule, msg, ans.Approved = RuleApprovalUnavailable, "the session or the request ended before an answer", false
 		} else if rl, m := r.refusal(ans, err, timedOut, "effect"); rl != "" {
 			rule, msg, ans.Approved = rl, m, false
+			if rl == RuleApprovalDenied {
+				r.refuse(key, ans, DescribeEffect(a, req.Target, eff))
+			}
 		}
 	}
 	if ans.Approved {

@@ -523,3 +523,54 @@ func TestEffectPrompt(t *testing.T) {
 		t.Errorf("DescribeRequest = %q, want %q", got, want)
 	}
 }
+
+// TestRefusedEffectNotAskedAgain (issue 17): a person refuses what a
+// "Continue" click causes (a POST to a payment endpoint); the model clicks
+// it again under other ids: the effect is refused again without a second
+// question, and nothing is paid.
+func TestRefusedEffectNotAskedAgain(t *testing.T) {
+	pay := contract.Effect{Kind: contract.EffectRequest, Method: "POST", Origin: fakeOrigin, Path: "/checkout/pay", Fields: []string{"card"}, ResourceType: "fetch"}
+	site := newFakeSite()
+	site.effects = map[string][]fakeEffect{"click #continue": {{effect: pay, judge: true}}}
+	srv := fakeModel(t, nil, script(
+		answer("continue", aClick("c1", "#continue")),
+		answer("continue", aClick("c2", "#continue")),
+		answer("done", aWait("w1", 1)),
+	))
+	pl, nav := llmAgents(t, srv, nil)
+	cfg := fakeCfg(t, site, task("Check out", []string{fakeOrigin + "/checkout"}, ""), pl, nav)
+	var mu sync.Mutex
+	var asked []session.ApprovalRequest
+	cfg.Approver = session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
+		mu.Lock()
+		asked = append(asked, req)
+		mu.Unlock()
+		return session.ApprovalAnswer{Approved: false, Approver: "terminal:bob", Channel: session.ChannelTerminal}, nil
+	})
+	res, err := run(t, cfg)
+	if err != nil {
+		t.Fatalf("status %s err %v", res.Status, err)
+	}
+	files := verify(t, res)
+	effs := effectDecisions(decisions(t, files))
+	var again int
+	for _, d := range effs {
+		if d.ActionID == "c2" && !d.Allow && len(d.Reasons) > 0 && strings.Contains(d.Reasons[0].Message, "denied by a person at the terminal earlier in this session") {
+			again++
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) == 0 {
+		t.Fatal("the policy did not hold the payment for approval")
+	}
+	if got, want := len(asked), 1; got != want {
+		t.Errorf("asked %d times, want %d", got, want)
+	}
+	if again != 1 {
+		t.Errorf("c2's effect was not refused without asking: %+v", effs)
+	}
+	if p := site.reachedPaths(); len(p) != 0 {
+		t.Errorf("the refused payment went through: %v", p)
+	}
+}

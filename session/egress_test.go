@@ -190,7 +190,7 @@ func TestRefusedNotAskedAgain(t *testing.T) {
 	// The model is told a person refused, not that the policy did.
 	mu.Lock()
 	defer mu.Unlock()
-	if len(told) == 0 || !strings.Contains(told[0], "denied by a person at the terminal") || !strings.Contains(told[0], "refused again without asking") {
+	if len(told) == 0 || !strings.Contains(told[0], "denied by a person at the terminal") || !strings.Contains(told[0], "do not propose it again") {
 		t.Errorf("the navigator's next request does not tell it a person refused (%d requests)", len(told))
 	}
 	files := verify(t, res)

@@ -253,6 +253,13 @@ func (d *fakeDriver) Observe(ctx context.Context, _ driver.ObserveOptions) (cont
 	return obs, nil
 }
 
+// DescribeObserved is Describe; the fake cannot tell what an element is
+// to the last observation.
+func (d *fakeDriver) DescribeObserved(ctx context.Context, selector string) (contract.Element, driver.Observed, error) {
+	el, err := d.Describe(ctx, selector)
+	return el, driver.ObservedUnknown, err
+}
+
 func (d *fakeDriver) Describe(ctx context.Context, selector string) (contract.Element, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

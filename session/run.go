@@ -71,14 +71,13 @@ type run struct {
 	// without asking again. lastRefusal says the latest refusal: a
 	// session that then ends for want of a way forward ends aborted by
 	// it, not failed (refusedEnding).
-	refused     map[string]string
-	lastRefusal string
-	reproposed  int // refused actions proposed again (maxReproposed)
+	refused     map[string]*refusal
+	lastRefusal *refusal
 }
 
 func newRun(s *Session) *run {
 	cfg := &s.cfg
-	r := &run{s: s, cfg: cfg, id: s.id, start: cfg.Clock(), wall: time.Now(), curURL: "about:blank", shotURIs: map[string]string{}, refused: map[string]string{}}
+	r := &run{s: s, cfg: cfg, id: s.id, start: cfg.Clock(), wall: time.Now(), curURL: "about:blank", shotURIs: map[string]string{}, refused: map[string]*refusal{}}
 	r.maxActions = DefaultMaxActions
 	if cfg.Task.MaxActions != nil {
 		r.maxActions = *cfg.Task.MaxActions

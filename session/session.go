@@ -120,7 +120,8 @@ import (
 type Error struct {
 	// Code classifies the failure: config, evidence, driver, policy,
 	// planner, navigator, navigator_gave_up, loop, denials, step_limit,
-	// observe, approval.
+	// observe, approval, refused (a rule, such as --approve=deny, refused
+	// the one way forward; a person's refusal ends the session aborted).
 	Code string
 	// Msg says what happened.
 	Msg string
