@@ -32,3 +32,23 @@ func TestProgressLine(t *testing.T) {
 		}
 	}
 }
+
+// TestEndLine: how a session ended, where its bundle is, and, when it did
+// not complete, why.
+func TestEndLine(t *testing.T) {
+	sealed := session.EvidenceInfo{Dir: "/ev/s-1", Sealed: true, HeadHash: "0123456789abcdef"}
+	tests := []struct {
+		res  session.Result
+		want string
+	}{
+		{session.Result{Status: contract.SessionCompleted, Output: contract.Output{Summary: "done", ActionsExecuted: 3}, Evidence: sealed, Timings: session.Timings{Total: 1500 * time.Millisecond}},
+			"aegis: completed in 1.5s: 3 actions, 0 denied, 0 approved; evidence /ev/s-1 (sealed, head 0123456789ab…)"},
+		{session.Result{Status: contract.SessionAborted, Output: contract.Output{Summary: "denied by a person in the popup: click #pay \"Pay\"\x1b[2J", ActionsExecuted: 1}, Denied: 2, Evidence: sealed, Timings: session.Timings{Total: time.Second}},
+			"aegis: aborted in 1s: 1 actions, 2 denied, 0 approved; evidence /ev/s-1 (sealed, head 0123456789ab…)\naegis: why: denied by a person in the popup: click #pay \"Pay\"[2J"},
+	}
+	for _, tc := range tests {
+		if got := endLine(tc.res); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+}

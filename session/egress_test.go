@@ -203,3 +203,44 @@ func TestRefusedNotAskedAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalEndsOnlyWhatItStopped (issue 17): a navigator that gives up
+// right after a person's refusal ends the session aborted by it; one that
+// gives up steps later, having gone on, fails as itself.
+func TestRefusalEndsOnlyWhatItStopped(t *testing.T) {
+	tests := []struct {
+		name    string
+		replies []llmtest.Reply
+		want    contract.SessionStatus
+		summary string
+	}{
+		{"gives up at once", []llmtest.Reply{
+			answer("continue", aClick("p1", "#pay")),
+			answer("failed", aWait("w1", 1)),
+		}, contract.SessionAborted, "denied by a person at the terminal: click #pay"},
+		{"gives up later", []llmtest.Reply{
+			answer("continue", aClick("p1", "#pay")),
+			answer("continue", aClick("h1", "#harmless")),
+			answer("continue", aWait("w1", 1)),
+			answer("failed", aWait("w2", 1)),
+		}, contract.SessionFailed, "the navigator gave up"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			site := newFakeSite()
+			srv := fakeModel(t, nil, script(tc.replies...))
+			pl, nav := llmAgents(t, srv, nil)
+			cfg := fakeCfg(t, site, task("Pay the bill", []string{fakeOrigin + "/danger"}, ""), pl, nav)
+			cfg.Approver = session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
+				return session.ApprovalAnswer{Approved: false, Approver: "terminal:alice", Channel: session.ChannelTerminal}, nil
+			})
+			res, _ := run(t, cfg)
+			if got, want := res.Status, tc.want; got != want {
+				t.Errorf("status %s, want %s (%s)", got, want, res.Output.Summary)
+			}
+			if !strings.HasPrefix(res.Output.Summary, tc.summary) {
+				t.Errorf("summary %q, want it to start with %q", res.Output.Summary, tc.summary)
+			}
+		})
+	}
+}

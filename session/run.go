@@ -313,6 +313,7 @@ func (r *run) execute() ending {
 		}
 		r.step++
 		r.t.Steps++
+		r.ageRefusal()
 		feedback := r.feedback
 		r.feedback = nil
 		t0 := time.Now()

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/session"
+)
+
+// progressLine renders one action for stderr, such as
+// `step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms`.
+//
+// An effect of an action reads `effect of step 3  click #continue
+// "Continue" causes POST https://shop.example/pay (fields: card)  DENIED
+// (high): approval_denied`.
+func progressLine(r session.StepReport) string {
+	var b strings.Builder
+	if r.Effect != nil {
+		fmt.Fprintf(&b, "effect of step %d  %s  ", r.Index, session.DescribeEffect(r.Action, r.Target, *r.Effect))
+	} else {
+		fmt.Fprintf(&b, "step %d/%d  %s  ", r.Index, r.Budget, session.DescribeAction(r.Action, r.Target))
+	}
+	switch {
+	case r.Decision == "":
+		b.WriteString("not run")
+	case r.Decision == contract.ResultDenied:
+		rules := make([]string, len(r.Reasons))
+		for i, rs := range r.Reasons {
+			rules[i] = rs.Rule
+		}
+		fmt.Fprintf(&b, "DENIED (%s): %s", r.Risk, strings.Join(rules, ", "))
+		if len(r.Reasons) == 1 && r.Reasons[0].Rule == session.RuleApprovalDenied {
+			// Who refused it: a person (and where) or a rule.
+			b.WriteString(": " + session.Sanitize(r.Reasons[0].Message, 200))
+		}
+	default:
+		fmt.Fprintf(&b, "%s (%s)", r.Decision, r.Risk)
+	}
+	if r.Executed {
+		fmt.Fprintf(&b, "  %s", r.Duration.Round(time.Millisecond))
+	}
+	if r.Error != "" {
+		b.WriteString("  failed: " + session.Sanitize(r.Error, 200))
+	}
+	return b.String()
+}
+
+// endLine says how the session ended, why when it did not complete, and
+// where the bundle is.
+func endLine(res session.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "aegis: %s in %s: %d actions, %d denied, %d approved", res.Status,
+		res.Timings.Total.Round(10*time.Millisecond), res.Output.ActionsExecuted, res.Denied, res.Approved)
+
+	switch {
+	case res.Evidence.Sealed:
+		fmt.Fprintf(&b, "; evidence %s (sealed, head %s)", res.Evidence.Dir, short(res.Evidence.HeadHash))
+	case res.Evidence.Dir != "":
+		fmt.Fprintf(&b, "; evidence %s NOT SEALED: %s", res.Evidence.Dir, res.Evidence.Error)
+	default:
+		fmt.Fprintf(&b, "; no evidence bundle: %s", res.Evidence.Error)
+	}
+	if res.Status != contract.SessionCompleted && res.Output.Summary != "" {
+		fmt.Fprintf(&b, "\naegis: why: %s", session.Sanitize(res.Output.Summary, 600))
+	}
+	return b.String()
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return h
+}
