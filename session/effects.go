@@ -439,6 +439,7 @@ func (r *run) writeEffect(n effectNote) error {
 	if final.Result == contract.ResultApproved {
 		r.approved++
 	}
+	r.noteEffectStop(n, final)
 	report := StepReport{Index: s.index, Budget: s.budget, Step: s.step, Action: a, Target: s.req.Target, Effect: &eff, Decision: final.Result, Risk: final.Risk}
 	if !final.Allow {
 		report.Reasons = final.Reasons
@@ -463,6 +464,31 @@ func (r *run) writeEffect(n effectNote) error {
 	}
 	r.report(report)
 	return nil
+}
+
+// noteEffectStop notes that the batch stops after the action of n (see
+// run.batch) when its effect needed approval (approved or not) or was
+// denied and is one the Navigator hears of: the page the rest of the batch
+// was planned on assumed what the action caused. The first such effect
+// names the reason.
+func (r *run) noteEffectStop(n effectNote, final contract.DecisionRecord) {
+	if r.effectStop != "" {
+		return
+	}
+	what := fmt.Sprintf("the page's %s, caused by %s,", describeEffect(n.effect), bound(n.subj.req.Action.ID, 128))
+	switch {
+	case !final.Allow && tellNavigator(n.effect):
+		r.effectStop = what + " was refused (it did not happen), so the page is looked at again"
+	case n.recs[0].Result == contract.ResultPaused:
+		r.effectStop = what + " needed approval, so the page is looked at again after it"
+	}
+}
+
+// takeEffectStop returns and forgets the reason noteEffectStop noted.
+func (r *run) takeEffectStop() string {
+	why := r.effectStop
+	r.effectStop = ""
+	return why
 }
 
 // tellNavigator reports whether the Navigator hears of a denied effect:
