@@ -23,12 +23,9 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	cfg := r.cfg
 	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a}
 	// What the page did since the last action is recorded before this one.
-	if e := r.drainEffects(); e != nil {
+	if why, e := r.effectSkip(pos); e != nil {
 		return outcome{}, ptr(r.fail("evidence", "cannot record", e))
-	}
-	if why := r.takeEffectStop(); why != "" && pos.follows {
-		// What the earlier action caused was refused or needed approval,
-		// and was heard of only now: the page is not the one planned on.
+	} else if why != "" {
 		return outcome{outcome: navigator.OutcomeSkipped, stopWhy: why}, nil
 	}
 	before := r.curURL
@@ -45,6 +42,13 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 			if e, ok := r.ctxEnding(); ok {
 				return outcome{}, &e
 			}
+		}
+		// And what it did while the target was resolved (a timer of the
+		// earlier action firing).
+		if why, e := r.effectSkip(pos); e != nil {
+			return outcome{}, ptr(r.fail("evidence", "cannot record", e))
+		} else if why != "" {
+			return outcome{outcome: navigator.OutcomeSkipped, stopWhy: why}, nil
 		}
 		if err == nil {
 			// Page words, through the egress filter before anything sees them.

@@ -115,6 +115,22 @@ func (o outcome) why() string {
 	return "the batch was stopped"
 }
 
+// effectSkip records what the page did since it was last asked (effects)
+// and says why a, following an action that ran in its batch, must not run
+// ("" when it may): an effect of an earlier action, heard of only now, was
+// refused or needed approval (noteEffectStop), so the page is not the one
+// the batch was planned on.
+func (r *run) effectSkip(pos *batchPos) (why string, err error) {
+	if err := r.drainEffects(); err != nil {
+		return "", err
+	}
+	why = r.takeEffectStop()
+	if !pos.follows {
+		return "", nil // the batch starts here: none of its actions ran yet
+	}
+	return why, nil
+}
+
 // maxNameWords bounds the page words a skip reason quotes (an element's
 // name or role): they are the page's, and go to the model.
 const maxNameWords = 80
