@@ -363,3 +363,47 @@ func TestBatchStopsAfterAnEffect(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchStopsAtATargetNotAsSeen: in real Chromium, a click that
+// renames the next target (the same node: "Next" becomes "Place order"),
+// covers it with a custom overlay, or reloads the page at the same URL
+// stops the batch before that target, and the model is told how it is
+// not what it saw.
+func TestBatchStopsAtATargetNotAsSeen(t *testing.T) {
+	base := fixtureSite(t)
+	for _, tc := range []struct {
+		name, page, first, next string
+		skipped                 string
+	}{
+		{"renamed", "renamed.html", "#review", "#next", `the target of a2 (#next) is the element you saw, but its name changed from "Next" to "Place order"`},
+		{"covered", "overlay.html", "#options", "#save", "the target of a2 (#save) is the element you saw, but another element covers it now (the page put something over it)"},
+		{"reloaded", "reload.html", "#refresh", "#next", "the page changed and aegis cannot tell whether the target of a2 (#next) is the element you saw (the page was reloaded or replaced)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakeModel(t, nil, script(
+				answer("continue", aClick("a1", tc.first), aClick("a2", tc.next)),
+				answer("done", aExtract("x1", "text", "")),
+			))
+			pl, nav := llmAgents(t, srv, nil)
+			res, err := run(t, cfgFor(t, task("Go on", []string{base + "/" + tc.page}, ""), pl, nav))
+			if err != nil || res.Status != contract.SessionCompleted {
+				t.Fatalf("status %s err %v", res.Status, err)
+			}
+			files := verify(t, res)
+			if got, want := strings.Join(ranIDs(t, files), " "), "start a1 x1"; got != want {
+				t.Errorf("ran %s, want %s", got, want)
+			}
+			reqs := navRequests(srv)
+			if len(reqs) != 2 {
+				t.Fatalf("%d Navigator calls, want 2", len(reqs))
+			}
+			detail, _ := json.Marshal("not run: " + tc.skipped)
+			if want := `"outcome":"skipped","detail":` + string(detail); !strings.Contains(taskDoc(reqs[1]), want) {
+				t.Errorf("the second request lacks %s: %s", want, taskDoc(reqs[1]))
+			}
+			if d := lastDecision(t, files, "a2"); d != nil {
+				t.Errorf("the skipped action was judged: %+v", d)
+			}
+		})
+	}
+}
