@@ -2,7 +2,8 @@ package driver
 
 // Observed says what the element a selector resolves to now is to the
 // last Observe: whether it is the element that observation listed under
-// the same selector. The session runs on with the rest of a batch the
+// the same selector, as it listed it (role and name), and on top where a
+// click would land. The session runs on with the rest of a batch the
 // Navigator planned on an observation while each next target is still the
 // element it saw there, and stops when it is not. It is no fact for the
 // gate (the page decides it): the gate judges every action on what
