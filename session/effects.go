@@ -466,31 +466,6 @@ func (r *run) writeEffect(n effectNote) error {
 	return nil
 }
 
-// noteEffectStop notes that the batch stops after the action of n (see
-// run.batch) when its effect needed approval (approved or not) or was
-// denied and is one the Navigator hears of: the page the rest of the batch
-// was planned on assumed what the action caused. The first such effect
-// names the reason.
-func (r *run) noteEffectStop(n effectNote, final contract.DecisionRecord) {
-	if r.effectStop != "" {
-		return
-	}
-	what := fmt.Sprintf("the page's %s, caused by %s,", describeEffect(n.effect), bound(n.subj.req.Action.ID, 128))
-	switch {
-	case !final.Allow && tellNavigator(n.effect):
-		r.effectStop = what + " was refused (it did not happen), so the page is looked at again"
-	case n.recs[0].Result == contract.ResultPaused:
-		r.effectStop = what + " needed approval, so the page is looked at again after it"
-	}
-}
-
-// takeEffectStop returns and forgets the reason noteEffectStop noted.
-func (r *run) takeEffectStop() string {
-	why := r.effectStop
-	r.effectStop = ""
-	return why
-}
-
 // tellNavigator reports whether the Navigator hears of a denied effect:
 // navigations, state-changing requests, downloads and peer channels; a
 // refused image or script of a foreign origin is in the bundle, but it is
