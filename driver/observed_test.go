@@ -11,7 +11,9 @@ import (
 
 // identityBody is a page whose "Change" button changes the others: it
 // moves a class on #keep, replaces #swap by a new element with the same
-// id, hides #hide and disables #off.
+// id, hides #hide, disables #off, renames #next "Place order", gives
+// #rerole the role link, and covers #under and #far (below the viewport)
+// with an overlay each.
 const identityBody = `<!doctype html><html><head><meta charset="utf-8"><title>Identity</title>
 <style>.on { font-weight: bold; }</style></head><body>
 <button id="change">Change</button>
@@ -19,13 +21,29 @@ const identityBody = `<!doctype html><html><head><meta charset="utf-8"><title>Id
 <div id="box"><button id="swap">Swap</button></div>
 <button id="hide">Hide</button>
 <button id="off">Off</button>
+<button id="next">Next</button>
+<button id="rerole">Details</button>
+<button id="under">Under</button>
+<div style="height: 3000px"></div>
+<button id="far">Far</button>
 <script>
+function cover(el) {
+  const r = el.getBoundingClientRect();
+  const d = document.createElement('div');
+  d.style.cssText = 'position:absolute;background:#0008;left:' + (r.left + scrollX - 4) + 'px;top:' + (r.top + scrollY - 4) +
+    'px;width:' + (r.width + 8) + 'px;height:' + (r.height + 8) + 'px';
+  document.body.appendChild(d);
+}
 document.getElementById('change').addEventListener('click', () => {
   document.getElementById('keep').classList.add('on');
   document.getElementById('keep').setAttribute('aria-pressed', 'true');
   document.getElementById('box').innerHTML = '<button id="swap">Swap</button>';
   document.getElementById('hide').style.display = 'none';
   document.getElementById('off').disabled = true;
+  document.getElementById('next').textContent = 'Place order';
+  document.getElementById('rerole').setAttribute('role', 'link');
+  cover(document.getElementById('under'));
+  cover(document.getElementById('far'));
 });
 </script>
 </body></html>`
@@ -34,7 +52,9 @@ document.getElementById('change').addEventListener('click', () => {
 // element a selector resolves to is the one the last Observe listed under
 // it: unknown before any Observe, for a selector the Observe did not list
 // and in a new document; same for an element whose class and attributes
-// changed; replaced, hidden or disabled when it is so.
+// changed, and for one covered outside the viewport (a click scrolls it
+// into view first); replaced, hidden, disabled, changed (a new name or
+// role) or covered (an overlay on top of it) when it is so.
 func TestDescribeObserved(t *testing.T) {
 	site := servePages(t, map[string]string{"": identityBody})
 	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, _ contract.DriverMode) {
@@ -62,7 +82,7 @@ func TestDescribeObserved(t *testing.T) {
 		for _, a := range obs.Affordances {
 			listed[a.Selector] = true
 		}
-		for _, sel := range []string{"#change", "#keep", "#swap", "#hide", "#off"} {
+		for _, sel := range []string{"#change", "#keep", "#swap", "#hide", "#off", "#next", "#rerole", "#under", "#far"} {
 			if !listed[sel] {
 				t.Fatalf("the observation does not list %s: %+v", sel, obs.Affordances)
 			}
@@ -81,6 +101,10 @@ func TestDescribeObserved(t *testing.T) {
 			{"#swap", driver.ObservedReplaced},
 			{"#hide", driver.ObservedHidden},
 			{"#off", driver.ObservedDisabled},
+			{"#next", driver.ObservedChanged},
+			{"#rerole", driver.ObservedChanged},
+			{"#under", driver.ObservedCovered},
+			{"#far", driver.ObservedSame},
 			{"#box > button", driver.ObservedUnknown},
 			{"button#keep", driver.ObservedUnknown},
 		} {

@@ -42,6 +42,7 @@ var observerParts = []string{
 	"names.js",          // roles, accessible names, sensitive fields
 	"selectors.js",      // unique selector generation
 	"observe.js",        // observe (text, snapshot with masking, affordances), describe
+	"identity.js",       // is a selector's element the one the last observe listed, as listed?
 	"actionability.js",  // the actionability check, hit test, click, type, select, scroll
 	"extract.js",        // extract: text, table rows, links
 	"mask.js",           // taint (elements a secret was typed into) and screenshot masks

@@ -23,8 +23,10 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	cfg := r.cfg
 	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a}
 	// What the page did since the last action is recorded before this one.
-	if e := r.drainEffects(); e != nil {
+	if why, e := r.effectSkip(pos); e != nil {
 		return outcome{}, ptr(r.fail("evidence", "cannot record", e))
+	} else if why != "" {
+		return outcome{outcome: navigator.OutcomeSkipped, stopWhy: why}, nil
 	}
 	before := r.curURL
 	planned := pos.loopHash()
@@ -41,7 +43,18 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 				return outcome{}, &e
 			}
 		}
-		if why, end := r.planStands(a, observed, err, pos, before); end != nil {
+		// And what it did while the target was resolved (a timer of the
+		// earlier action firing).
+		if why, e := r.effectSkip(pos); e != nil {
+			return outcome{}, ptr(r.fail("evidence", "cannot record", e))
+		} else if why != "" {
+			return outcome{outcome: navigator.OutcomeSkipped, stopWhy: why}, nil
+		}
+		if err == nil {
+			// Page words, through the egress filter before anything sees them.
+			target = filterTarget(cfg.Secrets, &el)
+		}
+		if why, end := r.planStands(a, target, observed, err, pos, before); end != nil {
 			return outcome{}, end
 		} else if why != "" {
 			return outcome{outcome: navigator.OutcomeSkipped, stopWhy: why}, nil
@@ -60,8 +73,6 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 			r.report(report)
 			return outcome{outcome: navigator.OutcomeFailed, detail: report.Error}, nil
 		}
-		// Page words, through the egress filter before anything sees them.
-		target = filterTarget(cfg.Secrets, &el)
 		report.Target = target
 	}
 
@@ -196,6 +207,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 		end := r.fail("evidence", "cannot record", e)
 		return outcome{}, &end
 	}
+	effectStop := r.takeEffectStop()
 	if a.Type == contract.ActExtract {
 		if e := r.storeArtifacts(extracted); e != nil {
 			end := r.fail("evidence", "cannot record an artifact", e)
@@ -241,6 +253,8 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 		out.stop, out.stopWhy = true, "a navigation loaded a new page"
 	case r.curURL != before:
 		out.stop, out.stopWhy = true, "the URL changed"
+	case effectStop != "":
+		out.stop, out.stopWhy = true, effectStop
 	case paused:
 		out.stop, out.stopWhy = true, fmt.Sprintf("%s needed approval, so the page is looked at again after it", bound(a.ID, 128))
 	}
@@ -250,49 +264,6 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// planStands says why a, which follows an action that ran in its batch,
-// must not run ("" when it may): its target, as Describe found it
-// (observed; err when it found none), is not the element the Navigator saw
-// when it planned the batch. A target the observation listed is judged by
-// identity, at no cost; one it did not list (a selector the model wrote)
-// by looking at the page again after a click: any change stops the batch.
-func (r *run) planStands(a contract.Action, observed driver.Observed, err error, pos *batchPos, before string) (why string, end *ending) {
-	if !pos.follows || a.Type == contract.ActExtract && err == nil {
-		// An extract changes nothing and reads what is there now, which is
-		// what a batch that reads after its clicks was planned for.
-		return "", nil
-	}
-	target := fmt.Sprintf("the target of %s (%s)", bound(a.ID, 128), bound(a.Selector, 200))
-	if err != nil && pos.listed[a.Selector] {
-		switch driver.CodeOf(err) {
-		case contract.CodeElementNotFound:
-			return target + " is no longer on the page (it was removed)", nil
-		case contract.CodeAmbiguousSelector:
-			return target + " no longer addresses one element", nil
-		}
-	}
-	switch {
-	case err == nil && observed == driver.ObservedSame:
-		return "", nil
-	case err == nil && observed == driver.ObservedReplaced:
-		return target + " is no longer the element you saw (it was replaced)", nil
-	case err == nil && observed == driver.ObservedHidden:
-		return target + " is the element you saw, but it is hidden now", nil
-	case err == nil && observed == driver.ObservedDisabled:
-		return target + " is the element you saw, but it is disabled now", nil
-	case !pos.clicked:
-		return "", nil
-	}
-	if e := r.observe(); e != nil {
-		return "", ptr(r.errorEnding("observe", "cannot observe the page", e))
-	}
-	pos.clicked, pos.listed = false, listedSelectors(r.obs)
-	if r.obs.State.DOMHash != pos.planned || r.obs.State.ActiveURL != before {
-		return "the page changed after an earlier action of the batch, and " + target + " is not one of the observation's affordances, so it cannot be told to be the element you meant", nil
-	}
-	return "", nil
-}
 
 // act runs an allowed action. The text of a type action has its secret
 // placeholders resolved in the copy handed to the driver, which lives only

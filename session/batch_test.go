@@ -6,6 +6,7 @@ package session_test
 // not, after an approved action and at a navigation.
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/llm/llmtest"
 	"github.com/aegis-run/aegis/navigator"
+	"github.com/aegis-run/aegis/session"
 )
 
 // fixtureSite serves the pages of testdata/batch.
@@ -289,5 +291,119 @@ func TestBatchRepeatsAnActionWithoutLooping(t *testing.T) {
 	}
 	if got := res.Artifacts[len(res.Artifacts)-1].Value; !strings.Contains(got, "3 tickets") {
 		t.Errorf("page text %q", got)
+	}
+}
+
+// TestBatchStopsAfterAnEffect: [click "Continue", click "Next"] where the
+// "Continue" click makes the page POST to /basket/buy, which the policy
+// holds for approval: when a person refuses it, or approves it, "Next" is
+// not run on a page planned for a purchase whether or not it happened;
+// likewise when the page's navigation to a foreign origin was refused,
+// and when the refusal is heard of only as "Next" is resolved (a timer of
+// the click). The model is told which effect of which action stopped the
+// batch. Without effects the batch runs whole.
+func TestBatchStopsAfterAnEffect(t *testing.T) {
+	buy := contract.Effect{Kind: contract.EffectRequest, Method: "POST", Origin: fakeOrigin, Path: "/basket/buy", Fields: []string{"card"}, ResourceType: "fetch"}
+	const (
+		refused  = "not run: the page's POST http://shop.test/basket/buy (fields: card), caused by c1, was refused (it did not happen), so the page is looked at again"
+		approved = "not run: the page's POST http://shop.test/basket/buy (fields: card), caused by c1, needed approval, so the page is looked at again after it"
+		foreign  = "not run: the page's GET https://evil.test/steal (navigation), caused by c1, was refused (it did not happen), so the page is looked at again"
+	)
+	for _, tc := range []struct {
+		name    string
+		effects map[string][]fakeEffect
+		approve bool
+		ran     string
+		skipped string // the reason c2 was skipped with ("" for none)
+	}{
+		{"no effect", nil, false, "start c1 c2 w1", ""},
+		{"refused by a person", map[string][]fakeEffect{"click #add": {{effect: buy, judge: true}}}, false, "start c1 w1", refused},
+		{"approved", map[string][]fakeEffect{"click #add": {{effect: buy, judge: true}}}, true, "start c1 w1", approved},
+		{"refused by the boundary", map[string][]fakeEffect{"click #add": {{effect: evilNav}}}, false, "start c1 w1", foreign},
+		{"refused, heard late", map[string][]fakeEffect{"describe #next": {{effect: buy, judge: true}}}, false, "start c1 w1", refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			site := newFakeSite()
+			site.effects = tc.effects
+			site.same = map[string]bool{"#add": true, "#next": true}
+			srv := fakeModel(t, nil, script(
+				answer("continue", aClick("c1", "#add"), aClick("c2", "#next")),
+				answer("done", aWait("w1", 1)),
+			))
+			pl, nav := llmAgents(t, srv, nil)
+			cfg := fakeCfg(t, site, task("Buy the lamp", []string{fakeOrigin + "/basket"}, ""), pl, nav)
+			cfg.Approver = session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
+				return session.ApprovalAnswer{Approved: tc.approve, Approver: "terminal:bob", Channel: session.ChannelTerminal}, nil
+			})
+			res, err := run(t, cfg)
+			if err != nil || res.Status != contract.SessionCompleted {
+				t.Fatalf("status %s err %v", res.Status, err)
+			}
+			files := verify(t, res)
+			if got := strings.Join(ranIDs(t, files), " "); got != tc.ran {
+				t.Errorf("ran %s, want %s", got, tc.ran)
+			}
+			reqs := navRequests(srv)
+			if len(reqs) != 2 {
+				t.Fatalf("%d Navigator calls, want 2", len(reqs))
+			}
+			doc := taskDoc(reqs[1])
+			if tc.skipped == "" {
+				if strings.Contains(doc, `"outcome":"skipped"`) {
+					t.Errorf("an action was skipped: %s", doc)
+				}
+				return
+			}
+			if want := `"outcome":"skipped","detail":"` + tc.skipped + `"`; !strings.Contains(doc, want) {
+				t.Errorf("the second request lacks %s: %s", want, doc)
+			}
+			if d := lastDecision(t, files, "c2"); d != nil {
+				t.Errorf("the skipped action was judged: %+v", d)
+			}
+		})
+	}
+}
+
+// TestBatchStopsAtATargetNotAsSeen: in real Chromium, a click that
+// renames the next target (the same node: "Next" becomes "Place order"),
+// covers it with a custom overlay, or reloads the page at the same URL
+// stops the batch before that target, and the model is told how it is
+// not what it saw.
+func TestBatchStopsAtATargetNotAsSeen(t *testing.T) {
+	base := fixtureSite(t)
+	for _, tc := range []struct {
+		name, page, first, next string
+		skipped                 string
+	}{
+		{"renamed", "renamed.html", "#review", "#next", `the target of a2 (#next) is the element you saw, but its name changed from "Next" to "Place order"`},
+		{"covered", "overlay.html", "#options", "#save", "the target of a2 (#save) is the element you saw, but another element covers it now (the page put something over it)"},
+		{"reloaded", "reload.html", "#refresh", "#next", "the page changed and aegis cannot tell whether the target of a2 (#next) is the element you saw (the page was reloaded or replaced)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakeModel(t, nil, script(
+				answer("continue", aClick("a1", tc.first), aClick("a2", tc.next)),
+				answer("done", aExtract("x1", "text", "")),
+			))
+			pl, nav := llmAgents(t, srv, nil)
+			res, err := run(t, cfgFor(t, task("Go on", []string{base + "/" + tc.page}, ""), pl, nav))
+			if err != nil || res.Status != contract.SessionCompleted {
+				t.Fatalf("status %s err %v", res.Status, err)
+			}
+			files := verify(t, res)
+			if got, want := strings.Join(ranIDs(t, files), " "), "start a1 x1"; got != want {
+				t.Errorf("ran %s, want %s", got, want)
+			}
+			reqs := navRequests(srv)
+			if len(reqs) != 2 {
+				t.Fatalf("%d Navigator calls, want 2", len(reqs))
+			}
+			detail, _ := json.Marshal("not run: " + tc.skipped)
+			if want := `"outcome":"skipped","detail":` + string(detail); !strings.Contains(taskDoc(reqs[1]), want) {
+				t.Errorf("the second request lacks %s: %s", want, taskDoc(reqs[1]))
+			}
+			if d := lastDecision(t, files, "a2"); d != nil {
+				t.Errorf("the skipped action was judged: %+v", d)
+			}
+		})
 	}
 }

@@ -439,6 +439,7 @@ func (r *run) writeEffect(n effectNote) error {
 	if final.Result == contract.ResultApproved {
 		r.approved++
 	}
+	r.noteEffectStop(n, final)
 	report := StepReport{Index: s.index, Budget: s.budget, Step: s.step, Action: a, Target: s.req.Target, Effect: &eff, Decision: final.Result, Risk: final.Risk}
 	if !final.Allow {
 		report.Reasons = final.Reasons

@@ -67,6 +67,9 @@ var fakePages = map[string]fakePage{
 	"/checkout": {"Checkout", "Checkout Your basket", []fakeEl{
 		button("continue", "Continue"),
 	}},
+	"/basket": {"Basket", "Basket One lamp", []fakeEl{
+		button("add", "Continue"), button("next", "Next"),
+	}},
 	"/danger": {"Billing", "Billing Your plan renews soon.", []fakeEl{
 		button("pay", "Pay now"), button("delete", "Delete account"), button("harmless", "Say thanks"),
 		{"#out", contract.Element{Tag: "p", ID: "out", Role: "status"}, ""},
@@ -97,6 +100,9 @@ type fakeSite struct {
 	// changed are the selectors whose action finds another page or element
 	// than the one decided on: Act fails with target_changed.
 	changed map[string]bool
+	// same are the selectors DescribeObserved reports as the element the
+	// last observation listed (driver.ObservedSame); any other is unknown.
+	same map[string]bool
 }
 
 // fakeEffect is one effect a fake page causes: judged (a held
@@ -253,10 +259,19 @@ func (d *fakeDriver) Observe(ctx context.Context, _ driver.ObserveOptions) (cont
 	return obs, nil
 }
 
-// DescribeObserved is Describe; the fake cannot tell what an element is
-// to the last observation.
+// DescribeObserved is Describe, the element unknown to the last
+// observation unless the site says it is the same (fakeSite.same). The
+// effects of trigger "describe SELECTOR" are reported first (a timer of
+// the earlier action firing as the next one's target is resolved).
 func (d *fakeDriver) DescribeObserved(ctx context.Context, selector string) (contract.Element, driver.Observed, error) {
+	d.site.fire(d.cfg.Effects, "describe "+selector)
 	el, err := d.Describe(ctx, selector)
+	d.site.mu.Lock()
+	same := d.site.same[selector]
+	d.site.mu.Unlock()
+	if err == nil && same {
+		return el, driver.ObservedSame, nil
+	}
 	return el, driver.ObservedUnknown, err
 }
 

@@ -61,6 +61,7 @@ type run struct {
 	loops                      *loopDetector
 	replans                    int
 	loopHit                    string // why the last batch tripped loop detection
+	effectStop                 string // why an effect drained since the last action stops its batch (noteEffectStop)
 	artifacts                  []contract.Artifact
 	shotURIs                   map[string]string // driver's image uri → bundle uri
 	lastSummary                string
@@ -431,100 +432,3 @@ func (r *run) uniqueIDs(actions []contract.Action) []contract.Action {
 
 // maxIDLen is the longest id the schemas allow.
 const maxIDLen = 128
-
-// batch runs the actions of one Navigator answer. complete says every
-// action ran and succeeded.
-//
-// The Navigator planned the batch on the current observation. The batch
-// runs on while no navigation happened and each next target is still the
-// element the Navigator saw there (driver.Observed, checked when handle
-// describes it, at no extra cost); it stops at a target that is not
-// (replaced, removed, hidden, disabled: that action and the rest are
-// skipped, and the Navigator is told why), after an action a person had
-// to approve (its consequences deserve a fresh look), and at a denial or
-// a failure. A target the observation did not list (a selector the model
-// wrote) falls back to looking at the page again after a click: the batch
-// stops when anything changed.
-func (r *run) batch(actions []contract.Action) (complete bool, end *ending) {
-	pos := batchPos{planned: r.obs.State.DOMHash, listed: listedSelectors(r.obs)}
-	seen := make(map[string]bool, len(actions))
-	for i, a := range actions {
-		// The same action twice in one batch (a spinner's "+" clicked
-		// three times) counts once for loop detection: the DOM hash the
-		// batch was planned on does not say the page stayed unchanged.
-		sig := signature(a)
-		pos.repeat = seen[sig]
-		seen[sig] = true
-		out, end := r.handle(a, &pos)
-		if end != nil {
-			return false, end
-		}
-		if out.outcome == navigator.OutcomeSkipped {
-			r.skip(actions[i:], out.stopWhy)
-			return false, nil
-		}
-		if out.outcome != navigator.OutcomeOK || out.stop || r.loopHit != "" {
-			r.skip(actions[i+1:], out.why())
-			return out.outcome == navigator.OutcomeOK && i == len(actions)-1, nil
-		}
-		pos.follows = true
-		if a.Type == contract.ActClick {
-			pos.clicked = true
-		}
-	}
-	return true, nil
-}
-
-// skip tells the Navigator that actions did not run, and why.
-func (r *run) skip(actions []contract.Action, why string) {
-	for _, a := range actions {
-		r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeSkipped, Detail: "not run: " + why})
-	}
-}
-
-// batchPos is where an action stands in its batch.
-type batchPos struct {
-	planned string          // the DOM hash of the observation the batch was planned on ("" for the task's first URL)
-	listed  map[string]bool // that observation's affordance selectors
-	follows bool            // an earlier action of the batch ran
-	clicked bool            // a click ran since the page was last observed
-	repeat  bool            // the same action ran earlier in the batch
-}
-
-// loopHash is the DOM hash loop detection notes the action under: none
-// for an action repeated within its batch.
-func (p *batchPos) loopHash() string {
-	if p.repeat {
-		return ""
-	}
-	return p.planned
-}
-
-// listedSelectors are the affordance selectors of obs.
-func listedSelectors(obs contract.Observation) map[string]bool {
-	m := make(map[string]bool, len(obs.Affordances))
-	for _, a := range obs.Affordances {
-		m[a.Selector] = true
-	}
-	return m
-}
-
-// outcome is how one action ended.
-type outcome struct {
-	outcome navigator.Outcome
-	detail  string
-	stop    bool   // the page changed: stop the batch
-	stopWhy string // why (and why an action was skipped)
-}
-
-func (o outcome) why() string {
-	switch {
-	case o.outcome == navigator.OutcomeDenied:
-		return "an earlier action of the batch was denied"
-	case o.outcome != navigator.OutcomeOK:
-		return "an earlier action of the batch failed"
-	case o.stopWhy != "":
-		return o.stopWhy
-	}
-	return "the batch was stopped"
-}

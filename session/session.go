@@ -25,19 +25,25 @@
 //     again; run the allowed action (secret placeholders resolved only in
 //     the copy handed to driver.Act); record everything. The batch runs
 //     on while each next target is still the element the Navigator saw in
-//     the observation the batch was planned on (driver.Observed, which
-//     Describe reports at no extra cost: the same node, visible and
-//     enabled), so clicks that only change classes or attributes do not
-//     cut it. It stops at the first denial or failure, after a navigate,
-//     when the URL changes, after an action a person approved, and at a
-//     target that is no longer that element (replaced, removed, hidden,
-//     disabled: that action is skipped, before the gate); a target the
+//     the observation the batch was planned on, as it was seen there
+//     (driver.Observed, which Describe reports at no extra cost: the same
+//     node, visible, enabled, of the role and name listed, and, for a
+//     click, type or select, not covered by another element), so clicks
+//     that only change classes or attributes do not cut it. It stops at
+//     the first denial or failure, after a navigate, when the URL changes,
+//     after an action that needed approval (anyone's: a person's or a
+//     rule's), after an action one of whose effects was refused or needed
+//     approval, and at a target that is no longer that element as seen
+//     (replaced, removed, hidden, disabled, renamed, given another role,
+//     covered: that action is skipped, before the gate); a target the
 //     observation did not list (a selector the model wrote) is checked as
 //     before: after a click, the page is observed again and any change of
 //     its DOM hash stops the batch. The rest is skipped, each action
 //     reported to the Navigator as skipped with the reason, and the
 //     Navigator asked again on the page as it is. Denials and failures go
-//     back to the Navigator as feedback.
+//     back to the Navigator as feedback. An action repeated within one
+//     batch is not counted for loop detection (the action budget bounds
+//     it).
 //  5. Repeat until the Navigator says done (and its last batch ran
 //     entirely), says failed, errs, or a budget or loop stops the session.
 //

@@ -203,26 +203,30 @@
     armed = state;
   }
 
+  // clickPoint is where a click on el lands, in top-level viewport
+  // coordinates: the middle of its first client rect of some size (a
+  // wrapped inline link has several).
+  function clickPoint(el) {
+    const r = el.getBoundingClientRect();
+    const off = frameOffset(el);
+    let box = r;
+    try {
+      const rects = el.getClientRects();
+      for (let i = 0; i < rects.length; i++) {
+        const q = rects[i];
+        if (q.width > 0 && q.height > 0) { box = q; break; }
+      }
+    } catch (e) { /* use r */ }
+    return { x: box.left + off.x + box.width / 2, y: box.top + off.y + box.height / 2 };
+  }
+
   function prepareClick(sel, expect) {
     return result(() => {
       const exp = expectation(expect);
       const el = resolveChecked(sel, exp);
       checkInteractable(el, 'click');
       bringIntoView(el);
-      const r = el.getBoundingClientRect();
-      const off = frameOffset(el);
-      // Click the middle of the first client rect that is inside the viewport
-      // (a wrapped inline link has several).
-      let box = r;
-      try {
-        const rects = el.getClientRects();
-        for (let i = 0; i < rects.length; i++) {
-          const q = rects[i];
-          if (q.width > 0 && q.height > 0) { box = q; break; }
-        }
-      } catch (e) { /* use r */ }
-      const x = box.left + off.x + box.width / 2;
-      const y = box.top + off.y + box.height / 2;
+      const { x, y } = clickPoint(el);
       if (x < 0 || y < 0 || x >= root.innerWidth || y >= root.innerHeight) throw new Fail('not_interactable', 'the element cannot be scrolled into the viewport');
       const hit = deepHit(x, y);
       if (!hit || !composedContains(el, hit.el)) {

@@ -302,23 +302,19 @@
     }
     kept.sort(byListOrder(st.cands));
     const tSel = now();
-    const affordances = kept.map(({ c, sel }) => {
+    const affordances = kept.map((k) => {
+      const { c, sel } = k;
       const a = { selector: sel };
-      const role = roleOf(c.el);
-      if (role) a.role = cut(role, 128);
-      // A tainted element is named by its labels only; a sensitive one
-      // never by its value or content, and, inside a sensitive element,
-      // never by the text around it.
-      const name = c.tnt ? labelsOnly(c.el, opts.maxAffordanceText)
-        : c.sens && c.inMask ? norm(attr(c.el, 'aria-label') || attr(c.el, 'placeholder') || labelsOnly(c.el, opts.maxAffordanceText))
-          : c.sens ? sensitiveName(c.el, opts.maxAffordanceText, isSensitive)
-            : accessibleName(c.el, opts.maxAffordanceText, isSensitive);
-      if (name) a.text = cutMarked(name, opts.maxAffordanceText);
+      // What identity.js compares later: the role and the name as listed.
+      k.role = roleOf(c.el);
+      k.name = affordanceName(c, opts.maxAffordanceText, isSensitive);
+      if (k.role) a.role = cut(k.role, 128);
+      if (k.name) a.text = k.name;
       a.hint = hintOf(c.el);
       if (c.generic) a.generic = true;
       return a;
     });
-    listAffordances(kept);
+    listAffordances(kept, opts.maxAffordanceText, isSensitive);
 
     // Text: join, normalize, bound.
     let text = st.text.join('')
@@ -423,6 +419,21 @@
     };
   }
 
+  // affordanceName is the name an affordance is listed under, cut to max:
+  // a tainted element is named by its labels only; a sensitive one never
+  // by its value or content, and, inside a sensitive element, never by
+  // the text around it. c holds the element (el) and what the walk found
+  // about it (tnt: tainted, sens: sensitive, inMask: inside a sensitive
+  // element). identity.js names the element again the same way.
+  function affordanceName(c, max, isSensitive) {
+    const el = c.el;
+    const name = c.tnt ? labelsOnly(el, max)
+      : c.sens && c.inMask ? norm(attr(el, 'aria-label') || attr(el, 'placeholder') || labelsOnly(el, max))
+        : c.sens ? sensitiveName(el, max, isSensitive)
+          : accessibleName(el, max, isSensitive);
+    return name ? cutMarked(name, max) : '';
+  }
+
   // ---------------------------------------------------------------------
   // describe.
 
@@ -475,40 +486,6 @@
       const el = resolve(sel);
       return { element: describeEl(el, makeSensitive(opts.sensitive), opts.sensitive), observed: observedAs(sel, el), pageOrigin: originOf(root) };
     });
-  }
-
-  // ---------------------------------------------------------------------
-  // Identity: is the element a selector resolves to now the one the last
-  // observe listed under it? The session keeps running a batch of actions
-  // planned on an observation while each next target is still that
-  // element (it judges every action on its current facts all the same).
-  // listed maps each affordance selector of the last observe to its
-  // element; each observe replaces it. The Map and its methods are taken
-  // at install, before any page script runs.
-  const IdMap = Map, idGet = Map.prototype.get, idSet = Map.prototype.set, idHas = Map.prototype.has;
-  let listed = null;
-
-  // listAffordances remembers the elements behind the affordances an
-  // observe lists ({c: {el}, sel} items).
-  function listAffordances(kept) {
-    const m = new IdMap();
-    for (let i = 0; i < kept.length; i++) apply(idSet, m, [kept[i].sel, kept[i].c.el]);
-    listed = m;
-  }
-
-  // observedAs says what el, the element sel resolves to now, is to the
-  // last observe: "same" (the element it listed under sel, still visible
-  // and enabled), "replaced" (another element: the page replaced it),
-  // "hidden", "disabled", or "unknown" (sel was not an affordance
-  // selector of the last observe, or no observe ran in this document).
-  function observedAs(sel, el) {
-    if (!listed || !apply(idHas, listed, [sel])) return 'unknown';
-    if (apply(idGet, listed, [sel]) !== el) return 'replaced';
-    if (!visible(el)) return 'hidden';
-    let disabled = false;
-    try { disabled = el.matches(':disabled'); } catch (e) { disabled = false; }
-    if (disabled || String(attr(el, 'aria-disabled') || '').toLowerCase() === 'true') return 'disabled';
-    return 'same';
   }
 
   // ---------------------------------------------------------------------
