@@ -149,13 +149,36 @@
   // state.changed ("when" says at which step) and answers whether there
   // was one.
   function refacts(state, when) {
-    if (!state.exp || state.changed) return !!state.changed;
+    if (state.changed) return true;
     try {
-      pageMoved(state.exp);
-      const changed = sameFacts(plainFacts(state.el, state.exp), state.plain);
+      let changed = [];
+      if (state.exp) {
+        pageMoved(state.exp);
+        changed = sameFacts(plainFacts(state.el, state.exp), state.plain);
+      }
+      const now = activation(state.el);
+      if (now.form !== state.activation.form) changed.push('form');
+      if (now.link !== state.activation.link || now.href !== state.activation.href) changed.push('link');
       if (changed.length) state.changed = 'the element changed ' + when + ' (' + changed.join(', ') + ')';
     } catch (e) { state.changed = String(e && e.message || e); }
     return !!state.changed;
+  }
+
+  // activation is what a click on el activates besides el itself, which
+  // the facts do not name: the form it belongs to (its form attribute may
+  // name another) and the closest link around it, with its href.
+  function activation(el) {
+    let form = null;
+    try { form = el.form || null; } catch (e) { form = null; }
+    let link = null, n = el, guard = 0;
+    while (n && guard++ < 256) {
+      if (isElement(n)) {
+        const t = lname(n);
+        if ((t === 'a' || t === 'area') && attr(n, 'href') != null) { link = n; break; }
+      }
+      n = n.parentNode || (n.host && n.nodeType === 11 ? n.host : null);
+    }
+    return { form, link, href: link ? attr(link, 'href') : null };
   }
 
   // guardEvent is the guard's capture listener for event type of a click
@@ -230,11 +253,12 @@
   // generated content, which :hover may change as the pointer arrives)
   // changed since prepareClick, that event and every later one of the
   // click are stopped, and finishClick says so; the click event itself
-  // re-checks the facts again, so a press handler cannot change what the
-  // click activates.
+  // re-checks the facts again, and the form and the link around el (see
+  // activation), so a press handler cannot change what the click
+  // activates.
   function arm(el, exp) {
     disarm();
-    const state = { el, exp, plain: exp ? plainFacts(el, exp) : null, checked: false, changed: '', listeners: [], wins: [], target: winOf(el), intercepted: '', seen: false, reached: false, decided: false, last: '', strays: [], navigating: false, download: false, submit: null };
+    const state = { el, exp, plain: exp ? plainFacts(el, exp) : null, activation: activation(el), checked: false, changed: '', listeners: [], wins: [], target: winOf(el), intercepted: '', seen: false, reached: false, decided: false, last: '', strays: [], navigating: false, download: false, submit: null };
     const wins = state.wins;
     let w = state.target, guard = 0;
     while (w && guard++ < 64) {
