@@ -286,6 +286,12 @@ func (d *pwDriver) click(ctx context.Context, p playwright.Page, a contract.Acti
 		default:
 			return ferr
 		}
+	} else if !fin.Seen {
+		// The guard saw no event of the click: it went elsewhere (a frame
+		// put over the element as the pointer arrived, or a page listener
+		// that ran before the guard's), so it did not reach the element
+		// the gate judged.
+		return newErr(contract.CodeNotInteractable, sel, "the click did not reach the element (it went elsewhere, e.g. a frame put over it)", nil)
 	}
 	if navigating && !fin.Download {
 		d.awaitNavigation(ctx, p, navBefore)

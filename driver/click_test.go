@@ -61,7 +61,85 @@ const b = document.getElementById('b'), cov = document.getElementById('cov');
 watch(b, 'b'); watch(cov, 'cov');
 for (const t of ['pointerover', 'pointermove', 'mousemove']) b.addEventListener(t, () => { cov.style.display = 'block'; });
 </script></body></html>`,
+	// A same-origin frame, hidden until the pointer arrives, then shown
+	// over the button: the whole click would land inside it.
+	"/frame-on-arrival": `<!doctype html><html><body style="margin:0">` + clickScript + `
+<p id="log">none</p>
+<button id="b" type="button" style="position:absolute;left:120px;top:380px;width:200px;height:50px">Open</button>
+<iframe id="f" style="display:none;position:absolute;left:80px;top:360px;width:300px;height:100px;border:0;z-index:10"
+ srcdoc="<body style='margin:0'><div id='inner' style='position:fixed;left:0;top:0;right:0;bottom:0'></div><script>for (const t of ['pointerdown','mousedown','pointerup','mouseup','click']) document.getElementById('inner').addEventListener(t, () => parent.count('f.' + t));</script></body>"></iframe>
+<script>
+const b = document.getElementById('b'), f = document.getElementById('f');
+watch(b, 'b');
+for (const t of ['pointerover', 'pointermove', 'mousemove']) b.addEventListener(t, () => { f.style.display = 'block'; });
+</script></body></html>`,
+	// A frame the page creates over the button as the pointer arrives,
+	// after the guard was armed: the guard never sees the click.
+	"/new-frame-on-arrival": `<!doctype html><html><body style="margin:0">` + clickScript + `
+<p id="log">none</p>
+<button id="b" type="button" style="position:absolute;left:120px;top:380px;width:200px;height:50px">Open</button>
+<script>
+const b = document.getElementById('b');
+watch(b, 'b');
+let made = false;
+for (const t of ['pointerover', 'pointermove', 'mousemove']) b.addEventListener(t, () => {
+  if (made) return;
+  made = true;
+  const f = document.createElement('iframe');
+  f.style.cssText = 'position:absolute;left:80px;top:360px;width:300px;height:100px;border:0;z-index:10';
+  document.body.append(f);
+  f.contentDocument.body.style.margin = '0';
+  f.contentDocument.body.innerHTML = '<div id="inner" style="position:fixed;left:0;top:0;right:0;bottom:0"></div>';
+  watch(f.contentDocument.getElementById('inner'), 'nf');
+});
+</script></body></html>`,
+	// As "Show details" goes down, the page moves its caption into a link
+	// that deletes the account: the rest of the click must not follow it.
+	"/span-into-link": `<!doctype html><html><body style="margin:0">` + clickScript + markScript + `
+<button id="go" type="button" style="position:absolute;left:40px;top:80px;width:200px;height:50px"><span id="s">Show details</span></button>
+<a id="del" href="/account/delete?confirm=1" style="position:absolute;left:40px;top:200px">Delete account: </a>
+<script>
+const go = document.getElementById('go'), s = document.getElementById('s');
+watch(go, 'go');
+go.addEventListener('mousedown', () => { document.getElementById('del').append(s); });
+</script></body></html>`,
+	// As the button goes down, the page rewrites its caption to "Pay now"
+	// and makes it the submit button of a form that pays.
+	"/pay-on-press": `<!doctype html><html><body style="margin:0">` + clickScript + markScript + `
+<form id="fm" method="post" action="/pay/now"><input type="hidden" name="amount" value="900">
+<button id="b" type="button" style="position:absolute;left:40px;top:80px;width:200px;height:50px">Show details</button></form>
+<script>
+const b = document.getElementById('b');
+watch(b, 'b');
+b.addEventListener('pointerdown', () => { b.textContent = 'Pay now'; b.type = 'submit'; });
+</script></body></html>`,
+	// As the button goes down, the page wraps it in a link that deletes
+	// the account.
+	"/link-on-press": `<!doctype html><html><body style="margin:0">` + clickScript + markScript + `
+<button id="b" type="button" style="position:absolute;left:40px;top:80px;width:200px;height:50px">Show details</button>
+<script>
+const b = document.getElementById('b');
+watch(b, 'b');
+b.addEventListener('pointerdown', () => { const a = document.createElement('a'); a.href = '/account/delete?confirm=1'; b.before(a); a.append(b); });
+</script></body></html>`,
+	// As the submit button of no form goes down, the page makes it the
+	// submit button of a form that pays (its form attribute).
+	"/form-on-press": `<!doctype html><html><body style="margin:0">` + clickScript + markScript + `
+<form id="payf" method="post" action="/pay/now"><input type="hidden" name="amount" value="900"></form>
+<button id="b" type="submit" style="position:absolute;left:40px;top:80px;width:200px;height:50px">Show details</button>
+<script>
+const b = document.getElementById('b');
+watch(b, 'b');
+b.addEventListener('pointerdown', () => { b.setAttribute('form', 'payf'); });
+</script></body></html>`,
 }
+
+// markScript is #mark, whose POST /mark is the tests' barrier (see
+// barrier).
+const markScript = `
+<p id="log">none</p>
+<button id="mark" type="button" style="position:absolute;left:40px;top:300px;width:100px;height:30px">mark</button>
+<script>document.getElementById('mark').addEventListener('click', () => { fetch('/mark', { method: 'POST' }); });</script>`
 
 // swapScript is the harmless #b ("Show details"), the Pay button it gets
 // swapped for, and #mark, whose POST /mark is the tests' barrier.
@@ -226,6 +304,16 @@ func TestClickCoveredAfterPress(t *testing.T) {
 			wantNotInteractable(t, res, err, `<div id="cov">`)
 			wantEvents(t, pageLog(t, d), nil, "b", "cov", "document.click")
 		})
+		t.Run("a frame shown as the pointer arrived", func(t *testing.T) {
+			res, err := clickOn(t, d, site, "/frame-on-arrival", "#b")
+			wantNotInteractable(t, res, err, `<div id="inner">`)
+			wantEvents(t, pageLog(t, d), nil, "b", "f", "document.click")
+		})
+		t.Run("a frame created as the pointer arrived", func(t *testing.T) {
+			res, err := clickOn(t, d, site, "/new-frame-on-arrival", "#b")
+			wantNotInteractable(t, res, err, "did not reach the element")
+			wantEvents(t, pageLog(t, d), nil, "b", "document.click")
+		})
 	})
 }
 
@@ -242,4 +330,90 @@ func wantNotInteractable(t *testing.T, res contract.ToolResult, err error, cover
 	if res.Note != "" {
 		t.Errorf("a failed click has the note %q", res.Note)
 	}
+}
+
+// barrier clicks #mark and waits for its POST /mark, which the page sends
+// after anything an earlier click could have made it send; it returns
+// every other request the server got since the last barrier.
+func (s *clickSite) barrier(t *testing.T, d driver.Driver) []string {
+	t.Helper()
+	if _, err := act(t, d, contract.Action{Type: contract.ActClick, Selector: "#mark"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the page's barrier request", func() bool { return slices.Contains(s.received(), "POST /mark") })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var other []string
+	for _, g := range s.got {
+		if g != "POST /mark" {
+			other = append(other, g)
+		}
+	}
+	s.got = nil
+	return other
+}
+
+// TestClickTargetMovedOutAfterPress: the page moves the caption the
+// events go to out of the judged button, into a link that deletes the
+// account, as the button goes down. The click reached the button (a
+// success), and nothing of it follows the link.
+func TestClickTargetMovedOutAfterPress(t *testing.T) {
+	s := newClickSite(t)
+	site := s.srv.URL
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, mode contract.DriverMode) {
+		res, err := clickOn(t, d, site, "/span-into-link", "#go")
+		if err != nil || !res.OK {
+			t.Fatalf("click: %v (%+v), want a success", err, res)
+		}
+		if mode == contract.ModeExtension && (!strings.Contains(res.Note, "not dispatched") || !strings.Contains(res.Note, `<span id="s"> was moved out of the element`)) {
+			t.Errorf("note %q, want it to say the rest of the click was withheld as its target left the element", res.Note)
+		}
+		wantEvents(t, pageLog(t, d), []string{"go.pointerdown=1", "go.mousedown=1"}, "go.click")
+		if got := s.barrier(t, d); len(got) != 0 {
+			t.Errorf("the server got %q, want nothing but the barrier", got)
+		}
+	})
+}
+
+// TestClickFactsChangedOnPress: a pointerdown handler changes what a click
+// on the judged "Show details" button activates: rewrites it into "Pay
+// now", the submit button of a paying form; wraps it in a link that
+// deletes the account; makes it the submit button of a paying form by its
+// form attribute. The click is stopped before it activates the button,
+// reported as target_changed, and nothing is sent.
+func TestClickFactsChangedOnPress(t *testing.T) {
+	s := newClickSite(t)
+	site := s.srv.URL
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, mode contract.DriverMode) {
+		for _, c := range []struct {
+			path, changed string
+			// orStopped: in Playwright, Chromium sends the rest of a
+			// real click after the element moved in the DOM on
+			// pointerdown elsewhere, where the guard stops it; the
+			// press reached the element, so that is a success.
+			orStopped bool
+		}{
+			{"/pay-on-press", "type", false},
+			{"/link-on-press", "link", true},
+			{"/form-on-press", "form", false},
+		} {
+			t.Run(c.path, func(t *testing.T) {
+				res, err := clickOn(t, d, site, c.path, "#b")
+				switch {
+				case c.orStopped && mode == contract.ModePlaywright && err == nil && res.OK:
+					if !strings.Contains(res.Note, "was stopped there") {
+						t.Errorf("note %q, want it to say the rest of the click was stopped", res.Note)
+					}
+				case !errors.Is(err, driver.ErrTargetChanged) || res.OK || res.Error == nil || res.Error.Code != contract.CodeTargetChanged:
+					t.Fatalf("click: %v (%+v), want target_changed", err, res)
+				case !strings.Contains(res.Error.Message, c.changed):
+					t.Errorf("message %q, want it to name the changed %s", res.Error.Message, c.changed)
+				}
+				wantEvents(t, pageLog(t, d), []string{"b.pointerdown=1"}, "b.click", "document.click")
+				if got := s.barrier(t, d); len(got) != 0 {
+					t.Errorf("the server got %q, want nothing but the barrier", got)
+				}
+			})
+		}
+	})
 }

@@ -76,9 +76,17 @@
   // form, toggle a checkbox). The observer's prepareClick has checked the
   // element (visible, enabled, on top at its centre) and armed its
   // navigation watch; finishClick reports whether the click started a
-  // navigation. When the page covered, moved or removed the element as
-  // the press reached it, the rest is not dispatched, and the answer's
-  // note says so (the click, which reached the element, succeeded).
+  // navigation. Page handlers run between the events, so before each of
+  // pointerup, mouseup and click the observer's onTop is asked whether
+  // the judged element is still in the page, on top at its centre, and
+  // holds the element the events go to, and, before the click, whether
+  // it still has the facts it had when armed: when the page
+  // covered, moved or removed the element, or moved the event target out
+  // of it, after the press, the rest is not dispatched and the answer's
+  // note says so (the click, which reached the element, succeeded); when
+  // the element's facts changed (a press handler rewrote its caption or
+  // its type), nothing more is dispatched and the click fails
+  // target_changed.
   function click(sel, expect, judged) {
     const changed = recheck(sel, expect);
     if (changed) return changed;
@@ -87,7 +95,7 @@
       if (now.fail) return now.fail;
       if (!sameSubmit(now.submit, judged)) return fail('target_changed', 'the form submission the click would cause changed since it was judged', true);
     }
-    const p = JSON.parse(api.prepareClick(sel));
+    const p = JSON.parse(api.prepareClick(sel, expect || null));
     if (!p.ok) return JSON.stringify(p);
     const hit = deepHit(p.x, p.y);
     if (!hit) {
@@ -101,28 +109,38 @@
       clientX: hit.x, clientY: hit.y, screenX: p.x, screenY: p.y, button: 0,
     };
     const pointer = Object.assign({ pointerId: 1, pointerType: 'mouse', isPrimary: true }, common);
+    // The rest of the click after the press, each step asked for first.
+    const rest = [
+      ['pointerup', () => new root.PointerEvent('pointerup', Object.assign({ buttons: 0 }, pointer))],
+      ['mouseup', () => new root.MouseEvent('mouseup', Object.assign({ buttons: 0, detail: 1 }, common))],
+      ['click', () => new root.MouseEvent('click', Object.assign({ buttons: 0, detail: 1 }, common))],
+    ];
     let withheld = '';
+    let after = 'mousedown';
     try {
       target.dispatchEvent(new root.PointerEvent('pointerdown', Object.assign({ buttons: 1 }, pointer)));
       target.dispatchEvent(new root.MouseEvent('mousedown', Object.assign({ buttons: 1, detail: 1 }, common)));
       // The press reached the element: the click is a success. A page that
       // covered, moved or removed it meanwhile gets nothing more, as the
       // guard stops the rest of a real click there (finishClick's note).
-      withheld = api.onTop(p.x, p.y);
+      withheld = api.onTop(p.x, p.y, target);
       if (!withheld) {
         let f = target;
         let guard = 0;
         while (f && !focusable(f) && guard++ < 256) f = composedParent(f);
         if (f && f.isConnected) { try { f.focus({ preventScroll: true }); } catch (e) { /* ignore */ } }
-        target.dispatchEvent(new root.PointerEvent('pointerup', Object.assign({ buttons: 0 }, pointer)));
-        target.dispatchEvent(new root.MouseEvent('mouseup', Object.assign({ buttons: 0, detail: 1 }, common)));
-        if (target.isConnected) target.dispatchEvent(new root.MouseEvent('click', Object.assign({ buttons: 0, detail: 1 }, common)));
+        for (const [type, make] of rest) {
+          withheld = api.onTop(p.x, p.y, target, type);
+          if (withheld) break;
+          target.dispatchEvent(make());
+          after = type;
+        }
       }
     } catch (e) {
       api.finishClick();
       return fail('internal', 'the click could not be dispatched: ' + (e && e.message));
     }
-    const f = JSON.parse(api.finishClick(withheld));
+    const f = JSON.parse(api.finishClick(withheld, after));
     if (!f.ok) return JSON.stringify(f);
     const r = { ok: true, navigating: !!f.navigating, download: !!f.download };
     if (f.note) r.note = String(f.note);

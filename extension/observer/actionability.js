@@ -91,6 +91,30 @@
 
   let armed = null;
 
+  // Event builtins the click guard calls, taken at install (before any
+  // page script runs: in the Playwright driver the guard shares the
+  // page's main world, where a page may replace them later) and called
+  // through Reflect.apply. isTrusted is an unforgeable own property of
+  // every event and needs no such care.
+  const EventProto = root.Event ? root.Event.prototype : null;
+  const evPrevent = EventProto ? EventProto.preventDefault : null;
+  const evStop = EventProto ? EventProto.stopImmediatePropagation : null;
+  const evPath = EventProto ? EventProto.composedPath : null;
+  const arrIncludes = Array.prototype.includes;
+  const arrPush = Array.prototype.push;
+
+  // The events of a click the guard watches, in their order.
+  const CLICK_STEPS = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click'];
+
+  function clickPath(ev) {
+    try { return evPath ? apply(evPath, ev, []) : ev.composedPath(); } catch (e) { return []; }
+  }
+
+  function stopEvent(ev) {
+    try { if (evPrevent) apply(evPrevent, ev, []); else ev.preventDefault(); } catch (e) { /* ignore */ }
+    try { if (evStop) apply(evStop, ev, []); else ev.stopImmediatePropagation(); } catch (e) { /* ignore */ }
+  }
+
   function disarm() {
     if (!armed) return null;
     const a = armed;
@@ -119,6 +143,98 @@
     if (state.strays.length < MAX_STRAYS) state.strays.push([type, where]);
   }
 
+  // refacts compares the armed element's facts (without CSS generated
+  // content) with those taken when the guard was armed, and the page's
+  // origin with the one described; it records the first difference in
+  // state.changed ("when" says at which step) and answers whether there
+  // was one.
+  function refacts(state, when) {
+    if (state.changed) return true;
+    try {
+      let changed = [];
+      if (state.exp) {
+        pageMoved(state.exp);
+        changed = sameFacts(plainFacts(state.el, state.exp), state.plain);
+      }
+      const now = activation(state.el);
+      if (now.form !== state.activation.form) changed.push('form');
+      if (now.link !== state.activation.link || now.href !== state.activation.href) changed.push('link');
+      if (changed.length) state.changed = 'the element changed ' + when + ' (' + changed.join(', ') + ')';
+    } catch (e) { state.changed = String(e && e.message || e); }
+    return !!state.changed;
+  }
+
+  // activation is what a click on el activates besides el itself, which
+  // the facts do not name: the form it belongs to (its form attribute may
+  // name another) and the closest link around it, with its href.
+  function activation(el) {
+    let form = null;
+    try { form = el.form || null; } catch (e) { form = null; }
+    let link = null, n = el, guard = 0;
+    while (n && guard++ < 256) {
+      if (isElement(n)) {
+        const t = lname(n);
+        if ((t === 'a' || t === 'area') && attr(n, 'href') != null) { link = n; break; }
+      }
+      n = n.parentNode || (n.host && n.nodeType === 11 ? n.host : null);
+    }
+    return { form, link, href: link ? attr(link, 'href') : null };
+  }
+
+  // guardEvent is the guard's capture listener for event type of a click
+  // on window win: see arm.
+  function guardEvent(win, type, ev) {
+    const state = armed;
+    if (!state || ev.isTrusted !== true || !apply(arrIncludes, state.wins, [win])) return;
+    const path = clickPath(ev);
+    let ok = false;
+    if (win === state.target) {
+      try { ok = apply(arrIncludes, path, [state.el]); } catch (e) { ok = false; }
+    }
+    if (ok && !state.checked) {
+      state.checked = true;
+      refacts(state, 'as the click reached it');
+    }
+    // The click event activates the element (follows its link, submits
+    // its form): its facts are compared again right before, so a press
+    // handler that rewrote the caption or the type gets no click.
+    if (ok && type === 'click') refacts(state, 'between the press and the click');
+    if (!state.decided) {
+      state.decided = true;
+      state.reached = ok && !state.changed;
+    }
+    if (ok && !state.changed) {
+      state.seen = true;
+      if (!state.strays.length) state.last = type;
+      return;
+    }
+    if (!ok) stray(state, type, path.length ? path[0] : ev.target);
+    stopEvent(ev);
+  }
+
+  // The guard listens on the observer's own window from install on, ahead
+  // of every listener a page script adds there; on other windows (the
+  // element's frame and those between, every other same-origin frame) it
+  // adds its listeners when armed.
+  for (const type of CLICK_STEPS) {
+    try { apply(origAdd || root.addEventListener, root, [type, (ev) => guardEvent(root, type, ev), true]); } catch (e) { /* ignore */ }
+  }
+
+  // sameOriginWindows lists win and every same-origin window below it
+  // (root.frames, recursively), at most 64.
+  function sameOriginWindows(win, out, depth) {
+    if (out.length >= 64 || depth > 16) return;
+    try { if (!win.document) return; } catch (e) { return; }
+    if (!apply(arrIncludes, out, [win])) apply(arrPush, out, [win]);
+    let n = 0;
+    try { n = win.frames.length; } catch (e) { n = 0; }
+    for (let i = 0; i < n && out.length < 64; i++) {
+      let f = null;
+      try { f = win.frames[i]; } catch (e) { f = null; }
+      if (f) sameOriginWindows(f, out, depth + 1);
+    }
+  }
+
   // arm installs the one-shot guard for a click on el. The first trusted
   // event of the click decides: when it reaches el (and, with exp, passes
   // the re-check below) the click reached the element the gate judged and
@@ -127,56 +243,39 @@
   // the click that lands on another element is stopped there, before or
   // after, so that a page that covers or swaps el as the button goes down
   // gets no click on an element nobody judged; finishClick's note says so.
+  // The guard listens on el's window, the windows above it and every
+  // other same-origin frame, so a frame put over el counts as another
+  // element; a click none of whose events the guard saw (it went to a
+  // frame created as the pointer arrived, or a cross-origin one) is
+  // reported unseen by finishClick, and the driver fails it.
   // With exp (see check), the first trusted event that reaches el
   // re-checks it: if the page moved or the element's facts (without CSS
   // generated content, which :hover may change as the pointer arrives)
   // changed since prepareClick, that event and every later one of the
-  // click are stopped, and finishClick says so.
+  // click are stopped, and finishClick says so; the click event itself
+  // re-checks the facts again, and the form and the link around el (see
+  // activation), so a press handler cannot change what the click
+  // activates.
   function arm(el, exp) {
     disarm();
-    const state = { el, exp, plain: exp ? plainFacts(el, exp) : null, checked: false, changed: '', listeners: [], intercepted: '', seen: false, reached: false, decided: false, last: '', strays: [], navigating: false, download: false, submit: null };
-    const target = winOf(el);
-    const wins = [];
-    let w = target, guard = 0;
+    const state = { el, exp, plain: exp ? plainFacts(el, exp) : null, activation: activation(el), checked: false, changed: '', listeners: [], wins: [], target: winOf(el), intercepted: '', seen: false, reached: false, decided: false, last: '', strays: [], navigating: false, download: false, submit: null };
+    const wins = state.wins;
+    let w = state.target, guard = 0;
     while (w && guard++ < 64) {
-      wins.push(w);
+      if (!apply(arrIncludes, wins, [w])) apply(arrPush, wins, [w]);
       if (w === root) break;
       let fe = null;
       try { fe = w.frameElement; } catch (e) { fe = null; }
       w = fe ? winOf(fe) : null;
     }
-    const types = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click'];
+    sameOriginWindows(root, wins, 0);
     for (const win of wins) {
-      for (const type of types) {
-        const fn = (ev) => {
-          if (!ev.isTrusted || armed !== state) return;
-          let ok = false;
-          if (win === target) {
-            try { ok = ev.composedPath().includes(el); } catch (e) { ok = false; }
-          }
-          if (ok && state.exp && !state.checked) {
-            state.checked = true;
-            try {
-              pageMoved(state.exp);
-              const changed = sameFacts(plainFacts(el, state.exp), state.plain);
-              if (changed.length) state.changed = 'the element changed as the click reached it (' + changed.join(', ') + ')';
-            } catch (e) { state.changed = String(e && e.message || e); }
-          }
-          if (!state.decided) {
-            state.decided = true;
-            state.reached = ok && !state.changed;
-          }
-          if (ok && !state.changed) {
-            state.seen = true;
-            if (!state.strays.length) state.last = type;
-            return;
-          }
-          if (!ok) stray(state, type, ev.composedPath ? ev.composedPath()[0] : ev.target);
-          ev.preventDefault();
-          ev.stopImmediatePropagation();
-        };
-        apply(origAdd || win.addEventListener, win, [type, fn, true]);
-        state.listeners.push([win, type, fn]);
+      if (win !== root) {
+        for (const type of CLICK_STEPS) {
+          const fn = (ev) => guardEvent(win, type, ev);
+          apply(origAdd || win.addEventListener, win, [type, fn, true]);
+          state.listeners.push([win, type, fn]);
+        }
       }
       try {
         const nav = win.navigation;
@@ -239,23 +338,34 @@
 
   // onTop answers, for the extension's executor, which dispatches the
   // events of a click itself (untrusted: the guard ignores them), whether
-  // the armed element is still in the page and on top at (x, y) after the
-  // press (pointerdown, mousedown) it dispatched there: '' when it is,
-  // else what is there now ('nothing' when nothing is). The executor then
-  // dispatches nothing more, as the guard stops the rest of a real click,
-  // and hands the answer to finishClick. It changes nothing.
-  function onTop(x, y) {
+  // the rest of the click may go on after the events it dispatched so far
+  // at (x, y) to target (the innermost element there at prepare time),
+  // next being the event it would dispatch next: '' when the armed element
+  // is still in the page, on top at (x, y), and holds target; else what is
+  // wrong ('<div id="..."> is there now', '<span> was moved out of the
+  // element'). Before the click event (next: "click"), which activates
+  // the element, and with the expectation prepareClick was given, the
+  // element's facts (without CSS generated content) are compared too, as
+  // the guard does for a real click: a difference is recorded for
+  // finishClick, which then fails target_changed. The executor asks
+  // before each of pointerup, mouseup and click, dispatches nothing more
+  // on a non-empty answer (as the guard stops the rest of a real click)
+  // and hands the answer to finishClick.
+  function onTop(x, y, target, next) {
     const a = armed;
+    if (!a) return 'nothing armed';
     const hit = deepHit(x, y);
-    if (a && a.el.isConnected && hit && composedContains(a.el, hit.el)) return '';
-    return hit ? short(hit.el) : 'nothing';
+    if (!a.el.isConnected || !hit || !composedContains(a.el, hit.el)) return (hit ? short(hit.el) : 'nothing') + ' is there now';
+    if (target != null && !composedContains(a.el, target)) return short(target) + ' was moved out of the element';
+    if (next === 'click' && refacts(a, 'between the press and the click')) return 'the element changed';
+    return '';
   }
 
   // afterPress is the note of a click whose press reached the element and
   // whose rest did not: the strays the guard stopped, or withheld (the
-  // executor's onTop answer: it dispatched nothing more); '' when the
-  // whole click went to the element.
-  function afterPress(a, withheld) {
+  // executor's onTop answer, after the event it dispatched last: it
+  // dispatched nothing more); '' when the whole click went to the element.
+  function afterPress(a, withheld, after) {
     const how = 'the page ' + (a.el.isConnected ? 'covered or moved' : 'removed') + ' the element after ';
     if (a.strays.length) {
       const groups = [];
@@ -269,17 +379,21 @@
       return how + (a.last || 'the press') + '; the rest of the click ' + rest + ' and was stopped there';
     }
     if (typeof withheld === 'string' && withheld) {
-      return how + 'mousedown; the rest of the click (pointerup, mouseup, click) was not dispatched (' + cut(withheld, 128) + ' is there now)';
+      let i = CLICK_STEPS.indexOf(typeof after === 'string' ? after : '');
+      if (i < 1 || i >= CLICK_STEPS.length - 1) i = 1;
+      return how + CLICK_STEPS[i] + '; the rest of the click (' + CLICK_STEPS.slice(i + 1).join(', ') + ') was not dispatched (' + cutMarked(withheld, 160) + ')';
     }
     return '';
   }
 
   // finishClick disarms the guard and says what became of the click: a
   // failure when it did not reach the element (intercepted) or the element
-  // changed as it did; else whether it started a navigation or a download,
-  // and a note when the page covered or removed the element after the
-  // press (see arm, and withheld: onTop).
-  function finishClick(withheld) {
+  // changed as it did; else whether the guard saw it reach the element
+  // (seen: a trusted click none of whose events the guard saw went
+  // elsewhere, and the driver fails it), whether it started a navigation
+  // or a download, and a note when the page covered or removed the
+  // element after the press (see arm, and withheld, after: onTop).
+  function finishClick(withheld, after) {
     return result(() => {
       const a = disarm();
       if (!a) return { seen: false, navigating: false };
@@ -287,8 +401,8 @@
       if (a.intercepted) throw new Fail('not_interactable', 'the click landed on ' + a.intercepted + ' instead of the element and was stopped');
       const submitted = !!(a.submit && !a.submit.defaultPrevented);
       const r = { seen: a.seen, navigating: a.navigating || submitted, download: a.download };
-      const note = afterPress(a, withheld);
-      if (note) r.note = cut(note, 1024);
+      const note = afterPress(a, withheld, after);
+      if (note) r.note = cutMarked(note, 1024);
       return r;
     });
   }

@@ -26,11 +26,11 @@
 //   check(selector, expect)        has the element (or the page's origin)
 //                                  changed since describe reported expect?
 //   prepareClick(selector, expect) check, scroll into view, hit-test, arm
-//   finishClick(withheld)          did the trusted click reach the element?
+//   finishClick(withheld, after)   did the trusted click reach the element?
 //                                  (a note when the page covered or removed
 //                                  it after the press; see arm)
-//   onTop(x, y)                    is the armed element still on top at
-//                                  (x, y)? (the extension's executor)
+//   onTop(x, y, target, next)      may the extension's executor dispatch
+//                                  next at (x, y) to target? (see there)
 //   prepareType(selector, expect)  check, focus and select the contents
 //   checkFocus(selector, expect, secret) is the focus still on the described
 //                                  element? (secret: taint it, see Masking)

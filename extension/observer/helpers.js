@@ -90,10 +90,12 @@
     return typeof o === 'string' ? cut(o, 512) : '';
   }
 
+  // short names el in a message: its tag and id, the id cut at 40
+  // characters with a cut marker (see cutMarked).
   function short(el) {
     if (!isElement(el)) return 'node';
-    let s = '<' + lname(el);
+    let s = '<' + cut(lname(el), 32);
     const id = attr(el, 'id');
-    if (id) s += ' id="' + cut(id, 40) + '"';
+    if (id) s += ' id="' + cutMarked(id, 40) + '"';
     return s + '>';
   }
