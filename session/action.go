@@ -207,7 +207,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 		end := r.fail("evidence", "cannot record", e)
 		return outcome{}, &end
 	}
-	effectStop := r.takeEffectStop()
+	effectStop, effectRefused := r.takeEffectStop()
 	if a.Type == contract.ActExtract {
 		if e := r.storeArtifacts(extracted); e != nil {
 			end := r.fail("evidence", "cannot record an artifact", e)
@@ -247,7 +247,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	}
 	r.report(report)
 
-	out := outcome{outcome: navigator.OutcomeOK, detail: okDetail(a, res, r.curURL)}
+	out := outcome{outcome: navigator.OutcomeOK, detail: okDetail(a, res, r.curURL), undone: effectRefused}
 	switch {
 	case a.Type == contract.ActNavigate:
 		out.stop, out.stopWhy = true, "a navigation loaded a new page"

@@ -51,7 +51,7 @@ func (r *run) batch(actions []contract.Action) (complete bool, end *ending) {
 		}
 		if out.outcome != navigator.OutcomeOK || out.stop || r.loopHit != "" {
 			r.skip(actions[i+1:], out.why())
-			return out.outcome == navigator.OutcomeOK && i == len(actions)-1, nil
+			return out.outcome == navigator.OutcomeOK && !out.undone && i == len(actions)-1, nil
 		}
 		pos.follows = true
 		if a.Type == contract.ActClick {
@@ -101,6 +101,9 @@ type outcome struct {
 	detail  string
 	stop    bool   // the page changed: stop the batch
 	stopWhy string // why (and why an action was skipped)
+	// undone: the action ran, but what it caused was refused, so it did
+	// not do what it was meant to: a batch it ends is not complete.
+	undone bool
 }
 
 func (o outcome) why() string {
@@ -124,7 +127,7 @@ func (r *run) effectSkip(pos *batchPos) (why string, err error) {
 	if err := r.drainEffects(); err != nil {
 		return "", err
 	}
-	why = r.takeEffectStop()
+	why, _ = r.takeEffectStop()
 	if !pos.follows {
 		return "", nil // the batch starts here: none of its actions ran yet
 	}
@@ -144,16 +147,18 @@ func (r *run) noteEffectStop(n effectNote, final contract.DecisionRecord) {
 	switch {
 	case !final.Allow && tellNavigator(n.effect):
 		r.effectStop = what + " was refused (it did not happen), so the page is looked at again"
+		r.effectRefused = true
 	case n.recs[0].Result == contract.ResultPaused:
 		r.effectStop = what + " needed approval, so the page is looked at again after it"
 	}
 }
 
-// takeEffectStop returns and forgets the reason noteEffectStop noted.
-func (r *run) takeEffectStop() string {
-	why := r.effectStop
-	r.effectStop = ""
-	return why
+// takeEffectStop returns and forgets the reason noteEffectStop noted, and
+// whether the effect was refused.
+func (r *run) takeEffectStop() (why string, refused bool) {
+	why, refused = r.effectStop, r.effectRefused
+	r.effectStop, r.effectRefused = "", false
+	return why, refused
 }
 
 // maxNameWords bounds the page words a skip reason quotes (an element's

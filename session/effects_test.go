@@ -15,6 +15,7 @@ import (
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/llm/llmtest"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -569,6 +570,44 @@ func TestRefusedEffectNotAskedAgain(t *testing.T) {
 	}
 	if again != 1 {
 		t.Errorf("c2's effect was not refused without asking: %+v", effs)
+	}
+	if p := site.reachedPaths(); len(p) != 0 {
+		t.Errorf("the refused payment went through: %v", p)
+	}
+}
+
+// TestDoneWithARefusedEffect: a Navigator that says "done" with a click
+// whose payment a person refused has not done it: the session asks it
+// again rather than ending completed on a payment that did not happen.
+func TestDoneWithARefusedEffect(t *testing.T) {
+	pay := contract.Effect{Kind: contract.EffectRequest, Method: "POST", Origin: fakeOrigin, Path: "/checkout/pay", Fields: []string{"card"}, ResourceType: "fetch"}
+	site := newFakeSite()
+	site.effects = map[string][]fakeEffect{"click #continue": {{effect: pay, judge: true}}}
+	var mu sync.Mutex
+	calls := 0
+	replies := script(
+		answer("done", aClick("c1", "#continue")),
+		answer("done", aWait("w1", 1)),
+	)
+	srv := fakeModel(t, nil, func(n int, r *llmtest.Request) llmtest.Reply {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return replies(n, r)
+	})
+	pl, nav := llmAgents(t, srv, nil)
+	cfg := fakeCfg(t, site, task("Check out", []string{fakeOrigin + "/checkout"}, ""), pl, nav)
+	cfg.Approver = session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
+		return session.ApprovalAnswer{Approved: false, Approver: "terminal:bob", Channel: session.ChannelTerminal}, nil
+	})
+	res, err := run(t, cfg)
+	if err != nil || res.Status != contract.SessionCompleted {
+		t.Fatalf("status %s err %v", res.Status, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := calls, 2; got != want {
+		t.Errorf("the Navigator was asked %d times, want %d: a done batch whose payment was refused completed the session", got, want)
 	}
 	if p := site.reachedPaths(); len(p) != 0 {
 		t.Errorf("the refused payment went through: %v", p)

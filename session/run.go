@@ -62,6 +62,7 @@ type run struct {
 	replans                    int
 	loopHit                    string // why the last batch tripped loop detection
 	effectStop                 string // why an effect drained since the last action stops its batch (noteEffectStop)
+	effectRefused              bool   // that effect was refused
 	artifacts                  []contract.Artifact
 	shotURIs                   map[string]string // driver's image uri → bundle uri
 	lastSummary                string
