@@ -36,7 +36,10 @@ blocked.
 
 Several bundles are replayed one after the other, in one browser (each
 replay in a context of its own, as a fresh browser would give it); the
-output is each replay's in turn (--json: one JSON object per bundle).
+output is each replay's in turn (--json: one JSON object per bundle, for
+a bundle that could not be replayed {"bundle": ..., "error": ...}). An
+interrupt (Ctrl-C) stops the replay under way and replays no further
+bundle.
 
 A recorded denial stays denied and is not executed. A recorded approval is
 not granted again silently: the action is asked about again (--approve ask)
@@ -54,10 +57,20 @@ Exit status: 0 no step diverged (and every recorded action ran again),
 the bundle was refused, 2 usage or unreadable input; with several
 bundles, the highest of theirs.`
 
-// replayOutput is the --json output of replay.
+// replayOutput is the --json output of replay for a bundle replayed (in
+// part: Error says why it stopped).
 type replayOutput struct {
 	Reproduced bool `json:"reproduced"`
 	*audit.ReplayReport
+	Error string `json:"error,omitempty"`
+}
+
+// replayRefused is the --json output of replay for a bundle that could not
+// be replayed (missing, unreadable, refused, or not reached before an
+// interrupt).
+type replayRefused struct {
+	Bundle string `json:"bundle"`
+	Error  string `json:"error"`
 }
 
 func runReplay(ctx context.Context, args []string, stdio Stdio) error {
@@ -120,13 +133,31 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 	defer closeBrowsers()
 	opts.Browsers = browsers
 	code := ExitOK
-	for _, bundle := range pos {
+	for i, bundle := range pos {
+		if ctx.Err() != nil {
+			// Interrupted: the rest is not replayed.
+			code = max(code, ExitFailure)
+			fmt.Fprintf(stdio.Err, "aegis: interrupted: %d bundles not replayed\n", len(pos)-i)
+			if *asJSON {
+				for _, b := range pos[i:] {
+					if err := writeJSON(stdio.Out, replayRefused{Bundle: b, Error: "not replayed: interrupted (" + ctx.Err().Error() + ")"}); err != nil {
+						return err
+					}
+				}
+			}
+			break
+		}
 		if len(pos) > 1 && !*asJSON {
 			fmt.Fprintf(stdio.Out, "replay of %s\n", termSafe(bundle, 300))
 		}
 		c, err := replayBundle(ctx, bundle, opts, *asJSON, stdio)
 		if err != nil {
 			fmt.Fprintf(stdio.Err, "aegis: %v\n", err)
+			if *asJSON {
+				if jerr := writeJSON(stdio.Out, replayRefused{Bundle: bundle, Error: err.Error()}); jerr != nil {
+					return jerr
+				}
+			}
 		}
 		code = max(code, c)
 	}
@@ -136,8 +167,16 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 	return nil
 }
 
+// writeJSON writes v to w as indented JSON, as replay's --json output.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 // replayBundle replays one bundle, prints its report, and returns its exit
-// code and the error to print, if any.
+// code and the error of a bundle that could not be replayed (whose report
+// it did not print), if any.
 func replayBundle(ctx context.Context, bundle string, opts audit.ReplayOptions, asJSON bool, stdio Stdio) (int, error) {
 	rep, err := audit.Replay(ctx, bundle, opts)
 	if err != nil {
@@ -155,9 +194,11 @@ func replayBundle(ctx context.Context, bundle string, opts audit.ReplayOptions, 
 		fmt.Fprintf(stdio.Err, "aegis: replay stopped: %v\n", err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdio.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(replayOutput{Reproduced: rep.Reproduced() && err == nil, ReplayReport: rep}); err != nil {
+		out := replayOutput{Reproduced: rep.Reproduced() && err == nil, ReplayReport: rep}
+		if err != nil {
+			out.Error = "replay stopped: " + err.Error()
+		}
+		if err := writeJSON(stdio.Out, out); err != nil {
 			return ExitFailure, err
 		}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -184,6 +185,70 @@ func TestReplaySeveralBundlesErrors(t *testing.T) {
 	}
 	if !strings.Contains(out, "replay of "+none1) || !strings.Contains(out, "replay of "+none2) {
 		t.Errorf("stdout does not name each bundle: %q", out)
+	}
+}
+
+// replayObjects decodes replay's --json output: one object per bundle.
+func replayObjects(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var objs []map[string]any
+	d := json.NewDecoder(strings.NewReader(out))
+	for d.More() {
+		var m map[string]any
+		if err := d.Decode(&m); err != nil {
+			t.Fatalf("replay --json output: %v\n%s", err, out)
+		}
+		objs = append(objs, m)
+	}
+	return objs
+}
+
+// TestReplaySeveralBundlesJSON: with --json, a bundle that could not be
+// replayed is one object naming it and the error, so a consumer reads one
+// object per bundle.
+func TestReplaySeveralBundlesJSON(t *testing.T) {
+	dir := t.TempDir()
+	none1, none2 := filepath.Join(dir, "none1"), filepath.Join(dir, "none2")
+	code, out, errs := runCLI(t, "replay", "--json", none1, none2, "--evidence", t.TempDir())
+	if code != ExitUsage {
+		t.Errorf("exit %d, want %d; stderr %q", code, ExitUsage, errs)
+	}
+	objs := replayObjects(t, out)
+	if len(objs) != 2 {
+		t.Fatalf("%d objects, want 2:\n%s", len(objs), out)
+	}
+	for i, want := range []string{none1, none2} {
+		if objs[i]["bundle"] != want || !strings.Contains(fmt.Sprint(objs[i]["error"]), "no such file") {
+			t.Errorf("object %d = %v, want bundle %q with its error", i+1, objs[i], want)
+		}
+	}
+}
+
+// TestReplayInterrupted: after an interrupt (the context ends) no further
+// bundle is replayed: the command says how many were not, exits 1, and
+// with --json prints one object per bundle not replayed.
+func TestReplayInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	none1, none2 := filepath.Join(dir, "none1"), filepath.Join(dir, "none2")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"replay", none1, none2, "--evidence", t.TempDir()}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		var out, errb bytes.Buffer
+		code := Run(ctx, args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code != ExitFailure || strings.Contains(errb.String(), "no such file") || !strings.Contains(errb.String(), "2 bundles not replayed") {
+			t.Errorf("json=%v: exit %d, want %d, no bundle tried; stderr %q", asJSON, code, ExitFailure, errb.String())
+		}
+		if !asJSON {
+			continue
+		}
+		objs := replayObjects(t, out.String())
+		if len(objs) != 2 || objs[0]["bundle"] != none1 || objs[1]["bundle"] != none2 || !strings.Contains(fmt.Sprint(objs[1]["error"]), "interrupted") {
+			t.Errorf("json: %v, want one object per bundle not replayed", objs)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/playwright-community/playwright-go"
@@ -26,6 +27,11 @@ type Browser struct {
 	browser playwright.Browser
 	remote  bool
 	ns      *netns // the browser's own network namespace; nil when not isolated
+
+	// broken is set by a session whose context could not be closed: its
+	// pages may still run in this browser, so Browsers launches another
+	// for the next session (pwDriver.closeContext).
+	broken atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error

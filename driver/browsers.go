@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aegis-run/aegis/contract"
 )
@@ -33,13 +34,31 @@ var ErrBrowsersClosed = errors.New("driver: the shared browsers are closed")
 // ephemeral context (cookies, storage, cache, permissions, proxy), and
 // closing one leaves the others running.
 //
+// A browser that went away (crashed, closed), or that a session marked
+// broken (its context could not be closed, so its pages may still run
+// there), is replaced by a fresh launch for the next session and retired:
+// one that went away is closed at once, a broken one (other sessions may
+// still run in it) by Close.
+//
 // The zero value is ready to use; it may be used from several goroutines.
-// Close closes every browser it launched.
+// Close closes every browser it launched, the retired ones too.
 type Browsers struct {
-	mu     sync.Mutex
-	slots  map[browserKind]*browserSlot
-	closed bool
+	mu      sync.Mutex
+	slots   map[browserKind]*browserSlot
+	retired []*retiredBrowser
+	closed  bool
 }
+
+// retiredBrowser is a browser Browsers replaced: closing is closed when
+// the close begun at retirement ended (nil when it is left to Close).
+type retiredBrowser struct {
+	b       *Browser
+	closing chan struct{}
+}
+
+// retireTimeout bounds the close of a browser that went away, begun when
+// it is replaced.
+const retireTimeout = 30 * time.Second
 
 // browserKind is what makes two sessions need different browsers.
 type browserKind struct {
@@ -77,11 +96,11 @@ func (bs *Browsers) get(ctx context.Context, o BrowserOptions) (*Browser, error)
 		return nil, ErrBrowsersClosed
 	}
 	s := bs.slots[k]
-	if s != nil && s.launched() && (s.err != nil || !s.b.browser.IsConnected()) {
-		// Failed, or the browser went away (crashed, or closed by
-		// someone): launch again, and stop what is left of the old one.
+	if s != nil && s.launched() && (s.err != nil || !s.b.browser.IsConnected() || s.b.broken.Load()) {
+		// Failed, the browser went away (crashed, or closed by someone),
+		// or a session left it broken: launch again, and retire the old one.
 		if s.b != nil {
-			go s.b.Close(context.Background())
+			bs.retire(s.b)
 		}
 		s = nil
 	}
@@ -106,6 +125,23 @@ func (bs *Browsers) get(ctx context.Context, o BrowserOptions) (*Browser, error)
 	}
 }
 
+// retire takes b out of service (bs.mu held): a browser that went away is
+// closed now, in the background and bounded by retireTimeout; a broken one
+// still connected, where other sessions may still run, is left to Close.
+func (bs *Browsers) retire(b *Browser) {
+	r := &retiredBrowser{b: b}
+	if !b.browser.IsConnected() {
+		r.closing = make(chan struct{})
+		go func() {
+			defer close(r.closing)
+			ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
+			defer cancel()
+			_ = b.Close(ctx)
+		}()
+	}
+	bs.retired = append(bs.retired, r)
+}
+
 // launched reports whether the slot's launch ended.
 func (s *browserSlot) launched() bool {
 	select {
@@ -116,17 +152,32 @@ func (s *browserSlot) launched() bool {
 	}
 }
 
-// Close closes every browser Browsers launched, after waiting for the
-// launches under way; For fails from then on. Sessions still open in them
-// fail with ErrPageClosed. A launch that outlives ctx is closed when it
-// ends.
+// Close closes every browser Browsers launched, the retired ones too,
+// after waiting for the launches under way; For fails from then on.
+// Sessions still open in them fail with ErrPageClosed. A launch that
+// outlives ctx is closed when it ends.
 func (bs *Browsers) Close(ctx context.Context) error {
 	bs.mu.Lock()
 	bs.closed = true
 	slots := bs.slots
 	bs.slots = nil
+	retired := bs.retired
+	bs.retired = nil
 	bs.mu.Unlock()
 	var errs []error
+	for _, r := range retired {
+		if r.closing == nil {
+			// Broken but still running: its close counts.
+			errs = append(errs, r.b.Close(ctx))
+			continue
+		}
+		// Gone already: only waiting for its close to end.
+		select {
+		case <-r.closing:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("driver: close a retired browser: %w", ctx.Err()))
+		}
+	}
 	for _, s := range slots {
 		select {
 		case <-s.done:

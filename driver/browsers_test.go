@@ -197,3 +197,61 @@ func TestBrowsersRelaunchAndClose(t *testing.T) {
 		t.Error("Open in a browser of closed Browsers succeeded")
 	}
 }
+
+// TestBrowsersRetireBroken: a session of a shared browser whose context
+// cannot be closed leaves the browser broken: the next session gets a
+// freshly launched one, the broken one keeps running (other sessions may
+// still be in it) until Browsers closes, and Close closes it too; so does
+// it a browser replaced because it went away.
+func TestBrowsersRetireBroken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
+	}
+	var bs driver.Browsers
+	t.Cleanup(func() { _ = bs.Close(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	site := servePages(t, map[string]string{"": "<!doctype html><title>x</title><p>x</p>"})
+	cfg := driver.Config{Mode: contract.ModePlaywright, Browsers: &bs, AllowedOrigins: []string{site}, ActionTimeout: 3 * time.Second}
+	d, err := driver.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, err := bs.For(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver.FailContextClose(d)
+	if err := d.Close(ctx); err == nil {
+		t.Fatal("closing a session whose context does not close succeeded")
+	}
+	b2, err := bs.For(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2 == b1 {
+		t.Fatal("For returned the broken browser")
+	}
+	if !driver.PlaywrightBrowser(b1).IsConnected() {
+		t.Error("the broken browser was closed before Browsers closed (other sessions may run in it)")
+	}
+	// A browser that went away is replaced and retired as well.
+	if err := b2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b3, err := bs.For(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b3 == b2 || b3 == b1 {
+		t.Fatal("For returned a retired browser")
+	}
+	if err := bs.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	for i, b := range []*driver.Browser{b1, b3} {
+		if driver.PlaywrightBrowser(b).IsConnected() {
+			t.Errorf("browser %d still runs after Browsers.Close", i+1)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/playwright-community/playwright-go"
 
@@ -42,3 +43,20 @@ func Unpack(data []byte) ([]byte, error) { return unpack(data) }
 // IsCanonical reports whether a snapshot takes canonicalSnapshot's fast
 // path (canonjson.Check at snapshotMaxDepth), for tests.
 func IsCanonical(doc []byte) bool { return canonjson.Check(doc, snapshotMaxDepth) == nil }
+
+// failingContext is a browser context whose Close fails (and leaves it
+// open), as a context that cannot be closed would.
+type failingContext struct {
+	playwright.BrowserContext
+}
+
+func (failingContext) Close(...playwright.BrowserContextCloseOptions) error {
+	return errors.New("test: the context does not close")
+}
+
+// FailContextClose makes closing d's browser context fail (a Playwright
+// driver), leaving the context open; for tests.
+func FailContextClose(d Driver) {
+	pd := d.(*pwDriver)
+	pd.bctx = failingContext{pd.bctx}
+}

@@ -97,7 +97,7 @@ func openPlaywright(ctx context.Context, cfg Config) (Driver, error) {
 	}
 	if err := d.start(ctx); err != nil {
 		if d.bctx != nil {
-			_ = d.bctx.Close()
+			d.closeContext(context.Background())
 		}
 		if d.proxy != nil {
 			_ = d.proxy.Close()
@@ -242,7 +242,10 @@ func (d *pwDriver) active() (playwright.Page, error) {
 func (d *pwDriver) Mode() contract.DriverMode { return d.cfg.Mode }
 
 // Close discards the browser context and, if the session launched its own
-// browser, stops it.
+// browser, stops it. In a browser it shares, a context it could not close
+// (an error, or ctx ended first) marks that browser broken: its pages may
+// still run there, so no later session is opened in it (Browsers
+// launches another and closes this one when it closes).
 func (d *pwDriver) Close(ctx context.Context) error {
 	d.stateMu.Lock()
 	if d.closed {
@@ -252,10 +255,7 @@ func (d *pwDriver) Close(ctx context.Context) error {
 	d.closed = true
 	d.stateMu.Unlock()
 	d.endLife()
-	_, err := runCtx(ctx, func() (struct{}, error) { return struct{}{}, d.bctx.Close() })
-	if err != nil && errors.Is(err, playwright.ErrTargetClosed) {
-		err = nil
-	}
+	err := d.closeContext(ctx)
 	if d.proxy != nil {
 		_ = d.proxy.Close()
 	}
@@ -268,6 +268,20 @@ func (d *pwDriver) Close(ctx context.Context) error {
 		return fmt.Errorf("driver: close session: %w", err)
 	}
 	return nil
+}
+
+// closeContext closes the session's browser context, bounded by ctx; when
+// that fails in a browser the session does not own, it marks the browser
+// broken (Browser.broken).
+func (d *pwDriver) closeContext(ctx context.Context) error {
+	_, err := runCtx(ctx, func() (struct{}, error) { return struct{}{}, d.bctx.Close() })
+	if err != nil && errors.Is(err, playwright.ErrTargetClosed) {
+		err = nil
+	}
+	if err != nil && !d.own {
+		d.browser.broken.Store(true)
+	}
+	return err
 }
 
 // BlockedRequests returns what the boundary refused (requests to origins

@@ -161,3 +161,60 @@ func TestRowLabelsKeepSecrets(t *testing.T) {
 		}
 	})
 }
+
+// sensitiveLabelPage has a sensitive field (#pin, by its name) whose
+// <label> holds text the session marks sensitive (#acct), and a password
+// field named by the label before it in its row (#pw).
+const sensitiveLabelPage = `<!doctype html><html><body><form>
+<label for="pin">PIN for <span id="acct">ACCT-5555-0101</span></label><input id="pin" name="pin">
+<div><label>Password</label><input type="password" id="pw"></div>
+</form></body></html>`
+
+// TestSensitiveFieldNames checks that a sensitive field's name leaves out
+// the sensitive text inside its <label> (in the observation, both
+// drivers, and in the label describe gives the gate), and that describe
+// names a sensitive field as the observation does, with its row label.
+func TestSensitiveFieldNames(t *testing.T) {
+	site := servePages(t, map[string]string{"": sensitiveLabelPage})
+	sensitive := []string{"#acct"}
+	want := map[string]string{"#pin": "PIN for", "#pw": "Password"}
+	observed := func(t *testing.T, d driver.Driver) {
+		t.Helper()
+		if _, err := act(t, d, contract.Action{Type: contract.ActNavigate, URL: site + "/"}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		obs, err := d.Observe(ctx, driver.ObserveOptions{SensitiveSelectors: sensitive})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(obs.Affordances); bytes.Contains(b, []byte("ACCT-5555")) {
+			t.Errorf("the affordances hold the sensitive text: %s", b)
+		}
+		got := map[string]string{}
+		for _, a := range obs.Affordances {
+			got[a.Selector] = a.Text
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("observed names: got %q, want %q", got, want)
+		}
+	}
+	inBothDrivers(t, site, func(t *testing.T, d driver.Driver, _ contract.DriverMode) { observed(t, d) })
+	t.Run("describe", func(t *testing.T) {
+		d := open(t, contract.ModePlaywright, site, func(c *driver.Config) { c.SensitiveSelectors = sensitive })
+		closeDriver(t, d)
+		observed(t, d)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for sel, label := range want {
+			el, err := d.Describe(ctx, sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el.Label != label {
+				t.Errorf("Describe(%s).Label = %q, want %q", sel, el.Label, label)
+			}
+		}
+	})
+}

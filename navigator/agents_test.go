@@ -446,8 +446,12 @@ func TestStepsGoOnAfterAnEffectDenied(t *testing.T) {
 }
 
 // TestStepsPreferControlToGeneric resolves a name that a control and
-// elements listed only for an event handler share to the control, and
-// stays ambiguous when two controls share it.
+// elements listed only for an event handler share to the control when
+// the generic ones are listed right after it (where the observer lists
+// the containers of a control), and stays ambiguous when two controls
+// share it or a generic one is listed elsewhere (page content next to a
+// widget, such as a post's "Delete" link and the widget's generic
+// "Delete").
 func TestStepsPreferControlToGeneric(t *testing.T) {
 	generic := func(a contract.Affordance) contract.Affordance { a.Generic = true; return a }
 	tests := []struct {
@@ -462,7 +466,29 @@ func TestStepsPreferControlToGeneric(t *testing.T) {
 		{"generic before the control", []contract.Affordance{
 			generic(aff("#row", "", "Accept terms", contract.HintClick)),
 			aff("#cb", "checkbox", "Accept terms", contract.HintClick),
+		}, ""},
+		{"nested containers after the control", []contract.Affordance{
+			aff("#other", "button", "Cancel", contract.HintClick),
+			aff("#cb", "checkbox", "Accept terms", contract.HintClick),
+			generic(aff("#inner", "", "", contract.HintClick)),
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+			generic(aff("#card", "", "Accept terms", contract.HintClick)),
 		}, "click #cb"},
+		{"a control between", []contract.Affordance{
+			aff("#cb", "checkbox", "Accept terms", contract.HintClick),
+			aff("#other", "button", "Cancel", contract.HintClick),
+			generic(aff("#row", "", "Accept terms", contract.HintClick)),
+		}, ""},
+		{"a post's link and the widget's generic", []contract.Affordance{
+			aff("#post-link", "link", "Accept terms", contract.HintClick),
+			aff("#reply", "button", "Reply", contract.HintClick),
+			generic(aff("#widget-accept", "", "Accept terms", contract.HintClick)),
+		}, ""},
+		{"a post's link right before the widget's generic", []contract.Affordance{
+			generic(aff("#widget-accept", "", "Accept terms", contract.HintClick)),
+			aff("#post-link", "link", "Accept terms", contract.HintClick),
+			generic(aff("#widget-row", "", "", contract.HintClick)),
+		}, ""},
 		{"a lone generic", []contract.Affordance{
 			generic(aff("#row", "", "Accept terms", contract.HintClick)),
 			aff("#other", "button", "Cancel", contract.HintClick),

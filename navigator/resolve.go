@@ -130,8 +130,16 @@ type named struct {
 	names []string
 	// generic marks an affordance listed only for an event handler or a
 	// pointer cursor (contract.Affordance.Generic): a control of the same
-	// name is preferred to it.
+	// name is preferred to it when it may be the control's container
+	// (after).
 	generic bool
+	// pos is the item's place in the affordance list (-1 for a table);
+	// after, for a generic item, the place of the control listed right
+	// before the run of generic items it is in (-1: none). The observer
+	// lists a generic container right after the controls it holds, so a
+	// generic item may hold the control at after, and holds no control
+	// listed anywhere else.
+	pos, after int
 }
 
 // normalize collapses runs of white space to one space and trims.
@@ -160,11 +168,16 @@ func level(name, target string) MatchLevel {
 // resolveNamed picks the one element of items that target names: the
 // matches at the best level (exact, then normalized, then substring); more
 // than one is an ambiguity; none is an error naming the closest names.
+//
+// One control and generic elements matching at the best level resolve to
+// the control only when every generic one may be its container: listed
+// in the run of generic items right after it (see named.after). Page
+// content elsewhere (a post's "Delete" link next to the widget's generic
+// "Delete") stays an ambiguity.
 func resolveNamed(target, what string, items []named) (Candidate, error) {
 	best := MatchLevel(0)
 	var matches []Candidate
-	controls := 0 // matches that are not generic
-	var control Candidate
+	var hits []named // the matches, with their places
 	for _, it := range items {
 		l := MatchLevel(0)
 		for _, n := range it.names {
@@ -176,15 +189,10 @@ func resolveNamed(target, what string, items []named) (Candidate, error) {
 		case l == 0:
 			continue
 		case best == 0 || l < best:
-			best, matches, controls = l, []Candidate{it.Candidate}, 0
+			best, matches, hits = l, []Candidate{it.Candidate}, []named{it}
 		case l == best:
 			matches = append(matches, it.Candidate)
-		default:
-			continue
-		}
-		if !it.generic {
-			controls++
-			control = it.Candidate
+			hits = append(hits, it)
 		}
 	}
 	switch {
@@ -192,14 +200,38 @@ func resolveNamed(target, what string, items []named) (Candidate, error) {
 		return matches[0], nil
 	case len(matches) == 0:
 		return Candidate{}, &TargetError{Target: target, What: what, Candidates: closest(target, items)}
-	case controls == 1:
-		// One control and generic elements of that name: the control.
-		return control, nil
+	}
+	if c, ok := containedControl(hits); ok {
+		return c, nil
 	}
 	if len(matches) > maxCandidates {
 		matches = matches[:maxCandidates]
 	}
 	return Candidate{}, &TargetError{Target: target, What: what, Ambiguous: true, Level: best, Candidates: matches}
+}
+
+// containedControl returns the one control among hits when every other
+// hit is generic and listed in the run of generic items right after it
+// (so may be a container holding it); ok is false otherwise.
+func containedControl(hits []named) (Candidate, bool) {
+	var control *named
+	for i := range hits {
+		if !hits[i].generic {
+			if control != nil {
+				return Candidate{}, false
+			}
+			control = &hits[i]
+		}
+	}
+	if control == nil || control.pos < 0 {
+		return Candidate{}, false
+	}
+	for _, h := range hits {
+		if h.generic && h.after != control.pos {
+			return Candidate{}, false
+		}
+	}
+	return control.Candidate, true
 }
 
 // closest returns the items whose names are nearest to target by edit
@@ -267,13 +299,23 @@ func editDistance(a, b []rune) int {
 }
 
 // affordanceItems returns the affordances accepted by keep as named items.
+// Places are counted in the whole list (named.pos, named.after), whatever
+// keep leaves out.
 func affordanceItems(affs []contract.Affordance, keep func(contract.Affordance) bool) []named {
 	var out []named
-	for _, a := range affs {
+	after := -1 // the last control listed so far, while only generic items follow it
+	for i, a := range affs {
+		if !a.Generic {
+			after = i
+		}
 		if keep != nil && !keep(a) {
 			continue
 		}
-		out = append(out, named{Candidate: Candidate{Selector: a.Selector, Role: a.Role, Name: a.Text}, names: []string{a.Text}, generic: a.Generic})
+		it := named{Candidate: Candidate{Selector: a.Selector, Role: a.Role, Name: a.Text}, names: []string{a.Text}, generic: a.Generic, pos: i, after: -1}
+		if a.Generic {
+			it.after = after
+		}
+		out = append(out, it)
 	}
 	return out
 }
@@ -292,8 +334,10 @@ var (
 // alt, own text (without the controls inside it), placeholder or title,
 // the first present; it is matched exactly (ignoring case), then with white space
 // normalized, then as a substring. Exactly one element must match at the
-// best level, or exactly one that is not generic (a control is preferred
-// to elements listed only for an event handler): several is a
+// best level, or exactly one that is not generic with the generic ones
+// (listed only for an event handler) in the run of generic affordances
+// listed right after it, where the observer lists the containers of a
+// control (the control is preferred to its containers): several is a
 // *TargetError listing them, none a *TargetError listing the closest
 // names. what describes the element looked for, for errors.
 func ResolveAffordance(obs contract.Observation, target, what string, keep func(contract.Affordance) bool) (Candidate, error) {
@@ -443,7 +487,7 @@ func tableItem(e []any, path []string, ids map[string]int) named {
 			break
 		}
 	}
-	return named{Candidate: Candidate{Selector: sel, Role: "table", Name: display}, names: names}
+	return named{Candidate: Candidate{Selector: sel, Role: "table", Name: display}, names: names, pos: -1, after: -1}
 }
 
 // textOf concatenates the text of a snapshot node.

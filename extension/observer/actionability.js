@@ -6,7 +6,7 @@
   function visible(el) {
     try {
       if (typeof el.checkVisibility === 'function') {
-        if (!el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true, opacityProperty: true, visibilityProperty: true })) return false;
+        if (!el.checkVisibility(VISIBILITY_CHECK)) return false;
       } else {
         const s = styleOf(el);
         if (!s || s.display === 'none' || s.visibility !== 'visible' || s.opacity === '0') return false;

@@ -284,9 +284,10 @@
 
   // sensitiveName names a sensitive field from what is not its value: its
   // aria-label, its <label>s, the label-like text before it in its form
-  // row, its placeholder, its title.
+  // row, its placeholder, its title. The observation and describe (the
+  // gate's label) both name a sensitive field by it.
   function sensitiveName(el, max, isSensitive) {
-    return norm(attr(el, 'aria-label') || labelsOnly(el, max) || rowLabel(el, max, isSensitive) ||
+    return norm(attr(el, 'aria-label') || labelsOnly(el, max, isSensitive) || rowLabel(el, max, isSensitive) ||
       attr(el, 'placeholder') || attr(el, 'title') || '');
   }
 
@@ -299,9 +300,15 @@
     return '';
   }
 
-  // labelsOnly is the text of el's <label>s: the only name a tainted
-  // element gets.
-  function labelsOnly(el, max) { return labelText(el, max, () => false); }
+  // labelsOnly is the text of el's <label>s, without the sensitive or
+  // tainted elements inside them (isSensitive, the session's test, which
+  // the caller must hand in): the only name a tainted element gets. Without
+  // a test it gives no name at all (fail closed): a label may hold text
+  // the session marked sensitive.
+  function labelsOnly(el, max, isSensitive) {
+    if (typeof isSensitive !== 'function') return '';
+    return labelText(el, max, isSensitive);
+  }
 
   // ROW_ENDS are the elements a form row does not extend past: rowLabel
   // looks at the siblings inside them, never at theirs.
@@ -311,6 +318,10 @@
   // them; any other element before the field ends the search.
   const LABEL_LIKE = new Set(['label', 'span', 'td', 'th', 'dt', 'div', 'p', 'b', 'strong', 'em', 'i', 'small',
     'font', 'legend']);
+  // VISIBILITY_CHECK are the checkVisibility options of visible()
+  // (actionability.js): hidden by display, content-visibility, visibility
+  // or opacity.
+  const VISIBILITY_CHECK = { checkOpacity: true, checkVisibilityCSS: true, opacityProperty: true, visibilityProperty: true };
   const ROW_SKIP = new Set(['br', 'script', 'style', 'template', 'noscript', 'wbr']);
   // MAX_ROW_LABEL is the longest text rowLabel takes as a label.
   const MAX_ROW_LABEL = 80;
@@ -331,7 +342,9 @@
     }
     let node = el;
     for (let level = 0; level < ROW_LEVELS; level++) {
-      const p = node.parentElement;
+      // parentOf climbs out of a shadow root to its host: a field inside a
+      // web component is named by the text before the component.
+      const p = parentOf(node);
       if (!p) return '';
       let guard = 0;
       for (let s = node.previousSibling; s && guard++ < 64; s = s.previousSibling) {
@@ -367,7 +380,9 @@
     if (!isElement(s)) return null;
     const t = lname(s);
     if (ROW_SKIP.has(t)) return null;
-    try { if (typeof s.checkVisibility === 'function' && !s.checkVisibility()) return null; } catch (e) { return ''; }
+    // Invisible text (opacity 0, visibility hidden) names nothing: the
+    // options are visible()'s (actionability.js).
+    try { if (typeof s.checkVisibility === 'function' && !s.checkVisibility(VISIBILITY_CHECK)) return null; } catch (e) { return ''; }
     if (!LABEL_LIKE.has(t) || sens(s) || isControl(s)) return '';
     if (t === 'label') {
       let c = null;
@@ -380,15 +395,20 @@
     return v.length <= MAX_ROW_LABEL ? v : '';
   }
 
-  // MAYBE_CONTROL finds the elements that may be controls (isControl).
-  const MAYBE_CONTROL = 'a[href], area[href], button, select, textarea, summary, input, [contenteditable], [role]';
+  // MAX_HOLD_CHECK bounds the elements holdsControl looks at.
+  const MAX_HOLD_CHECK = 256;
 
-  // holdsControl reports whether a control is inside el (one of the first
-  // 256 candidates; past them it answers yes).
+  // holdsControl reports whether a control is, or may be, inside el: a
+  // control (isControl), or an element with a shadow root or a custom
+  // element (its controls are in a shadow tree, open or closed, that a
+  // selector query does not reach). Past MAX_HOLD_CHECK elements it
+  // answers yes.
   function holdsControl(el) {
     let list;
-    try { list = el.querySelectorAll(MAYBE_CONTROL); } catch (e) { return true; }
-    if (list.length > 256) return true;
-    for (let i = 0; i < list.length; i++) if (isControl(list[i])) return true;
+    try { list = el.querySelectorAll('*'); } catch (e) { return true; }
+    if (list.length > MAX_HOLD_CHECK) return true;
+    const mayHold = (n) => isControl(n) || !!n.shadowRoot || lname(n).includes('-');
+    if (mayHold(el)) return true;
+    for (let i = 0; i < list.length; i++) if (mayHold(list[i])) return true;
     return false;
   }

@@ -379,12 +379,39 @@
   }
 
   // isInert reports whether el is inert, as the browser holds it: inside an
-  // element with the inert attribute, or outside the modal <dialog> open
-  // in its document (modals caches that dialog by document). The page
-  // cannot click it and the accessibility tree leaves it out.
+  // element with the inert attribute (a shadow host's too: it climbs the
+  // composed tree, parentOf), or outside the modal <dialog> open in its
+  // document, and the same for the frame element of every same-origin
+  // document above its own (a modal in a parent document makes the frames
+  // outside it inert). modals caches the modal by document. The page
+  // cannot click such an element and the accessibility tree leaves it
+  // out. A modal <dialog> inside a shadow root is not found (see
+  // driver/README.md).
   function isInert(el, modals) {
-    try { if (el.closest('[inert]')) return true; } catch (e) { /* ignore */ }
-    const doc = el.ownerDocument;
+    for (let e = el; e; e = frameElementOf(e)) {
+      const doc = e.ownerDocument;
+      const m = modalOf(doc, modals);
+      let shadow = true;
+      try {
+        if (e.closest('[inert]')) return true;
+        shadow = e.getRootNode() !== doc;
+      } catch (err) { shadow = true; }
+      // The walk in script is needed only across shadow roots or to find
+      // the modal among the ancestors; closest covers the rest.
+      if (!m && !shadow) continue;
+      let inModal = !m;
+      for (let a = e; a; a = parentOf(a)) {
+        if (attr(a, 'inert') != null) return true;
+        if (a === m) inModal = true;
+      }
+      if (!inModal) return true;
+    }
+    return false;
+  }
+
+  // modalOf is the modal <dialog> open in doc (the last one), or null;
+  // modals caches it by document.
+  function modalOf(doc, modals) {
     let m = modals.get(doc);
     if (m === undefined) {
       m = null;
@@ -394,9 +421,16 @@
       } catch (e) { m = null; }
       modals.set(doc, m);
     }
-    if (!m) return false;
-    for (let a = el; a; a = parentOf(a)) if (a === m) return false;
-    return true;
+    return m;
+  }
+
+  // frameElementOf is the frame element el's document is shown in, when
+  // that document's parent is reachable (same origin); else null.
+  function frameElementOf(el) {
+    try {
+      const w = el.ownerDocument && el.ownerDocument.defaultView;
+      return (w && w.frameElement) || null;
+    } catch (e) { return null; }
   }
 
   // byListOrder orders the kept affordances ({c}) of cands: in document
@@ -466,7 +500,7 @@
     // A tainted element's own attributes may hold what was typed: only
     // its <label> elements name it.
     const inTaint = taintedWithin(el);
-    const label = inTaint ? labelsOnly(el, 1024) : isSensitive(el) ? norm(attr(el, 'aria-label') || labelsOnly(el, 1024) || attr(el, 'placeholder') || attr(el, 'title') || '') : accessibleName(el, 1024, isSensitive);
+    const label = inTaint ? labelsOnly(el, 1024, isSensitive) : isSensitive(el) ? sensitiveName(el, 1024, isSensitive) : accessibleName(el, 1024, isSensitive);
     if (label) out.label = cutMarked(label, 1024);
     const hasText = !(t === 'input' || t === 'textarea' || t === 'select') && !inTaint && !isSensitive(el);
     if (hasText) {
