@@ -461,8 +461,8 @@
   // element). identity.js names the element again the same way.
   function affordanceName(c, max, isSensitive) {
     const el = c.el;
-    const name = c.tnt ? labelsOnly(el, max)
-      : c.sens && c.inMask ? norm(attr(el, 'aria-label') || attr(el, 'placeholder') || labelsOnly(el, max))
+    const name = c.tnt ? labelsOnly(el, max, isSensitive)
+      : c.sens && c.inMask ? norm(attr(el, 'aria-label') || attr(el, 'placeholder') || labelsOnly(el, max, isSensitive))
         : c.sens ? sensitiveName(el, max, isSensitive)
           : accessibleName(el, max, isSensitive);
     return name ? cutMarked(name, max) : '';
