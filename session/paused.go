@@ -1,17 +1,152 @@
 package session
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/gate"
 	"github.com/aegis-run/aegis/navigator"
 )
+
+// What the session does with an action the gate paused: ask the approver
+// (run.approve), grant the approval or record the pause as a denial, and
+// remember what was refused so that it is not asked again.
+
+// approve asks the approver about a paused action. On a yes it grants an
+// approval bound to the action's hash and asks the gate again; on a no, a
+// timeout or a failure it records the pause as a denial.
+func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.Element) (gate.Decision, *ending) {
+	// One approval at a time: an effect judged meanwhile waits (effects).
+	r.approveMu.Lock()
+	defer r.approveMu.Unlock()
+	a := req.Action
+	evURL := req.ActiveURL
+	key := intentKey(a, target, req.ActiveURL, nil)
+	if f := r.refused[key]; f != nil {
+		// Asked and refused already: the answer stands for the session,
+		// and nobody is shown a question that will not be asked.
+		return r.refusedAgain(f, paused)
+	}
+	reasons := append(append([]contract.Reason(nil), paused.ApprovalReasons...), paused.RiskReasons...)
+	var why []string
+	for _, rs := range reasons {
+		why = append(why, rs.Rule)
+	}
+	if e := r.emit(contract.StreamEvent{
+		Type: contract.EventApprovalRequired, ActionID: bound(a.ID, 128), ActionType: a.Type, URL: &evURL,
+		Summary: bound(fmt.Sprintf("%s (risk %s: %s)", DescribeAction(a, target), paused.Risk, strings.Join(why, ", ")), 2000),
+	}); e != nil {
+		end := r.fail("evidence", "cannot record", e)
+		return paused, &end
+	}
+	rule, msg := RuleApprovalUnavailable, "no approval store: nothing can be approved"
+	var ans ApprovalAnswer
+	if r.cfg.Approvals != nil {
+		actx, cancel := context.WithTimeout(r.ctx, r.cfg.ApprovalTimeout)
+		t0 := time.Now()
+		var err error
+		ans, err = r.cfg.Approver.Approve(actx, filterRequest(r.cfg.Secrets, ApprovalRequest{
+			SessionID: r.id, Action: a, Target: target, URL: req.ActiveURL, Risk: paused.Risk,
+			Reasons: reasons, ActionHash: paused.ActionHash,
+		}))
+		r.t.Approval += time.Since(t0)
+		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
+		cancel()
+		if e, ok := r.ctxEnding(); ok {
+			return paused, &e
+		}
+		if rl, m := r.refusal(ans, err, timedOut, "action"); rl != "" {
+			rule, msg, ans.Approved = rl, m, false
+			if rl == RuleApprovalDenied {
+				r.refuse(key, ans, DescribeAction(a, target))
+			}
+		}
+	}
+	if ans.Approved {
+		id, rl, m := r.grantFor(paused.ActionHash, ans)
+		if rl != "" {
+			rule, msg = rl, m
+		} else {
+			req.ApprovalID = id
+			req.Now = r.now()
+			d, end := r.decide(req)
+			if end != nil {
+				return d, end
+			}
+			decision := contract.ApprovalDeny
+			if d.Allow {
+				decision = contract.ApprovalApprove
+				r.approved++
+			}
+			if e := r.emit(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: bound(a.ID, 128), Decision: decision}); e != nil {
+				end := r.fail("evidence", "cannot record", e)
+				return d, &end
+			}
+			return d, nil
+		}
+	}
+	// The pause becomes a denial, recorded as a decision of its own so that
+	// decisions.jsonl ends every proposed action with its final result.
+	d, end := r.sessionDenial(paused, rule, msg)
+	if end != nil {
+		return d, end
+	}
+	if e := r.emit(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: bound(a.ID, 128), Decision: contract.ApprovalDeny}); e != nil {
+		end := r.fail("evidence", "cannot record", e)
+		return d, &end
+	}
+	return d, nil
+}
+
+// refusal says why an approver's answer about an action or an effect
+// (what) does not approve it; rule is "" when it does.
+func (r *run) refusal(ans ApprovalAnswer, err error, timedOut bool, what string) (rule, msg string) {
+	switch {
+	case timedOut && !ans.Approved:
+		return RuleApprovalTimeout, fmt.Sprintf("no approval within %v: denied", r.cfg.ApprovalTimeout)
+	case err != nil:
+		return RuleApprovalUnavailable, "the approver failed: " + err.Error()
+	case !ans.Approved:
+		return RuleApprovalDenied, "denied by " + ans.who() + " (the " + what + " was refused)"
+	}
+	return "", ""
+}
+
+// grantFor grants the approval an approver gave for a decision's action
+// hash and returns its id; rule and msg say why when it cannot be granted.
+func (r *run) grantFor(hash string, ans ApprovalAnswer) (id, rule, msg string) {
+	approver := ans.Approver
+	if approver == "" {
+		approver = "unnamed approver"
+	}
+	grant, err := r.cfg.Approvals.Grant(hash, Sanitize(approver, 256), r.now(), ApprovalTTL)
+	if err != nil {
+		return "", RuleApprovalUnavailable, "the approval could not be granted: " + err.Error()
+	}
+	return grant.ID, "", ""
+}
+
+// sessionDenial records a denial the session adds to a gate decision (an
+// approval refused, the action budget used up): a copy of the decision
+// with result denied, the session's rule as its reason, its own time and
+// its own decision id (gate.DecisionID over the same fields).
+func (r *run) sessionDenial(g gate.Decision, rule, msg string) (gate.Decision, *ending) {
+	d := deniedCopy(g, rule, msg, r.now())
+	if e := r.record(func() error { return r.w.Decision(d.DecisionRecord) }); e != nil {
+		end := r.fail("evidence", "cannot record the decision", e)
+		return d, &end
+	}
+	return d, nil
+}
 
 // refusal is an action (or an effect of one) an approver refused in this
 // session. The session keeps them in memory (run.refused, under
