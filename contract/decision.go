@@ -71,6 +71,18 @@ type DecisionRecord struct {
 	// ActionName is the stable policy action name, such as "browser.click"
 	// ("browser.unknown" for an unknown type).
 	ActionName string `json:"actionName"`
+	// Action is the action the gate judged, as actions.jsonl records it
+	// when it runs (the writer stores the text of a type action with
+	// Redact true as {{redacted}} and masks secret values): the executed
+	// action line MUST hold this action (evidence/FORMAT.md, section 8,
+	// rule 15). nil when the action was invalid (the gate denies it and
+	// does not record it) and in bundles written before it was recorded.
+	Action *Action `json:"action,omitempty"`
+	// ActiveURL is the URL of the active page the gate judged the action
+	// on (gate.Request.ActiveURL): with Action, SessionID, Target and
+	// Effect, what ActionHash covers. nil when Action is, or when the URL
+	// is longer than 2048 characters; "" is recorded as given.
+	ActiveURL *string `json:"activeUrl,omitempty"`
 	// Target is the element the gate judged the action on, as the driver
 	// resolved it (gate.Request.Target): nil when the action has no
 	// element (navigate, scroll, wait, a whole-page extract) or the element

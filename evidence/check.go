@@ -167,11 +167,19 @@ type decisionFacts struct {
 	Allow      bool
 	Result     string
 	Approval   *contract.ApprovalRef
-	Effect     bool // a decision about an effect of the action
+	Effect     bool   // a decision about an effect of the action
+	DecisionID string // its decisionId
+	Action     []byte // the canonical bytes of the action it judged, nil when it records none
 }
 
-func decisionOf(r rec) decisionFacts {
+func decisionOf(r rec) (decisionFacts, error) {
+	action, err := decidedAction(r)
+	if err != nil {
+		return decisionFacts{}, err
+	}
 	d := decisionFacts{
+		DecisionID: r.at("decisionId").str(),
+		Action:     action,
 		SessionID:  r.at("sessionId").str(),
 		ActionID:   r.at("actionId").str(),
 		ActionHash: r.at("actionHash").str(),
@@ -182,7 +190,10 @@ func decisionOf(r rec) decisionFacts {
 	if a := r.at("approval"); a.present() {
 		d.Approval = &contract.ApprovalRef{ID: a.at("id").str(), ActionHash: a.at("actionHash").str()}
 	}
-	return d
+	if err := checkActionHash(r, action); err != nil {
+		return decisionFacts{}, err
+	}
+	return d, nil
 }
 
 // check applies the rules of a decision: the bundle's session, an
@@ -212,9 +223,9 @@ func (d decisionFacts) check(sid string, consumed, ran map[string]bool) error {
 // apply records the decision: the action it decides is allowed to run
 // once or not (a decision about an effect of an action that ran decides
 // no action), and a presented approval is used up.
-func (d decisionFacts) apply(allow, consumed map[string]bool) {
+func (d decisionFacts) apply(allow map[string]decided, consumed map[string]bool) {
 	if d.ActionID != "" && !d.Effect {
-		allow[d.ActionID] = d.Allow
+		allow[d.ActionID] = decided{allow: d.Allow, action: d.Action, id: d.DecisionID}
 	}
 	if d.Approval != nil {
 		consumed[d.Approval.ID] = true

@@ -51,7 +51,7 @@ type verifier struct {
 	counts     contract.Counts
 	plans      int
 	images     map[string]Hash
-	allow      map[string]bool
+	allow      map[string]decided
 	consumed   map[string]bool
 	ran        map[string]bool // ids of the actions executed so far
 
@@ -66,7 +66,7 @@ func newVerifier(ctx context.Context, fsys fs.FS, opts VerifyOptions) *verifier 
 		ctx: ctx, fsys: fsys, opts: opts, report: &Report{},
 		files: map[string]int64{}, folded: map[string]string{}, data: map[string][]byte{},
 		ends: map[string][]int{}, lines: map[string]int{}, used: map[string]bool{},
-		images: map[string]Hash{}, allow: map[string]bool{}, consumed: map[string]bool{}, ran: map[string]bool{},
+		images: map[string]Hash{}, allow: map[string]decided{}, consumed: map[string]bool{}, ran: map[string]bool{},
 		artDigest: map[string]Hash{}, embedded: map[string]embeddedArtifact{},
 	}
 }

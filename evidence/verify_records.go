@@ -48,7 +48,10 @@ func (v *verifier) record(p *prepared) error {
 		}
 		v.plans++
 	case contract.LedgerDecision:
-		d := decisionOf(r)
+		d, err := decisionOf(r)
+		if err != nil {
+			return bad("decision", err)
+		}
 		if err := d.check(v.sid, v.consumed, v.ran); err != nil {
 			return bad("decision", err)
 		}
@@ -62,8 +65,12 @@ func (v *verifier) record(p *prepared) error {
 		if err != nil {
 			return bad("schema", err)
 		}
-		if !v.allow[facts.id] {
+		dec := v.allow[facts.id]
+		if !dec.allow {
 			return bad("authorization", fmt.Errorf("action %q executed without an allow decision before it", facts.id))
+		}
+		if err := checkDecided(r, dec); err != nil {
+			return bad("decided action", err)
 		}
 		if v.owed != nil {
 			return v.owedError(fmt.Sprintf("the next action line (%s line %d)", FileActions, e.Line))

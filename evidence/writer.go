@@ -139,15 +139,15 @@ type Writer struct {
 	prev   Hash
 	counts contract.Counts
 	plans  int
-	images map[string]Hash // image uri -> its SHA-256
-	allow  map[string]bool // action id -> its last decision allowed it
-	apprv  map[string]bool // approval ids consumed
-	ran    map[string]bool // ids of the actions recorded
-	dirs   map[string]bool // directories created
-	synced map[string]bool // files to fsync at the seal
-	err    error           // sticky
-	done   bool            // sealed or closed
-	lastAt string          // the time of the last entry
+	images map[string]Hash    // image uri -> its SHA-256
+	allow  map[string]decided // action id -> what its last decision decided
+	apprv  map[string]bool    // approval ids consumed
+	ran    map[string]bool    // ids of the actions recorded
+	dirs   map[string]bool    // directories created
+	synced map[string]bool    // files to fsync at the seal
+	err    error              // sticky
+	done   bool               // sealed or closed
+	lastAt string             // the time of the last entry
 	// floor is the earliest time the next entry may have: the last
 	// entry's, or a time the record being written states (FORMAT.md,
 	// section 8, rule 11); a clock that steps back is held at it.
@@ -219,7 +219,7 @@ func Create(root string, m contract.Manifest, opts Options) (*Writer, error) {
 	w := &Writer{
 		dir: dir, opts: opts, clock: clock, mask: mask, start: start, sid: start.SessionID,
 		jsonl: map[string]*os.File{}, lines: map[string]int{}, used: map[string]string{},
-		images: map[string]Hash{}, allow: map[string]bool{}, apprv: map[string]bool{}, ran: map[string]bool{},
+		images: map[string]Hash{}, allow: map[string]decided{}, apprv: map[string]bool{}, ran: map[string]bool{},
 		dirs: map[string]bool{}, synced: map[string]bool{},
 		arts: map[string]contract.Artifact{}, artDigest: map[string]Hash{}, embedded: map[string]embeddedArtifact{},
 	}

@@ -44,11 +44,22 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
+	if a := rec.Action; a != nil && a.Type == contract.ActType && a.Redact {
+		// Stored as the action line will store it (rule 15), and masked
+		// from now on.
+		c := *a
+		w.mask.addRedacted(c.Text)
+		c.Text = RedactedText
+		rec.Action = &c
+	}
 	canon, r, masked, err := w.prepare(string(schemas.KindDecision), rec)
 	if err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
-	d := decisionOf(r)
+	d, err := decisionOf(r)
+	if err != nil {
+		return fmt.Errorf("evidence: decision: %w", err)
+	}
 	if err := d.check(w.sid, w.apprv, w.ran); err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
@@ -91,7 +102,7 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 		return err
 	}
 	w.counts.Actions++
-	allowed := w.allow[facts.id]
+	dec := w.allow[facts.id]
 	delete(w.allow, facts.id)
 	w.ran[facts.id] = true
 	owed := w.owed
@@ -100,8 +111,10 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 		return err
 	}
 	var errs []error
-	if !allowed {
+	if !dec.allow {
 		errs = append(errs, fmt.Errorf("%w: %s (actions.jsonl line %d)", ErrNotAllowed, facts.id, w.lines[FileActions]))
+	} else if err := checkDecided(lr, dec); err != nil {
+		errs = append(errs, fmt.Errorf("%w (actions.jsonl line %d)", err, w.lines[FileActions]))
 	}
 	if owed != nil {
 		errs = append(errs, owed.owed(fmt.Sprintf("the next action line (%s line %d)", FileActions, w.lines[FileActions])))

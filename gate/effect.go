@@ -28,34 +28,6 @@ const RuleEffectRefused = "effect_refused"
 // input without bound.
 const maxEffectFieldWords = 16
 
-// effectMap is the effect as the policy sees it (input.effect) and as the
-// action hash covers it: its members as contract.Effect encodes them, the
-// empty ones left out. nil for no effect.
-func effectMap(e *contract.Effect) map[string]any {
-	if e == nil {
-		return nil
-	}
-	m := map[string]any{"kind": string(e.Kind)}
-	str := func(k, v string) {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	str("method", e.Method)
-	str("origin", e.Origin)
-	str("path", e.Path)
-	if len(e.Fields) > 0 {
-		fields := make([]any, len(e.Fields))
-		for i, f := range e.Fields {
-			fields[i] = f
-		}
-		m["fields"] = fields
-	}
-	str("resourceType", e.ResourceType)
-	str("refused", e.Refused)
-	return m
-}
-
 // effectFacts is input.derived.effect: the URL facts of the effect's origin
 // and path (as NormalizeURL gives them for a navigation target, so the
 // allowlist, blocked domains and high-risk path words apply to it alike),

@@ -38,11 +38,13 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
@@ -301,6 +303,10 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 	return d
 }
 
+// maxRecordedURL is the longest active URL a decision records
+// (decision-record activeUrl), in characters.
+const maxRecordedURL = 2048
+
 // skeleton fills the fields known before evaluation.
 func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 	var d Decision
@@ -319,6 +325,14 @@ func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 		r.ActionID = req.Action.ID
 	}
 	r.ActionHash = hash
+	if _, err := json.Marshal(req.Action); err == nil { // an unknown type, or a field of another type, is denied and not recorded
+		a := req.Action
+		r.Action = &a // the action judged, which the executed action line must equal (evidence verify)
+		if utf8.RuneCountInString(req.ActiveURL) <= maxRecordedURL {
+			u := req.ActiveURL
+			r.ActiveURL = &u
+		}
+	}
 	if req.Target != nil && req.Target.Validate() == nil { // an invalid one is denied (target_invalid), not recorded
 		r.Target = req.Target // the element judged, recorded so that the decision can be judged again
 	}

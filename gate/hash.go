@@ -5,11 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/aegis-run/aegis/canonjson"
+	"github.com/aegis-run/aegis/actionhash"
 )
 
 // ActionHash returns what an approval of req's action is bound to: the
@@ -92,23 +91,7 @@ func (g *Gate) actionHash(sessionID, activeURL string, action, target, effect ma
 }
 
 // plainActionHash is the SHA-256 of the canonical hashed document.
-func plainActionHash(sessionID, activeURL string, action, target, effect map[string]any) string {
-	doc := map[string]any{"action": action, "activeUrl": activeURL, "sessionId": sessionID, "target": nil}
-	if target != nil {
-		doc["target"] = target
-	}
-	if effect != nil {
-		doc["effect"] = effect
-	}
-	b, err := canonjson.EncodeValue(doc)
-	if err != nil {
-		// Only invalid UTF-8 can fail here; hash the Go encoding instead,
-		// which replaced it, prefixed so the two never collide.
-		b = []byte(fmt.Sprintf("aegis-noncanonical:%#v", doc))
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+var plainActionHash = actionhash.Sum
 
 // DecisionID derives a decision id from the record's own fields, so that an
 // auditor can recompute it: "dec-" and the first 32 hex digits of SHA-256

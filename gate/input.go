@@ -3,88 +3,22 @@ package gate
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
 )
 
-// actionMap is the action as the policy sees it and as its hash covers it:
-// the common fields, every field the action sets, and the fields its type
-// requires even when zero (so a type action always carries redact). It is
-// built field by field, so that an action of an unknown type is still
-// judged (and denied) rather than refused by MarshalJSON.
-func actionMap(a contract.Action) map[string]any {
-	tags := make([]any, len(a.PolicyTags))
-	for i, t := range a.PolicyTags {
-		tags[i] = t
-	}
-	m := map[string]any{"id": a.ID, "type": string(a.Type), "reason": a.Reason, "policyTags": tags}
-	req := map[string]bool{}
-	switch a.Type {
-	case contract.ActNavigate:
-		req["url"] = true
-	case contract.ActClick:
-		req["selector"] = true
-	case contract.ActType:
-		req["selector"], req["text"], req["redact"] = true, true, true
-	case contract.ActSelect:
-		req["selector"], req["value"] = true, true
-	case contract.ActScroll:
-		req["direction"] = true
-	case contract.ActWait:
-		req["durationMs"] = true
-	case contract.ActExtract:
-		req["extract"] = true
-	}
-	str := func(k, v string) {
-		if v != "" || req[k] {
-			m[k] = v
-		}
-	}
-	num := func(k string, v int) {
-		if v != 0 || req[k] {
-			m[k] = json.Number(strconv.Itoa(v))
-		}
-	}
-	str("url", a.URL)
-	str("selector", a.Selector)
-	num("timeoutMs", a.TimeoutMs)
-	str("text", a.Text)
-	if a.Redact || req["redact"] {
-		m["redact"] = a.Redact
-	}
-	str("value", a.Value)
-	str("direction", string(a.Direction))
-	num("amountPx", a.AmountPx)
-	num("durationMs", a.DurationMs)
-	str("extract", string(a.Extract))
-	return m
-}
-
-// elementMap is the target as the policy sees it and as the action hash
-// covers it: every page-controlled field, even empty, and sensitiveSelector
-// and origin only when the browser reported them (so the hash of an element
-// that matches no sensitive selector, described by a driver that reports
-// no origin, is what it always was).
-func elementMap(e *contract.Element) map[string]any {
-	if e == nil {
-		return nil
-	}
-	m := map[string]any{
-		"tag": e.Tag, "type": e.Type, "name": e.Name, "id": e.ID,
-		"autocomplete": e.Autocomplete, "role": e.Role, "label": e.Label, "text": e.Text,
-	}
-	if e.SensitiveSelector != "" {
-		m["sensitiveSelector"] = e.SensitiveSelector
-	}
-	if e.Origin != "" {
-		m["origin"] = e.Origin
-	}
-	return m
-}
+// actionMap, elementMap and effectMap are the action, its target and its
+// effect as the policy sees them and as the action hash covers them (one
+// implementation, shared with the evidence verifier: package actionhash).
+var (
+	actionMap  = actionhash.Action
+	elementMap = actionhash.Element
+	effectMap  = actionhash.Effect
+)
 
 // sessionFacts are the parts of the input that depend only on the session:
 // its allowlist, blocked domains and exceptions, normalized, the unusable
