@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/contract"
 )
 
@@ -119,11 +120,18 @@ func testObservation(step int, snapshot string) contract.Observation {
 	}
 }
 
-// decision returns a decision record for an action.
+// testActiveURL is the page the fixture's decisions were judged on.
+const testActiveURL = "https://example.com/pricing"
+
+// decision returns a decision record for an action, which records the
+// action and the page it was judged on, and the action's plain hash
+// (FORMAT.md, section 8, rule 15).
 func decision(id string, a contract.Action, result contract.DecisionResult) contract.DecisionRecord {
+	judged, url := a, testActiveURL
 	d := contract.DecisionRecord{
 		DecisionID: "dec-" + sha(id)[:32], SessionID: testSession, StepIndex: 1, ActionID: a.ID,
-		ActionHash: sha("action:" + a.ID), ActionName: a.PolicyName(), PolicyVersion: hex64("policy"),
+		Action: &judged, ActiveURL: &url, ActionHash: actionhash.Of(testSession, url, a, nil, nil),
+		ActionName: a.PolicyName(), PolicyVersion: hex64("policy"),
 		PolicySource: "embedded", Result: result, Risk: contract.RiskLow,
 		EvaluatedAt: "2026-01-23T10:15:01Z", DurationUs: 42,
 	}
