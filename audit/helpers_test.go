@@ -282,8 +282,8 @@ func record(t testing.TB, rc recording) string {
 
 // decisionOf is the record of d as the recording writes it.
 func decisionOf(rc recording, d gate.Decision) contract.DecisionRecord {
-	if rc.noTargets {
-		d.Target = nil
+	if rc.noTargets { // a bundle written before targets were recorded, and actions and active URLs with them
+		d.Target, d.Action, d.ActiveURL = nil, nil, nil
 	}
 	return d.DecisionRecord
 }

@@ -59,8 +59,8 @@ func synthetic(t *testing.T, oldGate bool) string {
 		if step.target != nil && (d.Target == nil || *d.Target != *step.target) {
 			t.Fatalf("step %d: the decision records target %+v, want %+v", i+1, d.Target, step.target)
 		}
-		if oldGate {
-			d.Target = nil
+		if oldGate { // written before targets, and actions and active URLs with them, were recorded
+			d.Target, d.Action, d.ActiveURL = nil, nil, nil
 		}
 		if err := w.Decision(d.DecisionRecord); err != nil {
 			t.Fatal(err)

@@ -38,6 +38,11 @@ const (
 	ExceptionOutOfScope ExceptionStatus = "out_of_scope"
 )
 
+// RedactedText is what a record holds in place of the text of a type
+// action with Redact true: the decision's action (DecisionRecord.Action)
+// and the executed action line alike.
+const RedactedText = "{{redacted}}"
+
 // DecisionRecord is the record of one gate decision (schema kind
 // "decision", seed 001 section 5): the action id and hash, the element the
 // action targets, the policy version, the result and its reasons, the risk,

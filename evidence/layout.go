@@ -37,7 +37,7 @@ const (
 )
 
 // RedactedText replaces the text of a type action with redact true.
-const RedactedText = "{{redacted}}"
+const RedactedText = contract.RedactedText
 
 // secretPlaceholder returns what a secret's value is replaced with.
 func secretPlaceholder(name string) string { return "{{secret:" + name + "}}" }

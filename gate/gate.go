@@ -48,6 +48,7 @@ import (
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
+	"github.com/aegis-run/aegis/schemas"
 )
 
 // DefaultTimeout bounds one policy evaluation when Options.Timeout is zero.
@@ -307,6 +308,22 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 // (decision-record activeUrl), in characters.
 const maxRecordedURL = 2048
 
+// recordedAction returns the action as a decision records it: nil for one
+// that breaks the browser-action schema (it is denied, and not recorded,
+// as an invalid target is not), the text of a type action with Redact
+// true replaced by contract.RedactedText (the record never holds it; the
+// action hash covers it keyed, see ActionHash).
+func recordedAction(a contract.Action) *contract.Action {
+	b, err := json.Marshal(a)
+	if err != nil || schemas.Validate(schemas.KindAction, b) != nil {
+		return nil
+	}
+	if a.Type == contract.ActType && a.Redact {
+		a.Text = contract.RedactedText
+	}
+	return &a
+}
+
 // skeleton fills the fields known before evaluation.
 func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 	var d Decision
@@ -325,9 +342,7 @@ func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 		r.ActionID = req.Action.ID
 	}
 	r.ActionHash = hash
-	if _, err := json.Marshal(req.Action); err == nil { // an unknown type, or a field of another type, is denied and not recorded
-		a := req.Action
-		r.Action = &a // the action judged, which the executed action line must equal (evidence verify)
+	if r.Action = recordedAction(req.Action); r.Action != nil { // the action judged, which the executed action line must equal (evidence verify)
 		if utf8.RuneCountInString(req.ActiveURL) <= maxRecordedURL {
 			u := req.ActiveURL
 			r.ActiveURL = &u

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -588,7 +589,7 @@ func TestConcurrentDecisions(t *testing.T) {
 		reqs[i] = randomRequest(r)
 		d := g.Decide(context.Background(), reqs[i])
 		d.DurationUs = 0
-		want[i] = fmt.Sprint(d.DecisionRecord)
+		want[i] = recordString(d.DecisionRecord)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 8*len(reqs))
@@ -600,7 +601,7 @@ func TestConcurrentDecisions(t *testing.T) {
 				i := (k + w*7) % len(reqs)
 				d := g.Decide(context.Background(), reqs[i])
 				d.DurationUs = 0
-				if got := fmt.Sprint(d.DecisionRecord); got != want[i] {
+				if got := recordString(d.DecisionRecord); got != want[i] {
 					errs <- fmt.Sprintf("request %d: got %s, want %s", i, got, want[i])
 				}
 			}
@@ -690,4 +691,14 @@ func TestDecisionRecordsTarget(t *testing.T) {
 	if _, err := contract.Encode(schemas.KindDecision, d.DecisionRecord); err != nil {
 		t.Errorf("record is not schema-valid: %v", err)
 	}
+}
+
+// recordString is a decision record as text that compares by value (its
+// JSON: fmt would print the addresses of its pointers).
+func recordString(r contract.DecisionRecord) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Sprint(r, err)
+	}
+	return string(b)
 }
