@@ -147,7 +147,7 @@ func TestCrossRecordVectors(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range crossVectors() {
+	for _, v := range append(crossVectors(), bindingVectors()...) {
 		t.Run(v.name, func(t *testing.T) {
 			f := forge(t, bundles[v.artifacts])
 			v.change(f)
