@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-run/aegis/actionhash"
+	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
 )
 
@@ -60,6 +62,27 @@ func TestFormatDocument(t *testing.T) {
 		strconv.Itoa(len(hashes)) + " entries",
 		string(bytes.SplitN(read(FileModelCalls), []byte("\n"), 2)[0]),
 	}
+	// Rule 15's worked example: decision line 3, its hashed document and
+	// hash, and the action line that ran it.
+	var dec contract.DecisionRecord
+	if err := jsonUnmarshal(bytes.Split(read(FileDecisions), []byte("\n"))[2], &dec); err != nil {
+		t.Fatal(err)
+	}
+	hashed, err := canonjson.EncodeValue(actionhash.Document(dec.SessionID, *dec.ActiveURL, actionhash.Action(*dec.Action), actionhash.Element(dec.Target), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(hashed); hex.EncodeToString(sum[:]) != dec.ActionHash {
+		t.Errorf("decision line 3: actionHash %s, want the SHA-256 of %s", dec.ActionHash, hashed)
+	}
+	ran, err := canonjson.Marshal(dec.Action)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(bytes.Split(read(FileActions), []byte("\n"))[2], ran) {
+		t.Errorf("actions.jsonl line 3 does not hold the decided action %s", ran)
+	}
+	want = append(want, string(hashed), "printf '%s' '"+string(hashed)+"' | sha256sum", dec.ActionHash+"  -", "\n    "+string(ran)+"\n")
 	for _, w := range want {
 		if !bytes.Contains(doc, []byte(w)) {
 			t.Errorf("FORMAT.md does not quote %q", w)
