@@ -38,7 +38,6 @@ package gate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -314,8 +313,7 @@ const maxRecordedURL = 2048
 // true replaced by contract.RedactedText (the record never holds it; the
 // action hash covers it keyed, see ActionHash).
 func recordedAction(a contract.Action) *contract.Action {
-	b, err := json.Marshal(a)
-	if err != nil || schemas.Validate(schemas.KindAction, b) != nil {
+	if schemas.ValidateValue(schemas.KindAction, actionMap(a)) != nil { // actionMap is the record of a valid action (package actionhash)
 		return nil
 	}
 	if a.Type == contract.ActType && a.Redact {
