@@ -76,7 +76,7 @@ const (
 	OutcomeOK      Outcome = "ok"      // it ran and succeeded
 	OutcomeFailed  Outcome = "failed"  // it ran and failed
 	OutcomeDenied  Outcome = "denied"  // the gate denied it
-	OutcomeSkipped Outcome = "skipped" // it did not run (an earlier action of its batch failed)
+	OutcomeSkipped Outcome = "skipped" // it did not run: its batch stopped before it (Progress.Detail says why)
 )
 
 // Progress is one action that the session handled.

@@ -99,7 +99,7 @@ func listedAffordances(obs contract.Observation) map[string]contract.Affordance 
 type outcome struct {
 	outcome navigator.Outcome
 	detail  string
-	stop    bool   // the page changed: stop the batch
+	stop    bool   // stop the batch after this action (stopWhy says why)
 	stopWhy string // why (and why an action was skipped)
 	// undone: the action ran, but what it caused was refused, so it did
 	// not do what it was meant to: a batch it ends is not complete.
