@@ -14,7 +14,7 @@ TESTFLAGS ?=
 
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build setup demo test vet fmt-check schema-check tamper attack unit bench fuzz loadtest clean
+.PHONY: all build setup testdeps demo test vet fmt-check schema-check tamper attack unit bench fuzz loadtest clean
 
 all: build
 
@@ -28,7 +28,12 @@ setup: build
 demo: setup
 	$(BIN) demo
 
-test: setup fmt-check vet schema-check tamper attack unit
+# testdeps installs what only the tests need: axe-core, the accessibility
+# engine the page tests run in Chromium (scripts/testdeps; pinned, cached).
+testdeps:
+	scripts/testdeps
+
+test: setup testdeps fmt-check vet schema-check tamper attack unit
 
 fmt-check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

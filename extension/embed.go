@@ -27,6 +27,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/aegis-run/aegis/palette"
 )
 
 // observerParts are the files of observer/, in the order Observer joins
@@ -111,9 +113,10 @@ func ObserverScript(global string) (string, error) {
 }
 
 // FileNames returns the names of the extension's files, as Chrome loads
-// them, sorted.
+// them, sorted. palette.css is package palette's CSS, the colours every
+// surface shares.
 func FileNames() []string {
-	out := []string{observerFile}
+	out := []string{observerFile, palette.FileName}
 	entries, _ := static.ReadDir(".")
 	for _, e := range entries {
 		out = append(out, e.Name())
@@ -127,6 +130,9 @@ func FileNames() []string {
 func ReadFile(name string) ([]byte, error) {
 	if name == observerFile {
 		return []byte(observer), nil
+	}
+	if name == palette.FileName {
+		return []byte(palette.CSS), nil
 	}
 	b, err := static.ReadFile(name)
 	if err != nil {
