@@ -90,7 +90,7 @@ func startLiveDemo(t *testing.T, extra ...string) *liveDemo {
 	d := &liveDemo{evidence: filepath.Join(dir, "evidence"), stderr: newStderrWatch(), stdout: &bytes.Buffer{}, code: make(chan int, 1)}
 	tokenFile := filepath.Join(dir, "token")
 	args := append([]string{"demo", "--listen", "127.0.0.1:0", "--listen-token-file", tokenFile,
-		"--evidence", d.evidence, "--approval-timeout", "90s"}, extra...)
+		"--evidence", d.evidence, "--approval-timeout", "90s", "--linger", "0"}, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	go func() { d.code <- Run(ctx, args, Stdio{Out: d.stdout, Err: d.stderr}) }()

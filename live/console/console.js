@@ -64,7 +64,8 @@
   function refused(why) {
     state.stopped = true;
     badge("refused", "bad");
-    $("abort").disabled = true;
+    $("abort").hidden = true;
+    $("session").textContent = "aegis live console · not connected";
     notice([el("strong", why + " "),
       "Each run of aegis makes a new token. Open the address the terminal printed after " +
       "\"aegis: live console:\" (it ends in #token=…); this page will not try again."]);
@@ -264,12 +265,12 @@
       case "session.ended": {
         state.ended = true;
         hideApproval();
-        row(n, "event", { time: ev.timestamp, action: "end", what: "session ended: " + ev.status + ": " + ev.summary });
+        row(n, "event", { time: ev.timestamp, action: "end", what: "session ended — " + ev.summary });
         const st = $("status");
         st.replaceChildren(el("h2", "Session " + ev.status), el("p", ev.summary));
         st.className = ev.status === "completed" ? "ok" : "bad";
         st.hidden = false;
-        $("abort").disabled = true;
+        $("abort").hidden = true; // nothing left to abort
         badge("ended");
         break;
       }
@@ -291,6 +292,7 @@
     state.rows.clear();
     state.notes.clear();
     state.step = 0;
+    $("abort").hidden = false;
     hideApproval();
   }
 
