@@ -174,8 +174,11 @@
       setResult(tr.cells[3], d.result);
       if (what) tr.cells[4].textContent = what;
     } else {
-      const label = (d.effect ? "effect of " : "") + (d.actionType || "action") + (d.actionId ? " " + d.actionId : "");
+      // The action's id is the model's name for it, not a step number:
+      // kept out of sight (title), so that "step N" is the one number shown.
+      const label = (d.effect ? "effect of " : "") + (d.actionType || "action");
       tr = row(d.stepIndex, "decision", { action: label, risk: d.risk, result: d.result, what: what });
+      if (d.actionId) tr.cells[1].title = "action id " + d.actionId;
       tr.dataset.actionType = d.actionType || "";
       tr.dataset.actionId = d.actionId || "";
       if (d.effect) tr.dataset.effect = "true";
@@ -243,7 +246,7 @@
           tr.cells[4].textContent = what;
           tr.dataset.ran = "true";
         } else {
-          row(n, "action", { time: ev.timestamp, action: ev.actionType + " " + ev.actionId, risk: ev.riskLevel, what: what }).dataset.actionType = ev.actionType;
+          row(n, "action", { time: ev.timestamp, action: ev.actionType, risk: ev.riskLevel, what: what }).dataset.actionType = ev.actionType;
         }
         break;
       }
@@ -258,7 +261,7 @@
         row(n, "approval", {
           time: ev.timestamp, action: "approval", risk: d ? d.risk : "",
           result: ev.decision === "approve" ? "approved" : "denied",
-          what: "approval " + (ev.decision === "approve" ? "granted" : "refused") + " for " + ev.actionId,
+          what: "approval " + (ev.decision === "approve" ? "granted" : "refused"),
         });
         if (state.pending && state.pending.actionId === ev.actionId) hideApproval();
         break;
