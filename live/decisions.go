@@ -61,6 +61,10 @@ type Decision struct {
 // The writer appends a record before its ledger entry, and an event
 // reaches the bus only after both: when the k-th event is on the bus, the
 // ledger on disk already says what preceded it.
+//
+// A client replays the session from its first event (the bus keeps
+// session.DefaultHistory events, far more than a session of at most 200
+// actions emits), so the k-th event it is sent is the bundle's k-th.
 type decisionLog struct {
 	dir string
 
