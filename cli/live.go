@@ -36,6 +36,8 @@ type liveChannel struct {
 	// console is the console's address for the last session added; ""
 	// before one was.
 	console string
+	// sess is the last session added.
+	sess *session.Session
 }
 
 // startLive listens on addr and serves the live channel; approver is nil
@@ -89,6 +91,7 @@ func writeSecretFile(path string, data []byte) error {
 // add offers the session on the channel and tells the user where.
 func (lc *liveChannel) add(s *session.Session, goal, evidenceRoot string, stdio Stdio) {
 	lc.srv.Add(s, live.SessionOptions{Approver: lc.approver, Dir: filepath.Join(evidenceRoot, s.ID()), Goal: goal})
+	lc.sess = s
 	lc.console = fmt.Sprintf("http://%s/?session=%s#token=%s", lc.l.Addr(), s.ID(), lc.srv.Token())
 	fmt.Fprintf(stdio.Err, "aegis: live console: %s\n", lc.console)
 	fmt.Fprintf(stdio.Err, "aegis: live stream:  ws://%s/v1/sessions/%s/stream (bearer token in %s)\n", lc.l.Addr(), s.ID(), lc.tokenFile)
@@ -99,10 +102,11 @@ func (lc *liveChannel) add(s *session.Session, goal, evidenceRoot string, stdio 
 
 // linger keeps serving the console after the run ended, so that the page
 // stays available, until ctx ends (Ctrl-C) or lingerFor passes. It
-// returns at once when lingerFor is 0, when no session was added, or when
-// ctx ended already (the run was interrupted).
+// returns at once when lingerFor is 0, when no session was added or it
+// never started (it has no event to show), or when ctx ended already (the
+// run was interrupted).
 func (lc *liveChannel) linger(ctx context.Context, stdio Stdio) {
-	if lc.lingerFor <= 0 || lc.console == "" || ctx.Err() != nil {
+	if lc.lingerFor <= 0 || lc.sess == nil || ctx.Err() != nil || len(lc.sess.Bus().History()) == 0 {
 		return
 	}
 	fmt.Fprintf(stdio.Err, "aegis: the run ended; the console stays open at %s until Ctrl-C (or %s)\n", lc.console, minutes(lc.lingerFor))

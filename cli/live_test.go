@@ -368,6 +368,7 @@ func TestLiveUsage(t *testing.T) {
 		{[]string{"run", "--approve", "live", "--goal", "g", "--url", "http://127.0.0.1:1/"}, ExitUsage, "needs --listen"},
 		{[]string{"demo", "--approve", "live"}, ExitUsage, "needs --listen"},
 		{[]string{"demo", "--listen", "nonsense"}, ExitUsage, "HOST:PORT"},
+		{[]string{"demo", "--listen", "127.0.0.1:0", "--linger", "-1s"}, ExitUsage, "--linger -1s: want 0 or more"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
@@ -377,6 +378,19 @@ func TestLiveUsage(t *testing.T) {
 		}
 		if !strings.Contains(errb.String(), tt.msg) {
 			t.Errorf("aegis %v: stderr %q lacks %q", tt.args, errb, tt.msg)
+		}
+	}
+}
+
+// TestLingerMinutes: the lingering is said in minutes when it is whole
+// minutes.
+func TestLingerMinutes(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{{5 * time.Minute, "5 min"}, {time.Hour, "60 min"}, {90 * time.Second, "1m30s"}, {30 * time.Second, "30s"}} {
+		if got := minutes(tt.d); got != tt.want {
+			t.Errorf("minutes(%v) = %q, want %q", tt.d, got, tt.want)
 		}
 	}
 }
