@@ -175,6 +175,16 @@ func (d *decisionLog) decision(n int) error {
 	if err := json.Unmarshal(l, &r); err != nil {
 		return fmt.Errorf("live: decision line %d: %w", n, err)
 	}
+	switch r.Result {
+	case contract.ResultAllowed, contract.ResultDenied, contract.ResultPaused, contract.ResultApproved:
+	default:
+		return fmt.Errorf("live: decision line %d: result %q", n, session.Sanitize(string(r.Result), 32))
+	}
+	switch r.Risk {
+	case contract.RiskLow, contract.RiskMedium, contract.RiskHigh:
+	default:
+		return fmt.Errorf("live: decision line %d: risk %q", n, session.Sanitize(string(r.Risk), 32))
+	}
 	f := Decision{
 		Type: DecisionFrame, ActionID: session.Sanitize(r.ActionID, 128), StepIndex: r.StepIndex,
 		Effect: len(r.Effect) > 0 && string(r.Effect) != "null", Result: r.Result, Risk: r.Risk,

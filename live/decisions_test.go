@@ -3,6 +3,8 @@ package live
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,7 +114,7 @@ func TestDecisionFrames(t *testing.T) {
 // TestDecisionFramesWithoutBundle: a session without a bundle directory,
 // or whose bundle cannot be read, streams its events all the same.
 func TestDecisionFramesWithoutBundle(t *testing.T) {
-	for _, dir := range []string{"", "missing"} {
+	for _, dir := range []string{"", "missing", "garbage"} {
 		srv, err := NewServer(Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -121,6 +123,15 @@ func TestDecisionFramesWithoutBundle(t *testing.T) {
 		so := SessionOptions{}
 		if dir != "" {
 			so.Dir = t.TempDir() + "/" + dir
+		}
+		if dir == "garbage" {
+			if err := os.MkdirAll(filepath.Join(so.Dir, "provenance"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// A decision entry whose line decisions.jsonl lacks, then junk.
+			if err := os.WriteFile(filepath.Join(so.Dir, "provenance", "ledger.json"), []byte("{\"kind\":\"decision\",\"line\":1}\n{\"kind\":\"event\",\"line\":1}\nnot json\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		srv.Add(fs, so)
 		hs := serve(t, srv)
