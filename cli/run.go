@@ -105,7 +105,9 @@ and a web console at http://ADDR/ that shows the steps and asks for the
 approvals (--approve live, the default with --listen) and can abort. ADDR
 is PORT or HOST:PORT, loopback unless a host is named. Every connection
 needs the bearer token aegis prints to stderr and writes to a 0600 file
-(--listen-token-file); live/PROTOCOL.md documents the wire.
+(--listen-token-file); live/PROTOCOL.md documents the wire. When the run
+ends, the console stays available for --linger (default 5m), until Ctrl-C;
+--linger 0 exits at once.
 
 Presets (--preset): power (default: full permission; high risk still
 needs approval), balanced (every navigate, click, type and select needs
@@ -149,6 +151,7 @@ type runOptions struct {
 	signKey      string
 	listen       string
 	tokenFile    string
+	linger       time.Duration
 }
 
 // stringList is a repeatable string flag.
@@ -175,6 +178,7 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
 	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
 	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
+	fs.DurationVar(&o.linger, "linger", DefaultLinger, "with --listen: keep serving the console for `DURATION` after the run ends, until Ctrl-C (0: exit at once)")
 }
 
 func runRun(ctx context.Context, args []string, stdio Stdio) error {
@@ -459,10 +463,14 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 			liveApprover = live.NewApprover()
 			cfg.Approver = liveApprover
 		}
+		if o.linger < 0 {
+			return usageError("--linger %s: want 0 or more", o.linger)
+		}
 		if lc, err = startLive(o.listen, o.tokenFile, liveApprover, stdio); err != nil {
 			return err
 		}
-		defer lc.close()
+		lc.lingerFor = o.linger
+		defer func() { lc.linger(ctx, stdio); lc.close() }()
 	}
 	s, err := session.New(cfg)
 	if err != nil {
