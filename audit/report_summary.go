@@ -119,7 +119,7 @@ func summarize(b *Bundle, v *reportView, ended string) {
 			v.Final.Extracted = sv.Extracted
 		}
 	}
-	v.Counts = fmt.Sprintf("%s proposed: %d executed, %d not executed (denied); %d approved by a person; %s extracted.",
+	v.Counts = fmt.Sprintf("%s proposed: %d executed, %d not executed (denied); %d approved; %s extracted.",
 		plural(len(b.Steps), "action"), executed, denied, approved, plural(extracted, "result"))
 	if d := duration(b.Manifest.StartedAt, ended); d != "—" {
 		v.Counts += " Took " + d + "."

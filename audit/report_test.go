@@ -236,7 +236,7 @@ func TestReportDemo(t *testing.T) {
 		want []string
 	}{
 		{"outcome", []string{"Completed", "The order A-1001 was placed"}},
-		{"counts", []string{"12 actions proposed: 11 executed, 1 not executed (denied); 2 approved by a person; 1 result extracted."}},
+		{"counts", []string{"12 actions proposed: 11 executed, 1 not executed (denied); 2 approved; 1 result extracted."}},
 		{"extracted", []string{"A-1001", "step 11"}},
 		{"denials", []string{"Step 10", "navigate to http://evil.example/deals", "origin_not_allowed"}},
 		{"approvals", []string{"Step 3", "type into #password", "Step 8", "click #submit", "approved by alice@example.com"}},
@@ -316,7 +316,7 @@ func TestReportDenied(t *testing.T) {
 		want, not []string
 	}{
 		{"outcome", []string{"Aborted", "The last action refused: step 7, navigate to http://evil.example/deals", "denied by a person at the terminal"}, []string{"Completed", "Verified"}},
-		{"counts", []string{"9 actions proposed: 6 executed, 3 not executed (denied); 0 approved by a person; 0 results extracted."}, nil},
+		{"counts", []string{"9 actions proposed: 6 executed, 3 not executed (denied); 0 approved; 0 results extracted."}, nil},
 		{"denials", []string{"Step 3", "type into #password", "Step 7", "click #submit", "approval_denied", "navigate to http://evil.example/deals", "origin_not_allowed"}, nil},
 		{"approvals", []string{"Step 3", "Step 7", "asked, and not approved", "nobody approved"}, []string{"approved by"}},
 		{"extracted", []string{"Nothing was extracted."}, nil},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"image"
 	"image/color"
-	"image/draw"
 	"image/jpeg"
 	_ "image/png" // screenshots are PNG
 )
@@ -14,7 +13,7 @@ import (
 const (
 	thumbMaxWidth  = 320
 	thumbMaxHeight = 200
-	thumbMaxPixels = 50 << 20
+	thumbMaxPixels = 16 << 20
 )
 
 // thumb is a scaled-down screenshot.
@@ -46,11 +45,9 @@ func thumbnail(data []byte) (thumb, bool) {
 	if th > thumbMaxHeight {
 		tw, th = max(1, tw*thumbMaxHeight/th), thumbMaxHeight
 	}
-	// Onto white (a JPEG has no alpha), then a box filter: each pixel of
-	// the thumbnail is the mean of the source pixels it covers.
-	full := image.NewRGBA(image.Rect(0, 0, w, h))
-	draw.Draw(full, full.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
-	draw.Draw(full, full.Bounds(), src, b.Min, draw.Over)
+	// A box filter: each pixel of the thumbnail is the mean of the source
+	// pixels it covers, composited onto white (a JPEG has no alpha).
+	px := pixelReader(src)
 	out := image.NewRGBA(image.Rect(0, 0, tw, th))
 	for y := 0; y < th; y++ {
 		y0, y1 := y*h/th, max((y+1)*h/th, y*h/th+1)
@@ -58,10 +55,9 @@ func thumbnail(data []byte) (thumb, bool) {
 			x0, x1 := x*w/tw, max((x+1)*w/tw, x*w/tw+1)
 			var r, g, bl, n uint64
 			for sy := y0; sy < y1; sy++ {
-				row := full.Pix[sy*full.Stride:]
 				for sx := x0; sx < x1; sx++ {
-					p := row[sx*4:]
-					r, g, bl, n = r+uint64(p[0]), g+uint64(p[1]), bl+uint64(p[2]), n+1
+					c := px(b.Min.X+sx, b.Min.Y+sy)
+					r, g, bl, n = r+uint64(c.R), g+uint64(c.G), bl+uint64(c.B), n+1
 				}
 			}
 			o := out.Pix[y*out.Stride+x*4:]
@@ -73,4 +69,30 @@ func thumbnail(data []byte) (thumb, bool) {
 		return thumb{}, false
 	}
 	return thumb{data: buf.Bytes(), mime: "image/jpeg", width: tw, height: th}, true
+}
+
+// pixelReader returns a function that reads a pixel of img composited
+// onto white, reading the pixels of the types PNG decodes screenshots to
+// directly (no copy of the image is made).
+func pixelReader(img image.Image) func(x, y int) color.RGBA {
+	onWhite := func(c color.RGBA) color.RGBA { // c premultiplied
+		k := 255 - c.A
+		return color.RGBA{c.R + k, c.G + k, c.B + k, 255}
+	}
+	switch im := img.(type) {
+	case *image.RGBA:
+		return func(x, y int) color.RGBA {
+			p := im.Pix[im.PixOffset(x, y):]
+			return onWhite(color.RGBA{p[0], p[1], p[2], p[3]})
+		}
+	case *image.NRGBA:
+		return func(x, y int) color.RGBA {
+			p := im.Pix[im.PixOffset(x, y):]
+			a := uint16(p[3])
+			return onWhite(color.RGBA{uint8(uint16(p[0]) * a / 255), uint8(uint16(p[1]) * a / 255), uint8(uint16(p[2]) * a / 255), p[3]})
+		}
+	}
+	return func(x, y int) color.RGBA {
+		return onWhite(color.RGBAModel.Convert(img.At(x, y)).(color.RGBA))
+	}
 }
