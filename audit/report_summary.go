@@ -169,6 +169,12 @@ func outcome(b *Bundle, steps []stepView) outcomeView {
 			o.Status = "unknown"
 		}
 	}
+	switch b.Verification.Status {
+	case StatusTampered:
+		o.Reasons = append(o.Reasons, "The record is read only up to the place that fails verification (at the top): what it holds after that place is not shown, here or below.")
+	case StatusUnsealed:
+		o.Reasons = append(o.Reasons, "The bundle was never sealed: the session may have been still running, or stopped before it finished writing.")
+	}
 	if o.Status != string(contract.SessionCompleted) {
 		for i := len(b.Steps) - 1; i >= 0; i-- {
 			if s := b.Steps[i]; !s.Executed() {

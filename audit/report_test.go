@@ -600,6 +600,9 @@ func TestReportTampered(t *testing.T) {
 	if !strings.Contains(text, "Step 10: ") {
 		t.Error("the report does not show the steps before the tampered place")
 	}
+	if got := textOf(byID(t, parse(t, page), "outcome")); !strings.Contains(got, "Unknown") || !strings.Contains(got, "fails verification") {
+		t.Errorf("the outcome of a tampered bundle says %q, want unknown, the record cut where it fails verification", got)
+	}
 }
 
 // TestReportUnsealed: an unsealed bundle's report says so first.
