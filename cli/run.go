@@ -207,6 +207,8 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 // budget flags.
 func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 	var in contract.Input
+	var file string // the TASK.json, and its bytes
+	var doc []byte
 	switch {
 	case len(pos) > 1:
 		return in, usageError("run takes one TASK.json, got %d arguments", len(pos))
@@ -219,8 +221,9 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 			return in, usageError("read %s: %v", pos[0], err)
 		}
 		if err := contract.Decode(schemas.KindInput, data, &in); err != nil {
-			return in, usageError("%s is not a valid task (ComputerUseInput): %v", pos[0], err)
+			return in, taskError(err, pos[0], data, &runOptions{}) // the flags are not applied yet
 		}
+		file, doc = pos[0], data
 	default:
 		if o.goal == "" || len(o.urls) == 0 {
 			return in, usageError("run needs a TASK.json, or --goal and at least one --url (aegis help run)")
@@ -234,8 +237,11 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 		ms := int(o.maxDuration.Milliseconds())
 		in.MaxDurationMs = &ms
 	}
+	if err := schemelessURLs(in.URLs, file, o); err != nil {
+		return in, err
+	}
 	if _, err := contract.Encode(schemas.KindInput, in); err != nil {
-		return in, usageError("invalid task: %v", err)
+		return in, taskError(err, file, doc, o)
 	}
 	return in, nil
 }
@@ -310,7 +316,7 @@ func agents(o *runOptions, in contract.Input, set *secrets.Set) (planner.Planner
 		case hasHint(in, "script"):
 			agent = "script"
 		default:
-			return nil, nil, "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script", EnvModel)
+			return nil, nil, "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script%s", EnvModel, hintTypo(in))
 		}
 		o.agent = agent
 	}

@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/schemas"
+)
+
+// Bounds of the budget flags, as the ComputerUseInput schema has them
+// (maxActions, maxDurationMs; TestBudgetBoundsMatchSchema checks): used
+// to say what a flag wants, in its own unit.
+const (
+	minActions  = 1
+	maxActions  = 200
+	minDuration = time.Second
+	maxDuration = 30 * time.Minute
+)
+
+// taskFields returns the members a task (contract.Input) has, in order.
+func taskFields() []string {
+	t := reflect.TypeOf(contract.Input{})
+	var names []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// taskError says what is wrong with a task in the words of what the person
+// typed: file is the TASK.json's name ("" for a task made of --goal and
+// --url), doc its bytes, o the flags. Problems of members the flags set
+// name the flag and its value ("--url example.com: ..."); problems of the
+// file name its member ("urls[0] ..."), an unknown member with the known
+// one it is likely a typo of. err is returned unchanged when it is not a
+// schema violation.
+func taskError(err error, file string, doc []byte, o *runOptions) error {
+	var ve *schemas.ValidationError
+	if !errors.As(err, &ve) {
+		if file != "" {
+			return usageError("%s is not a valid task (ComputerUseInput): %v", file, err)
+		}
+		return usageError("invalid task: %v", err)
+	}
+	var members map[string]json.RawMessage
+	if doc != nil {
+		_ = json.Unmarshal(doc, &members)
+	}
+	known := taskFields()
+	var lines []string
+	suggested := map[string]bool{}
+	unknown := make([]string, 0, len(members))
+	for k := range members {
+		if !contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		if best := closest(k, known); best != "" {
+			suggested[best] = true
+			lines = append(lines, fmt.Sprintf("unknown field %q (did you mean %q?)", k, best))
+		} else {
+			lines = append(lines, fmt.Sprintf("unknown field %q (a task has %s)", k, strings.Join(known, ", ")))
+		}
+	}
+	for _, p := range ve.Problems {
+		keyword := p.Keyword[strings.LastIndex(p.Keyword, "/")+1:]
+		switch {
+		case keyword == "additionalProperties" && members != nil:
+			continue // said above
+		case keyword == "required" && members != nil:
+			for _, k := range known {
+				if _, ok := members[k]; !ok && !suggested[k] && strings.Contains(p.Reason, "'"+k+"'") {
+					lines = append(lines, fmt.Sprintf("missing field %q", k))
+				}
+			}
+			continue
+		}
+		lines = append(lines, taskProblem(p, keyword, file, members, o))
+	}
+	if file != "" {
+		return usageError("%s is not a valid task (ComputerUseInput):\n  %s", file, strings.Join(lines, "\n  "))
+	}
+	return usageError("%s", strings.Join(lines, "\n"))
+}
+
+// taskProblem says one schema problem of the task, for the flag that set
+// the member when one did, else for the file's member.
+func taskProblem(p schemas.Problem, keyword, file string, members map[string]json.RawMessage, o *runOptions) string {
+	segs := strings.Split(strings.TrimPrefix(p.Pointer, "/"), "/")
+	field := segs[0]
+	switch {
+	case field == "maxActions" && o.maxActions != 0:
+		return fmt.Sprintf("--max-actions %d: want %d to %d", o.maxActions, minActions, maxActions)
+	case field == "maxDurationMs" && o.maxDuration != 0:
+		return fmt.Sprintf("--max-duration %v: want %v to %v", o.maxDuration, minDuration, maxDuration)
+	case file == "" && field == "goal":
+		return "--goal: " + p.Reason
+	case file == "" && field == "urls" && len(segs) == 2:
+		i, _ := strconv.Atoi(segs[1])
+		if i < len(o.urls) {
+			return fmt.Sprintf("--url %s: %s", o.urls[i], urlProblem(o.urls[i], keyword, p.Reason, "--url "))
+		}
+	case file == "" && field == "urls":
+		return fmt.Sprintf("--url (given %d times): %s", len(o.urls), p.Reason)
+	case field == "urls" && len(segs) == 2:
+		var urls []string
+		_ = json.Unmarshal(members["urls"], &urls)
+		i, _ := strconv.Atoi(segs[1])
+		if i < len(urls) {
+			return fmt.Sprintf("urls[%d] %q: %s", i, urls[i], urlProblem(urls[i], keyword, p.Reason, ""))
+		}
+	}
+	name := strings.Join(segs, ".")
+	if name == "" {
+		name = "the task"
+	}
+	return name + ": " + p.Reason
+}
+
+// schemelessURLs refuses the task's URLs that name no scheme though they
+// pass the schema's uri format ("localhost:8080" reads as the scheme
+// "localhost"), saying so for the flag or the file member that gave them.
+func schemelessURLs(urls []string, file string, o *runOptions) error {
+	var lines []string
+	for i, u := range urls {
+		if !noScheme(u) {
+			continue
+		}
+		if file == "" {
+			lines = append(lines, fmt.Sprintf("--url %s: %s", u, urlProblem(u, "format", "", "--url ")))
+		} else {
+			lines = append(lines, fmt.Sprintf("urls[%d] %q: %s", i, u, urlProblem(u, "format", "", "")))
+		}
+	}
+	switch {
+	case len(lines) == 0:
+		return nil
+	case file != "":
+		return usageError("%s is not a valid task (ComputerUseInput):\n  %s", file, strings.Join(lines, "\n  "))
+	}
+	return usageError("%s", strings.Join(lines, "\n"))
+}
+
+// noScheme reports whether u is a host (and port) written without the
+// scheme an allowed URL needs: "example.com", "localhost:8080".
+func noScheme(u string) bool {
+	if strings.Contains(u, "://") {
+		return false
+	}
+	pu, err := url.Parse(u)
+	if err != nil || pu.Scheme == "" {
+		return true
+	}
+	if pu.Opaque == "" {
+		return false
+	}
+	_, err = strconv.Atoi(pu.Opaque) // "localhost:8080": scheme "localhost", a port
+	return err == nil
+}
+
+// urlProblem says why u is not a URL the task can allow, with a hint when
+// it lacks its scheme: "needs a scheme: add https:// (--url
+// https://example.com)"; prefix is what the fix is written after.
+func urlProblem(u, keyword, reason, prefix string) string {
+	if keyword == "format" && noScheme(u) && !strings.ContainsAny(u, " \t") {
+		fix := "https://" + strings.TrimPrefix(u, "//")
+		if prefix == "" {
+			fix = strconv.Quote(fix)
+		}
+		return "an allowed URL needs a scheme: add https:// (" + prefix + fix + ")"
+	}
+	if keyword == "format" {
+		return "not an absolute URL (such as https://example.com)"
+	}
+	return reason
+}
+
+// hintTypo says which member of the task's hints is likely a misspelt
+// "steps" or "script": ` (the task's hints have "step": did you mean
+// "steps"?)`, or "".
+func hintTypo(in contract.Input) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(in.Hints, &m) != nil {
+		return ""
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if best := closest(k, []string{"steps", "script"}); best != "" {
+			return fmt.Sprintf(" (the task's hints have %q: did you mean %q?)", k, best)
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
