@@ -26,6 +26,7 @@ type liveChannel struct {
 	l         net.Listener
 	approver  *live.Approver
 	tokenFile string
+	console   string // the console's address for the session (add)
 	served    chan error
 }
 
@@ -80,13 +81,16 @@ func writeSecretFile(path string, data []byte) error {
 // add offers the session on the channel and tells the user where.
 func (lc *liveChannel) add(s *session.Session, goal, evidenceRoot string, stdio Stdio) {
 	lc.srv.Add(s, live.SessionOptions{Approver: lc.approver, Dir: filepath.Join(evidenceRoot, s.ID()), Goal: goal})
-	base := "http://" + lc.l.Addr().String()
-	fmt.Fprintf(stdio.Err, "aegis: live console: %s/?session=%s#token=%s\n", base, s.ID(), lc.srv.Token())
+	lc.console = fmt.Sprintf("http://%s/?session=%s#token=%s", lc.l.Addr(), s.ID(), lc.srv.Token())
+	fmt.Fprintf(stdio.Err, "aegis: live console: %s\n", lc.console)
 	fmt.Fprintf(stdio.Err, "aegis: live stream:  ws://%s/v1/sessions/%s/stream (bearer token in %s)\n", lc.l.Addr(), s.ID(), lc.tokenFile)
 	if lc.approver != nil {
 		fmt.Fprintln(stdio.Err, "aegis: approval requests wait for a decision on the live channel")
 	}
 }
+
+// consoleURL returns the console's address for the session add offered.
+func (lc *liveChannel) consoleURL() string { return lc.console }
 
 // close lets the clients read the end of the stream (a few seconds at
 // most), stops the server and removes the token file.

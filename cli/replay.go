@@ -178,6 +178,9 @@ func writeJSON(w io.Writer, v any) error {
 // code and the error of a bundle that could not be replayed (whose report
 // it did not print), if any.
 func replayBundle(ctx context.Context, bundle string, opts audit.ReplayOptions, asJSON bool, stdio Stdio) (int, error) {
+	if err := notBundle(bundle); err != nil {
+		return ExitUsage, err
+	}
 	rep, err := audit.Replay(ctx, bundle, opts)
 	if err != nil {
 		var te *audit.TamperedError
@@ -265,12 +268,7 @@ func termSafe(s string, max int) string {
 // ask needs a terminal (piped input cannot approve), deny is the default
 // without one.
 func replayApprover(flagValue string, stdio Stdio) (audit.Approver, error) {
-	tty := false
-	if f, ok := stdio.In.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
+	tty := isTerminal(stdio.In)
 	if flagValue == "" {
 		flagValue = string(session.ApproveDeny)
 		if tty {

@@ -246,17 +246,6 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 	return in, nil
 }
 
-// isTerminal reports whether r is a character device (an interactive
-// terminal).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // runApprover picks the approver of --approve; nil means the live
 // channel's (runSession makes it).
 func runApprover(o *runOptions, stdio Stdio) (session.Approver, error) {
@@ -280,6 +269,10 @@ func runApprover(o *runOptions, stdio Stdio) (session.Approver, error) {
 	mode, err := session.ParseApproveMode(flagValue)
 	if err != nil {
 		return nil, usageError("--approve: %v", err)
+	}
+	if o.approve == "" && !tty {
+		// Nobody chose to refuse: nobody can be asked.
+		return nobodyApprover{out: stdio.Err}, nil
 	}
 	if mode != session.ApproveAsk {
 		return session.PolicyApprover{Mode: mode}, nil
@@ -463,12 +456,14 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		var liveApprover *live.Approver
 		if approver == nil {
 			liveApprover = live.NewApprover()
-			cfg.Approver = liveApprover
 		}
 		if lc, err = startLive(o.listen, o.tokenFile, liveApprover, stdio); err != nil {
 			return err
 		}
 		defer lc.close()
+		if liveApprover != nil {
+			cfg.Approver = &announcedApprover{next: liveApprover, out: stdio.Err, timeout: o.approvalWait, console: lc.consoleURL}
+		}
 	}
 	s, err := session.New(cfg)
 	if err != nil {
