@@ -58,7 +58,8 @@ func taskError(err error, file string, doc []byte, o *runOptions) error {
 		_ = json.Unmarshal(doc, &members)
 	}
 	known := taskFields()
-	var lines []string
+	// What the flags set is said for the flag; the rest for the file.
+	var flagLines, lines []string
 	suggested := map[string]bool{}
 	unknown := make([]string, 0, len(members))
 	for k := range members {
@@ -88,46 +89,52 @@ func taskError(err error, file string, doc []byte, o *runOptions) error {
 			}
 			continue
 		}
-		lines = append(lines, taskProblem(p, keyword, file, members, o))
+		if line, ok := taskProblem(p, keyword, file, members, o); ok {
+			flagLines = append(flagLines, line)
+		} else {
+			lines = append(lines, line)
+		}
 	}
-	if file != "" {
-		return usageError("%s is not a valid task (ComputerUseInput):\n  %s", file, strings.Join(lines, "\n  "))
+	if file != "" && len(lines) > 0 {
+		flagLines = append(flagLines, fmt.Sprintf("%s is not a valid task (ComputerUseInput):\n  %s", file, strings.Join(lines, "\n  ")))
+	} else {
+		flagLines = append(flagLines, lines...)
 	}
-	return usageError("%s", strings.Join(lines, "\n"))
+	return usageError("%s", strings.Join(flagLines, "\n"))
 }
 
 // taskProblem says one schema problem of the task, for the flag that set
-// the member when one did, else for the file's member.
-func taskProblem(p schemas.Problem, keyword, file string, members map[string]json.RawMessage, o *runOptions) string {
+// the member when one did (flag true), else for the file's member.
+func taskProblem(p schemas.Problem, keyword, file string, members map[string]json.RawMessage, o *runOptions) (line string, flag bool) {
 	segs := strings.Split(strings.TrimPrefix(p.Pointer, "/"), "/")
 	field := segs[0]
 	switch {
 	case field == "maxActions" && o.maxActions != 0:
-		return fmt.Sprintf("--max-actions %d: want %d to %d", o.maxActions, minActions, maxActions)
+		return fmt.Sprintf("--max-actions %d: want %d to %d", o.maxActions, minActions, maxActions), true
 	case field == "maxDurationMs" && o.maxDuration != 0:
-		return fmt.Sprintf("--max-duration %v: want %v to %v", o.maxDuration, minDuration, maxDuration)
+		return fmt.Sprintf("--max-duration %v: want %v to %v", o.maxDuration, minDuration, maxDuration), true
 	case file == "" && field == "goal":
-		return "--goal: " + p.Reason
+		return "--goal: " + p.Reason, true
 	case file == "" && field == "urls" && len(segs) == 2:
 		i, _ := strconv.Atoi(segs[1])
 		if i < len(o.urls) {
-			return fmt.Sprintf("--url %s: %s", o.urls[i], urlProblem(o.urls[i], keyword, p.Reason, "--url "))
+			return fmt.Sprintf("--url %s: %s", o.urls[i], urlProblem(o.urls[i], keyword, p.Reason, "--url ")), true
 		}
 	case file == "" && field == "urls":
-		return fmt.Sprintf("--url (given %d times): %s", len(o.urls), p.Reason)
+		return fmt.Sprintf("--url (given %d times): %s", len(o.urls), p.Reason), true
 	case field == "urls" && len(segs) == 2:
 		var urls []string
 		_ = json.Unmarshal(members["urls"], &urls)
 		i, _ := strconv.Atoi(segs[1])
 		if i < len(urls) {
-			return fmt.Sprintf("urls[%d] %q: %s", i, urls[i], urlProblem(urls[i], keyword, p.Reason, ""))
+			return fmt.Sprintf("urls[%d] %q: %s", i, urls[i], urlProblem(urls[i], keyword, p.Reason, "")), false
 		}
 	}
 	name := strings.Join(segs, ".")
 	if name == "" {
 		name = "the task"
 	}
-	return name + ": " + p.Reason
+	return name + ": " + p.Reason, file == ""
 }
 
 // schemelessURLs refuses the task's URLs that name no scheme though they
