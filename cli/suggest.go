@@ -12,15 +12,16 @@ func didYouMean(got string, known []string) string {
 	return ""
 }
 
-// closest returns the known name closest to got (ignoring case), or ""
-// when none is within the distance didYouMean allows.
+// closest returns the known name closest to got (ignoring case, so that
+// "URLS" is "urls"), or "" when none is within the distance didYouMean
+// allows or got is known.
 func closest(got string, known []string) string {
 	best, bestDist := "", 0
 	g := strings.ToLower(got)
 	for _, k := range known {
 		d := editDistance(g, strings.ToLower(k))
 		limit := min(3, max(1, max(len(got), len(k))/3))
-		if d == 0 || d > limit {
+		if k == got || d > limit {
 			continue
 		}
 		if best == "" || d < bestDist {
