@@ -118,6 +118,9 @@ func runDemo(ctx context.Context, args []string, stdio Stdio) error {
 	if o.listen != "" && !flagSet(fs, "approve") {
 		o.approve = ApproveLive
 	}
+	if err := checkSessionFlags(&o); err != nil {
+		return err // before the shop starts
+	}
 	var approver session.Approver
 	var auto *demoApprover
 	if o.approve == "auto" {

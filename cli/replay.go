@@ -79,7 +79,7 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 	policy := fs.String("policy", "", "judge the actions by the policy in `DIR` (or an OPA bundle .tar.gz; default: the embedded policy)")
 	fromBundle := fs.Bool("policy-from-bundle", false, "judge by the policy that judged the recording: refuse unless the policy has the version the bundle names")
 	var origins audit.OriginMap
-	fs.Var(&origins, "map-origin", "replay the recorded origin `FROM=TO` on another (repeatable)")
+	fs.Var(originFlag{&origins}, "map-origin", "replay the recorded origin `FROM=TO` on another (repeatable)")
 	approve := fs.String("approve", "", "approval requests: ask (default on a terminal), deny (default otherwise) or low-and-medium-only")
 	preset := fs.String("preset", "", "security `preset` replacing the permission level the recording applied")
 	evidenceDir := fs.String("evidence", DefaultEvidenceDir, "evidence root `DIR` of the replay's own bundle")
@@ -165,6 +165,32 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 		return exitCode(code, nil)
 	}
 	return nil
+}
+
+// originFlag is replay's --map-origin: an audit.OriginMap that says the
+// fix of an origin typed without its scheme.
+type originFlag struct{ m *audit.OriginMap }
+
+func (f originFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	return f.m.String()
+}
+
+// Set adds the pair FROM=TO, refusing an origin without its scheme with
+// the pair as it should read.
+func (f originFlag) Set(s string) error {
+	if from, to, ok := strings.Cut(s, "="); ok && (noScheme(from) || noScheme(to)) {
+		fix := func(o string) string {
+			if noScheme(o) {
+				return withScheme(o)
+			}
+			return o
+		}
+		return fmt.Errorf("an origin needs its scheme: --map-origin %s=%s", fix(from), fix(to))
+	}
+	return f.m.Set(s)
 }
 
 // writeJSON writes v to w as indented JSON, as replay's --json output.

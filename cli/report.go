@@ -71,8 +71,11 @@ func runReport(ctx context.Context, args []string, stdio Stdio) error {
 			return err
 		}
 	} else {
+		if fi, err := os.Stat(filepath.Dir(*out)); err != nil || !fi.IsDir() {
+			return usageError("-o %s: the directory %s does not exist", *out, filepath.Dir(*out))
+		}
 		if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
-			return exitCode(ExitFailure, err)
+			return exitCode(ExitFailure, fmt.Errorf("-o %s: %w", *out, err))
 		}
 		fmt.Fprintf(stdio.Err, "aegis: report of %s written to %s (open it in a browser)\n", b.Manifest.SessionID, *out)
 	}

@@ -237,7 +237,7 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 		ms := int(o.maxDuration.Milliseconds())
 		in.MaxDurationMs = &ms
 	}
-	if err := schemelessURLs(in.URLs, file, o); err != nil {
+	if err := checkTaskURLs(in.URLs, file); err != nil {
 		return in, err
 	}
 	if _, err := contract.Encode(schemas.KindInput, in); err != nil {
@@ -390,6 +390,9 @@ type sessionHooks struct {
 // prints the progress and the output, and returns the exit code as an
 // error.
 func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
+	if err := checkSessionFlags(o); err != nil {
+		return err
+	}
 	mode := contract.DriverMode(o.driver)
 	if mode != contract.ModeSandbox && mode != contract.ModePlaywright {
 		return usageError("--driver %q: want sandbox or playwright", o.driver)

@@ -137,19 +137,22 @@ func taskProblem(p schemas.Problem, keyword, file string, members map[string]jso
 	return name + ": " + p.Reason, file == ""
 }
 
-// schemelessURLs refuses the task's URLs that name no scheme though they
-// pass the schema's uri format ("localhost:8080" reads as the scheme
-// "localhost"), saying so for the flag or the file member that gave them.
-func schemelessURLs(urls []string, file string, o *runOptions) error {
+// checkTaskURLs refuses the task's URLs that no session can allow,
+// though some pass the schema's uri format ("localhost:8080" reads as the
+// scheme "localhost"): an allowed URL is an absolute http(s) URL with a
+// host and without user info. It says why, with the fix, for the flag or
+// the file member that gave them.
+func checkTaskURLs(urls []string, file string) error {
 	var lines []string
 	for i, u := range urls {
-		if !noScheme(u) {
+		why := allowedURLProblem(u)
+		switch {
+		case why == "":
 			continue
-		}
-		if file == "" {
-			lines = append(lines, fmt.Sprintf("--url %s: %s", u, urlProblem(u, "format", "", "--url ")))
-		} else {
-			lines = append(lines, fmt.Sprintf("urls[%d] %q: %s", i, u, urlProblem(u, "format", "", "")))
+		case file == "":
+			lines = append(lines, fmt.Sprintf("--url %s: %s", u, strings.ReplaceAll(why, "FIX", "--url ")))
+		default:
+			lines = append(lines, fmt.Sprintf("urls[%d] %q: %s", i, u, strings.ReplaceAll(why, "FIX", "")))
 		}
 	}
 	switch {
@@ -159,6 +162,30 @@ func schemelessURLs(urls []string, file string, o *runOptions) error {
 		return usageError("%s is not a valid task (ComputerUseInput):\n  %s", file, strings.Join(lines, "\n  "))
 	}
 	return usageError("%s", strings.Join(lines, "\n"))
+}
+
+// allowedURLProblem says why u cannot be an allowed URL, "" when it can;
+// FIX stands where the fix's prefix goes. Strings the schema refuses
+// anyway (spaces) are left to it.
+func allowedURLProblem(u string) string {
+	if strings.ContainsAny(u, " \t\n") {
+		return ""
+	}
+	if noScheme(u) {
+		return "an allowed URL needs a scheme: add " + schemeFor(u) + " (FIX" + withScheme(u) + ")"
+	}
+	pu, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return ""
+	case pu.Scheme != "http" && pu.Scheme != "https":
+		return fmt.Sprintf("only http and https pages can be allowed, not %s:", pu.Scheme)
+	case pu.Host == "":
+		return "the URL names no host (such as https://example.com/)"
+	case pu.User != nil:
+		return "an allowed URL carries no user name or password (give credentials as secrets: aegis help run)"
+	}
+	return ""
 }
 
 // noScheme reports whether u is a host (and port) written without the
@@ -174,7 +201,9 @@ func noScheme(u string) bool {
 	if pu.Opaque == "" {
 		return false
 	}
-	_, err = strconv.Atoi(pu.Opaque) // "localhost:8080": scheme "localhost", a port
+	// "localhost:8080/v1": the scheme "localhost", then a port.
+	port, _, _ := strings.Cut(pu.Opaque, "/")
+	_, err = strconv.Atoi(port)
 	return err == nil
 }
 
@@ -182,17 +211,13 @@ func noScheme(u string) bool {
 // it lacks its scheme: "needs a scheme: add https:// (--url
 // https://example.com)"; prefix is what the fix is written after.
 func urlProblem(u, keyword, reason, prefix string) string {
-	if keyword == "format" && noScheme(u) && !strings.ContainsAny(u, " \t") {
-		fix := "https://" + strings.TrimPrefix(u, "//")
-		if prefix == "" {
-			fix = strconv.Quote(fix)
-		}
-		return "an allowed URL needs a scheme: add https:// (" + prefix + fix + ")"
+	if keyword != "format" {
+		return reason
 	}
-	if keyword == "format" {
-		return "not an absolute URL (such as https://example.com)"
+	if why := allowedURLProblem(u); why != "" {
+		return strings.ReplaceAll(why, "FIX", prefix)
 	}
-	return reason
+	return "not an absolute URL (such as https://example.com)"
 }
 
 // hintTypo says which member of the task's hints is likely a misspelt

@@ -82,9 +82,15 @@ func TestTaskErrors(t *testing.T) {
 		{"url without scheme", []string{"--goal", "x", "--url", "example.com"},
 			"aegis: --url example.com: an allowed URL needs a scheme: add https:// (--url https://example.com)\n"},
 		{"host and port", []string{"--goal", "x", "--url", "https://a.example", "--url", "localhost:8080"},
-			"aegis: --url localhost:8080: an allowed URL needs a scheme: add https:// (--url https://localhost:8080)\n"},
+			"aegis: --url localhost:8080: an allowed URL needs a scheme: add http:// (--url http://localhost:8080)\n"},
 		{"not a URL", []string{"--goal", "x", "--url", "not a url"},
 			"aegis: --url not a url: not an absolute URL (such as https://example.com)\n"},
+		{"another scheme", []string{"--goal", "x", "--url", "ftp://a.example/"},
+			"aegis: --url ftp://a.example/: only http and https pages can be allowed, not ftp:\n"},
+		{"no host", []string{"--goal", "x", "--url", "https://"},
+			"aegis: --url https://: the URL names no host (such as https://example.com/)\n"},
+		{"user info", []string{"--goal", "x", "--url", "https://bob:pw@a.example/"},
+			"aegis: --url https://bob:pw@a.example/: an allowed URL carries no user name or password (give credentials as secrets: aegis help run)\n"},
 		{"too many actions", []string{"--goal", "x", "--url", "https://a.example", "--max-actions", "500"},
 			"aegis: --max-actions 500: want 1 to 200\n"},
 		{"negative actions", []string{"--goal", "x", "--url", "https://a.example", "--max-actions", "-1"},
@@ -102,9 +108,9 @@ func TestTaskErrors(t *testing.T) {
 		{"missing field", []string{file(`{"urls":["https://a.example"]}`)},
 			"aegis: FILE is not a valid task (ComputerUseInput):\n  missing field \"goal\"\n"},
 		{"file url without scheme", []string{file(`{"goal":"x","urls":["a.example"],"maxActions":0}`)},
-			"aegis: FILE is not a valid task (ComputerUseInput):\n  maxActions: must be >= 1 but found 0\n  urls[0] \"a.example\": an allowed URL needs a scheme: add https:// (\"https://a.example\")\n"},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  maxActions: must be >= 1 but found 0\n  urls[0] \"a.example\": an allowed URL needs a scheme: add https:// (https://a.example)\n"},
 		{"file host and port", []string{file(`{"goal":"x","urls":["localhost:8080"]}`)},
-			"aegis: FILE is not a valid task (ComputerUseInput):\n  urls[0] \"localhost:8080\": an allowed URL needs a scheme: add https:// (\"https://localhost:8080\")\n"},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  urls[0] \"localhost:8080\": an allowed URL needs a scheme: add http:// (http://localhost:8080)\n"},
 		{"file and flag", []string{"--max-actions", "201", file(`{"goal":"x","urls":["https://a.example"]}`)},
 			"aegis: --max-actions 201: want 1 to 200\n"},
 		{"misspelt hint", []string{file(`{"goal":"x","urls":["https://a.example"],"hints":{"step":["extract text"]}}`)},
@@ -183,5 +189,50 @@ func TestClosest(t *testing.T) {
 		if got := editDistance(tt.a, tt.b); got != tt.want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// TestFlagErrors: the flags of run, demo, replay and report whose values
+// cannot work are refused before anything starts, in the words of the
+// flag as typed, with the fix.
+func TestFlagErrors(t *testing.T) {
+	bundle := copyBundle(t)
+	task := []string{"run", "--goal", "x", "--url", "https://a.example"}
+	tests := []struct {
+		name string
+		env  string // AEGIS_LLM_BASE_URL
+		args []string
+		want string // stderr
+	}{
+		{"no approval time", "", append(task, "--approval-timeout", "0"),
+			"aegis: --approval-timeout 0s: want a positive duration, such as 5m (the default)\n"},
+		{"negative approval time", "", []string{"demo", "--approval-timeout", "-1s"},
+			"aegis: --approval-timeout -1s: want a positive duration, such as 5m (the default)\n"},
+		{"endpoint without scheme", "", append(task, "--browser-endpoint", "localhost:3000"),
+			"aegis: --browser-endpoint localhost:3000: want the Playwright server's WebSocket address: add ws:// (--browser-endpoint ws://localhost:3000)\n"},
+		{"model URL without scheme", "", append(task, "--llm-base-url", "api.example.com/v1", "--model", "m"),
+			"aegis: --llm-base-url api.example.com/v1: the URL needs a scheme: add https:// (--llm-base-url https://api.example.com/v1)\n"},
+		{"local model URL", "", append(task, "--llm-base-url", "localhost:11434/v1", "--model", "m"),
+			"aegis: --llm-base-url localhost:11434/v1: the URL needs a scheme: add http:// (--llm-base-url http://localhost:11434/v1)\n"},
+		{"model URL of another scheme", "", append(task, "--llm-base-url", "ftp://a.example/v1", "--model", "m"),
+			"aegis: --llm-base-url ftp://a.example/v1: want the endpoint's http(s) URL up to /v1, such as https://api.openai.com/v1\n"},
+		{"model URL from the environment", "127.0.0.1:8000/v1", []string{"demo"},
+			"aegis: $AEGIS_LLM_BASE_URL=127.0.0.1:8000/v1: the URL needs a scheme: add http:// ($AEGIS_LLM_BASE_URL=http://127.0.0.1:8000/v1)\n"},
+		{"origin without scheme", "", []string{"replay", bundle, "--map-origin", "example.com=localhost:8080"},
+			"invalid value \"example.com=localhost:8080\" for flag -map-origin: an origin needs its scheme: --map-origin https://example.com=http://localhost:8080\n"},
+		{"report into nowhere", "", []string{"report", bundle, "-o", "/nonexistent/dir/r.html"},
+			"aegis: -o /nonexistent/dir/r.html: the directory /nonexistent/dir does not exist\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvLLMBaseURL, tt.env)
+			code, out, errOut := run(t, "", tt.args...)
+			if code != ExitUsage || out != "" {
+				t.Errorf("exit %d, stdout %q", code, out)
+			}
+			if !strings.HasPrefix(errOut, tt.want) {
+				t.Errorf("stderr\n got %q\nwant %q", errOut, tt.want)
+			}
+		})
 	}
 }
