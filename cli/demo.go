@@ -54,6 +54,9 @@ watch, approve, deny or abort.
 --serve ADDR only serves the shop on ADDR (such as 127.0.0.1:8080) until
 interrupted, and prints its URL.
 
+Ctrl-C prints "stopping...", ends the session aborted with its bundle
+sealed, and verifies the bundle as after any run (exit 3).
+
 Exit status: 0 completed and the bundle verifies, 1 the bundle does not
 verify, otherwise as "aegis run": 3 aborted, 4 duration_exceeded,
 5 action_limit_exceeded, 6 failed, 2 usage.`

@@ -92,7 +92,8 @@ egress filter: a value the page echoes shows as its placeholder.
 Approvals (--approve): the policy pauses high-risk actions (payments,
 deletions, typing text of the model's own into sensitive fields) for a
 human. ask prompts on the terminal (only when stdin is one; the default
-then); deny (the default without a terminal) refuses them all;
+then); deny refuses them all; without a terminal and without --approve
+nobody can be asked, and each is refused, saying so;
 low-and-medium-only approves what the policy rates low or medium risk and
 refuses high risk: with the default preset it approves nothing, with
 --preset balanced it confirms ordinary input and navigation. An approval
@@ -119,6 +120,9 @@ line, for machines). Its "status" is seed 003's; a failed session says
 "evidence" member names the bundle: dir, sealed, headHash. The bundle goes
 to --evidence DIR/SESSION-ID (default ./` + DefaultEvidenceDir + `); verify it with
 aegis verify DIR/SESSION-ID.
+
+Ctrl-C (or SIGTERM) prints "stopping..." and ends the session aborted,
+its bundle sealed; a second Ctrl-C quits at once, the bundle unsealed.
 
 Exit status: 0 completed, 3 aborted, 4 duration_exceeded,
 5 action_limit_exceeded, 6 failed, 2 usage (bad flags or task, unreadable
