@@ -43,7 +43,8 @@ bundle.
 
 A recorded denial stays denied and is not executed. A recorded approval is
 not granted again silently: the action is asked about again (--approve ask)
-or denied (--approve deny, the default without a terminal).
+or denied (--approve deny); without a terminal and without --approve,
+nobody can be asked, and the step is blocked, saying so.
 --map-origin FROM=TO (repeatable) replays a bundle recorded against one
 origin on another, such as the demo site served on another port.
 
@@ -80,7 +81,7 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 	fromBundle := fs.Bool("policy-from-bundle", false, "judge by the policy that judged the recording: refuse unless the policy has the version the bundle names")
 	var origins audit.OriginMap
 	fs.Var(originFlag{&origins}, "map-origin", "replay the recorded origin `FROM=TO` on another (repeatable)")
-	approve := fs.String("approve", "", "approval requests: ask (default on a terminal), deny (default otherwise) or low-and-medium-only")
+	approve := fs.String("approve", "", "approval requests: ask (default on a terminal), deny or low-and-medium-only")
 	preset := fs.String("preset", "", "security `preset` replacing the permission level the recording applied")
 	evidenceDir := fs.String("evidence", DefaultEvidenceDir, "evidence root `DIR` of the replay's own bundle")
 	allowUnsealed := fs.Bool("allow-unsealed", false, "replay an unsealed bundle (its intact entries)")
@@ -290,16 +291,23 @@ func termSafe(s string, max int) string {
 	return s
 }
 
+// errNobodyToAsk is why a replay without a terminal and without
+// --approve cannot have an approval: the step is blocked, said so.
+var errNobodyToAsk = errors.New("nobody could be asked: stdin is not a terminal and no --approve rule was given (run in a terminal, or give --approve deny or low-and-medium-only)")
+
 // replayApprover picks the approver of replay's --approve: as aegis run,
 // ask needs a terminal (piped input cannot approve), deny is the default
 // without one.
 func replayApprover(flagValue string, stdio Stdio) (audit.Approver, error) {
 	tty := isTerminal(stdio.In)
+	if flagValue == "" && !tty {
+		// Nobody chose to refuse: nobody can be asked.
+		return audit.ApproverFunc(func(ctx context.Context, req audit.ApprovalRequest) (audit.ApprovalAnswer, error) {
+			return audit.ApprovalAnswer{}, errNobodyToAsk
+		}), nil
+	}
 	if flagValue == "" {
-		flagValue = string(session.ApproveDeny)
-		if tty {
-			flagValue = string(session.ApproveAsk)
-		}
+		flagValue = string(session.ApproveAsk)
 	}
 	mode, err := session.ParseApproveMode(flagValue)
 	if err != nil {
