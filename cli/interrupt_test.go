@@ -5,6 +5,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -188,4 +189,32 @@ func exitStatus(err error, ee **exec.ExitError) int {
 		return (*ee).ExitCode()
 	}
 	return -1
+}
+
+// TestInterruptContext: the first SIGINT or SIGTERM says "stopping..."
+// at once and cancels the context with a cause that says which; stop
+// without a signal says nothing.
+func TestInterruptContext(t *testing.T) {
+	var b bytes.Buffer
+	ctx, stop := InterruptContext(t.Context(), &b)
+	defer stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-ctx.Done()
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, ErrInterrupted) || cause.Error() != "interrupted (terminated)" {
+		t.Errorf("cause %v, want ErrInterrupted (terminated)", cause)
+	}
+	if got, want := b.String(), "aegis: stopping... (terminated: the session ends and its evidence is sealed; interrupt again to quit at once)\n"; got != want {
+		t.Errorf("said %q, want %q", got, want)
+	}
+
+	var quiet bytes.Buffer
+	ctx, stop = InterruptContext(t.Context(), &quiet)
+	stop()
+	<-ctx.Done()
+	if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) || errors.Is(cause, ErrInterrupted) || quiet.Len() != 0 {
+		t.Errorf("stop without a signal: cause %v, said %q", cause, quiet.String())
+	}
 }
