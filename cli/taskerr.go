@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,8 +44,8 @@ func taskFields() []string {
 // --url), doc its bytes, o the flags. Problems of members the flags set
 // name the flag and its value ("--url example.com: ..."); problems of the
 // file name its member ("urls[0] ..."), an unknown member with the known
-// one it is likely a typo of. err is returned unchanged when it is not a
-// schema violation.
+// one it is likely a typo of. An err that is no schema violation (a JSON
+// syntax error) is said as it is.
 func taskError(err error, file string, doc []byte, o *runOptions) error {
 	var ve *schemas.ValidationError
 	if !errors.As(err, &ve) {
@@ -63,7 +64,7 @@ func taskError(err error, file string, doc []byte, o *runOptions) error {
 	suggested := map[string]bool{}
 	unknown := make([]string, 0, len(members))
 	for k := range members {
-		if !contains(known, k) {
+		if !slices.Contains(known, k) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -239,13 +240,4 @@ func hintTypo(in contract.Input) string {
 		}
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
