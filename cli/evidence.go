@@ -133,6 +133,9 @@ func runVerify(ctx context.Context, args []string, stdio Stdio) error {
 	res := verifyResult{Valid: true}
 	var bundleErr, proofErr error
 	if len(pos) == 1 {
+		if err := notBundle(pos[0]); err != nil {
+			return err
+		}
 		res.Path = pos[0]
 		opts := evidence.VerifyOptions{PubKey: pub, AllowUnsealed: *allowUnsealed}
 		opts.Progress = progressPrinter(stdio.Err, "verify")
@@ -391,6 +394,9 @@ func runProve(ctx context.Context, args []string, stdio Stdio) error {
 	}
 	if _, err := os.Stat(pos[0]); err != nil {
 		return usageError("prove: %v", err)
+	}
+	if err := notBundle(pos[0]); err != nil {
+		return err
 	}
 	p, err := evidence.Prove(ctx, pos[0], pos[1], !*noContent)
 	if err != nil {

@@ -127,6 +127,9 @@ func minutes(d time.Duration) string {
 	return d.String()
 }
 
+// consoleURL returns the console's address for the session add offered.
+func (lc *liveChannel) consoleURL() string { return lc.console }
+
 // close lets the clients read the end of the stream (a few seconds at
 // most), stops the server and removes the token file.
 func (lc *liveChannel) close() {

@@ -92,7 +92,8 @@ egress filter: a value the page echoes shows as its placeholder.
 Approvals (--approve): the policy pauses high-risk actions (payments,
 deletions, typing text of the model's own into sensitive fields) for a
 human. ask prompts on the terminal (only when stdin is one; the default
-then); deny (the default without a terminal) refuses them all;
+then); deny refuses them all; without a terminal and without --approve
+nobody can be asked, and each is refused, saying so;
 low-and-medium-only approves what the policy rates low or medium risk and
 refuses high risk: with the default preset it approves nothing, with
 --preset balanced it confirms ordinary input and navigation. An approval
@@ -121,6 +122,9 @@ line, for machines). Its "status" is seed 003's; a failed session says
 "evidence" member names the bundle: dir, sealed, headHash. The bundle goes
 to --evidence DIR/SESSION-ID (default ./` + DefaultEvidenceDir + `); verify it with
 aegis verify DIR/SESSION-ID.
+
+Ctrl-C (or SIGTERM) prints "stopping..." and ends the session aborted,
+its bundle sealed; a second Ctrl-C quits at once, the bundle unsealed.
 
 Exit status: 0 completed, 3 aborted, 4 duration_exceeded,
 5 action_limit_exceeded, 6 failed, 2 usage (bad flags or task, unreadable
@@ -211,6 +215,8 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 // budget flags.
 func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 	var in contract.Input
+	var file string // the TASK.json, and its bytes
+	var doc []byte
 	switch {
 	case len(pos) > 1:
 		return in, usageError("run takes one TASK.json, got %d arguments", len(pos))
@@ -223,8 +229,9 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 			return in, usageError("read %s: %v", pos[0], err)
 		}
 		if err := contract.Decode(schemas.KindInput, data, &in); err != nil {
-			return in, usageError("%s is not a valid task (ComputerUseInput): %v", pos[0], err)
+			return in, taskError(err, pos[0], data, &runOptions{}) // the flags are not applied yet
 		}
+		file, doc = pos[0], data
 	default:
 		if o.goal == "" || len(o.urls) == 0 {
 			return in, usageError("run needs a TASK.json, or --goal and at least one --url (aegis help run)")
@@ -238,21 +245,13 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 		ms := int(o.maxDuration.Milliseconds())
 		in.MaxDurationMs = &ms
 	}
+	if err := checkTaskURLs(in.URLs, file); err != nil {
+		return in, err
+	}
 	if _, err := contract.Encode(schemas.KindInput, in); err != nil {
-		return in, usageError("invalid task: %v", err)
+		return in, taskError(err, file, doc, o)
 	}
 	return in, nil
-}
-
-// isTerminal reports whether r is a character device (an interactive
-// terminal).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // runApprover picks the approver of --approve; nil means the live
@@ -278,6 +277,10 @@ func runApprover(o *runOptions, stdio Stdio) (session.Approver, error) {
 	mode, err := session.ParseApproveMode(flagValue)
 	if err != nil {
 		return nil, usageError("--approve: %v", err)
+	}
+	if o.approve == "" && !tty {
+		// Nobody chose to refuse: nobody can be asked.
+		return nobodyApprover{out: stdio.Err}, nil
 	}
 	if mode != session.ApproveAsk {
 		return session.PolicyApprover{Mode: mode}, nil
@@ -314,7 +317,7 @@ func agents(o *runOptions, in contract.Input, set *secrets.Set) (planner.Planner
 		case hasHint(in, "script"):
 			agent = "script"
 		default:
-			return nil, nil, "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script", EnvModel)
+			return nil, nil, "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script%s", EnvModel, hintTypo(in))
 		}
 		o.agent = agent
 	}
@@ -395,6 +398,9 @@ type sessionHooks struct {
 // prints the progress and the output, and returns the exit code as an
 // error.
 func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
+	if err := checkSessionFlags(o); err != nil {
+		return err
+	}
 	mode := contract.DriverMode(o.driver)
 	if mode != contract.ModeSandbox && mode != contract.ModePlaywright {
 		return usageError("--driver %q: want sandbox or playwright", o.driver)
@@ -461,7 +467,6 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		var liveApprover *live.Approver
 		if approver == nil {
 			liveApprover = live.NewApprover()
-			cfg.Approver = liveApprover
 		}
 		if o.linger < 0 {
 			return usageError("--linger %s: want 0 or more", o.linger)
@@ -471,6 +476,9 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		}
 		lc.lingerFor = o.linger
 		defer func() { lc.linger(ctx, stdio); lc.close() }()
+		if liveApprover != nil {
+			cfg.Approver = &announcedApprover{next: liveApprover, out: stdio.Err, timeout: o.approvalWait, console: lc.consoleURL}
+		}
 	}
 	s, err := session.New(cfg)
 	if err != nil {
