@@ -107,6 +107,16 @@ is PORT or HOST:PORT, loopback unless a host is named. Every connection
 needs the bearer token aegis prints to stderr and writes to a 0600 file
 (--listen-token-file); live/PROTOCOL.md documents the wire.
 
+Witness (--witness URL|file:PATH): the bundle's writer sends a signed
+checkpoint of its ledger (size, Merkle root, head hash) every
+--checkpoint-every entries and at the seal to a witness, aegis witness
+serve or an append-only log file on another path, so that aegis verify
+--witness can later tell a truncated or re-signed bundle. The checkpoints
+are signed with --sign-key, else with a key made for the session. A
+checkpoint the witness does not take never holds the session up: it is
+recorded in the bundle (an error event) and reported; with
+--witness-required it aborts the run and the run fails (exit 6).
+
 Presets (--preset): power (default: full permission; high risk still
 needs approval), balanced (every navigate, click, type and select needs
 approval), safe (nothing may act), developer (as power).
@@ -149,6 +159,10 @@ type runOptions struct {
 	signKey      string
 	listen       string
 	tokenFile    string
+	// witness, witnessRequired, checkpointEvery: cli/witness.go.
+	witness         string
+	witnessRequired bool
+	checkpointEvery int
 }
 
 // stringList is a repeatable string flag.
@@ -175,6 +189,9 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
 	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
 	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
+	fs.StringVar(&o.witness, "witness", "", "send signed checkpoints of the bundle's ledger to the witness at `URL` (http(s)://, aegis witness serve) or file:PATH (an append-only log file)")
+	fs.BoolVar(&o.witnessRequired, "witness-required", false, "fail closed: a checkpoint the witness does not take aborts the run, and the run fails (exit 6)")
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, fmt.Sprintf("send a checkpoint every `N` ledger entries, and at the seal (default %d)", evidence.DefaultCheckpointEvery))
 }
 
 func runRun(ctx context.Context, args []string, stdio Stdio) error {
@@ -452,6 +469,12 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		}
 		cfg.Signer = signer
 	}
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	sw, err := openSessionWitness(o, &cfg, cancelRun)
+	if err != nil {
+		return err
+	}
 	var lc *liveChannel
 	if o.listen != "" {
 		var liveApprover *live.Approver
@@ -490,6 +513,11 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		fmt.Fprintf(stdio.Out, "%s\n", b)
 	}
 	fmt.Fprintln(stdio.Err, endLine(res))
+	if sw != nil {
+		if err := sw.finish(stdio); err != nil {
+			return err
+		}
+	}
 	if hooks != nil && hooks.done != nil {
 		if err := hooks.done(res, stdio.Out); err != nil {
 			return err

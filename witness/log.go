@@ -192,7 +192,9 @@ func (d DirStore) file(origin string) FileStore {
 func (d DirStore) Latest(origin string) ([]byte, error) { return d.file(origin).Latest(origin) }
 
 // Append appends a note to origin's file.
-func (d DirStore) Append(origin string, note []byte) error { return d.file(origin).Append(origin, note) }
+func (d DirStore) Append(origin string, note []byte) error {
+	return d.file(origin).Append(origin, note)
+}
 
 // appendNote appends a note and an empty line to a log file.
 func appendNote(path string, note []byte) error {
