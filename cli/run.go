@@ -420,6 +420,9 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if o.policy != "" && o.opaURL != "" {
 		return usageError("--policy and --opa-url are exclusive: the remote server holds its own policy")
 	}
+	if err := checkWitnessFlags(o); err != nil {
+		return err
+	}
 	environ := os.Environ()
 	if hooks != nil {
 		for k, v := range hooks.secrets {

@@ -105,19 +105,32 @@ type sessionWitness struct {
 	required bool
 }
 
+// checkWitnessFlags refuses the witness flags of a run that cannot work,
+// before anything starts.
+func checkWitnessFlags(o *runOptions) error {
+	switch {
+	case o.witness == "" && o.witnessRequired:
+		return usageError("--witness-required needs --witness URL|file:PATH")
+	case o.witness == "" && o.checkpointEvery != 0:
+		return usageError("--checkpoint-every needs --witness URL|file:PATH")
+	case o.checkpointEvery < 0:
+		return usageError("--checkpoint-every %d: want 1 or more (default %d)", o.checkpointEvery, evidence.DefaultCheckpointEvery)
+	}
+	if o.witness != "" {
+		if _, err := witness.Open(o.witness); err != nil {
+			return usageError("--witness: %v", err)
+		}
+	}
+	return nil
+}
+
 // openSessionWitness returns the witness the run's flags name (nil for
 // none) and makes the session's bundle send it its checkpoints. With
 // --witness-required, the first checkpoint not taken cancels the run
 // (cancel), which then ends aborted, its bundle sealed.
 func openSessionWitness(o *runOptions, cfg *session.Config, cancel context.CancelCauseFunc) (*sessionWitness, error) {
 	if o.witness == "" {
-		if o.witnessRequired {
-			return nil, usageError("--witness-required needs --witness URL|file:PATH")
-		}
 		return nil, nil
-	}
-	if o.checkpointEvery < 0 {
-		return nil, usageError("--checkpoint-every %d: want 0 (the default, %d) or more", o.checkpointEvery, evidence.DefaultCheckpointEvery)
 	}
 	w, err := witness.Open(o.witness)
 	if err != nil {
