@@ -51,6 +51,9 @@ run" does (see aegis help run); the approvals then wait for the console
 unless --approve names another mode. Open the printed console address to
 watch, approve, deny or abort.
 
+--witness URL|file:PATH sends the bundle's checkpoints to a witness, as
+"aegis run" does (see aegis help run and aegis witness serve).
+
 --serve ADDR only serves the shop on ADDR (such as 127.0.0.1:8080) until
 interrupted, and prints its URL.
 

@@ -110,6 +110,16 @@ needs the bearer token aegis prints to stderr and writes to a 0600 file
 ends, the console stays available for --linger (default 5m), until Ctrl-C;
 --linger 0 exits at once.
 
+Witness (--witness URL|file:PATH): the bundle's writer sends a signed
+checkpoint of its ledger (size, Merkle root, head hash) every
+--checkpoint-every entries and at the seal to a witness, aegis witness
+serve or an append-only log file on another path, so that aegis verify
+--witness can later tell a truncated or re-signed bundle. The checkpoints
+are signed with --sign-key, else with a key made for the session. A
+checkpoint the witness does not take never holds the session up: it is
+recorded in the bundle (an error event) and reported; with
+--witness-required it aborts the run and the run fails (exit 6).
+
 Presets (--preset): power (default: full permission; high risk still
 needs approval), balanced (every navigate, click, type and select needs
 approval), safe (nothing may act), developer (as power).
@@ -156,6 +166,10 @@ type runOptions struct {
 	listen       string
 	tokenFile    string
 	linger       time.Duration
+	// witness, witnessRequired, checkpointEvery: cli/witness.go.
+	witness         string
+	witnessRequired bool
+	checkpointEvery int
 }
 
 // stringList is a repeatable string flag.
@@ -183,6 +197,9 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
 	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
 	fs.DurationVar(&o.linger, "linger", DefaultLinger, "with --listen: keep serving the console for `DURATION` after the run ends, until Ctrl-C (0: exit at once)")
+	fs.StringVar(&o.witness, "witness", "", "send signed checkpoints of the bundle's ledger to the witness at `URL` (http(s)://, aegis witness serve) or file:PATH (an append-only log file)")
+	fs.BoolVar(&o.witnessRequired, "witness-required", false, "fail closed: a checkpoint the witness does not take aborts the run, and the run fails (exit 6)")
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, fmt.Sprintf("send a checkpoint every `N` ledger entries, and at the seal (default %d)", evidence.DefaultCheckpointEvery))
 }
 
 func runRun(ctx context.Context, args []string, stdio Stdio) error {
@@ -413,6 +430,9 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if o.policy != "" && o.opaURL != "" {
 		return usageError("--policy and --opa-url are exclusive: the remote server holds its own policy")
 	}
+	if err := checkWitnessFlags(o); err != nil {
+		return err
+	}
 	environ := os.Environ()
 	if hooks != nil {
 		for k, v := range hooks.secrets {
@@ -462,6 +482,12 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		}
 		cfg.Signer = signer
 	}
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	sw, err := openSessionWitness(o, &cfg, cancelRun)
+	if err != nil {
+		return err
+	}
 	var lc *liveChannel
 	if o.listen != "" {
 		var liveApprover *live.Approver
@@ -506,6 +532,11 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		fmt.Fprintf(stdio.Out, "%s\n", b)
 	}
 	fmt.Fprintln(stdio.Err, endLine(res))
+	if sw != nil {
+		if err := sw.finish(stdio); err != nil {
+			return err
+		}
+	}
 	if hooks != nil && hooks.done != nil {
 		if err := hooks.done(res, stdio.Out); err != nil {
 			return err
