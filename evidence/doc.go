@@ -18,7 +18,9 @@
 // Unpack move a bundle as one deterministic .tar.zst file.
 //
 // The format is specified in FORMAT.md, precisely enough for an independent
-// verifier; the session loop writes through a Writer:
+// verifier without Go source: with the schema files its Appendix A lists by
+// path and SHA-256. A VerifyError names the rule of FORMAT.md its check
+// enforces (RuleRef). The session loop writes through a Writer:
 //
 //	w, err := evidence.Create(root, manifest, evidence.Options{Secrets: secrets})
 //	w.Plan(plan)
