@@ -217,6 +217,28 @@ func TestFormatProofFile(t *testing.T) {
 		{"an entry with line 0", edit(func(m map[string]any) { m["entry"].(map[string]any)["line"] = 0 }), false},
 		{"not an object", `[]`, false},
 	}
+	// A manifest nested as deep as canonical JSON allows (64 levels) is
+	// one level deeper in the proof, and still read.
+	deep := edit(func(m map[string]any) {
+		var hints any = map[string]any{}
+		for i := 0; i < 61; i++ {
+			hints = map[string]any{"a": hints}
+		}
+		m["manifest"].(map[string]any)["task"].(map[string]any)["hints"] = hints
+	})
+	var manifest struct{ Manifest json.RawMessage }
+	if err := json.Unmarshal([]byte(deep), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := canonjson.Transform(manifest.Manifest); err != nil {
+		t.Fatalf("the deep manifest is not canonical JSON: %v", err)
+	}
+	if _, err := canonjson.Transform([]byte(deep)); err == nil {
+		t.Fatal("the proof of the deep manifest is not deeper than canonical JSON allows")
+	}
+	if _, err := ParseProof([]byte(deep)); err != nil {
+		t.Errorf("a proof of a manifest nested 64 levels: %v", err)
+	}
 	for _, tt := range tests {
 		q, err := ParseProof([]byte(tt.file))
 		if err == nil {

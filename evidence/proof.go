@@ -16,6 +16,7 @@ import (
 
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/strictjson"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -195,7 +196,9 @@ var proofMembers = map[string]bool{
 // null; its format ProofFormat; and its entry a valid ledger entry, held
 // as its ledger line holds it.
 func ParseProof(data []byte) (*Proof, error) {
-	tree, err := schemas.Parse(data)
+	// The manifest nests one level below the proof: a manifest of the
+	// deepest nesting canonical JSON allows (section 1) has its place.
+	tree, err := strictjson.Parse(data, canonjson.MaxDepth+1)
 	if err != nil {
 		return nil, fmt.Errorf("evidence: proof: %w", err)
 	}
