@@ -23,7 +23,9 @@
 // RFC 6962 proofs a witness checks.
 //
 // The format is specified in FORMAT.md, precisely enough for an independent
-// verifier; the session loop writes through a Writer:
+// verifier without Go source: with the schema files its Appendix A lists by
+// path and SHA-256. A VerifyError names the rule of FORMAT.md its check
+// enforces (RuleRef). The session loop writes through a Writer:
 //
 //	w, err := evidence.Create(root, manifest, evidence.Options{Secrets: secrets})
 //	w.Plan(plan)

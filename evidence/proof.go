@@ -16,6 +16,7 @@ import (
 
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/strictjson"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -182,19 +183,66 @@ type ProofReport struct {
 	Authenticated bool `json:"authenticated"`
 }
 
-// ParseProof decodes a proof file strictly.
+// proofMembers are the members of a proof file, and whether each is
+// required (FORMAT.md, section 11).
+var proofMembers = map[string]bool{
+	"format": true, "entry": true, "treeSize": true, "path": true, "manifest": true,
+	"envelope": false, "content": false,
+}
+
+// ParseProof decodes a proof file strictly (FORMAT.md, section 11): one
+// JSON object without duplicate members or data after it, of exactly the
+// proof's members, named exactly, with the required ones present and none
+// null; its format ProofFormat; and its entry a valid ledger entry, held
+// as its ledger line holds it.
 func ParseProof(data []byte) (*Proof, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
+	// The manifest nests one level below the proof: a manifest of the
+	// deepest nesting canonical JSON allows (section 1) has its place.
+	tree, err := strictjson.Parse(data, canonjson.MaxDepth+1)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: proof: %w", err)
+	}
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return nil, errors.New("evidence: proof: not a JSON object")
+	}
+	for k, v := range m {
+		if _, known := proofMembers[k]; !known {
+			return nil, fmt.Errorf("evidence: proof: unknown member %q", k)
+		}
+		if v == nil {
+			return nil, fmt.Errorf("evidence: proof: member %q is null", k)
+		}
+	}
+	for k, required := range proofMembers {
+		if _, ok := m[k]; required && !ok {
+			return nil, fmt.Errorf("evidence: proof: member %q missing", k)
+		}
+	}
+	if err := schemas.ValidateValue(schemas.KindLedgerEntry, m["entry"]); err != nil {
+		return nil, fmt.Errorf("evidence: proof: entry: %w", err)
+	}
+	canon, err := canonjson.EncodeValue(tree)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: proof: %w", err)
+	}
+	d := json.NewDecoder(bytes.NewReader(canon))
 	d.DisallowUnknownFields()
 	var p Proof
 	if err := d.Decode(&p); err != nil {
 		return nil, fmt.Errorf("evidence: proof: %w", err)
 	}
-	if d.More() {
-		return nil, errors.New("evidence: proof: data after the proof")
-	}
 	if p.Format != ProofFormat {
 		return nil, fmt.Errorf("evidence: proof: format %q, want %q", p.Format, ProofFormat)
+	}
+	// The entry decoded is the entry given: nothing was dropped or
+	// renamed on the way (its entryHash is computed over the decoded one).
+	given, err := canonjson.EncodeValue(m["entry"])
+	if err != nil {
+		return nil, fmt.Errorf("evidence: proof: entry: %w", err)
+	}
+	if decoded, err := canonjson.Marshal(p.Entry); err != nil || !bytes.Equal(decoded, given) {
+		return nil, errors.New("evidence: proof: entry: not a ledger entry as its line holds it")
 	}
 	return &p, nil
 }

@@ -101,12 +101,65 @@ type VerifyError struct {
 	// Want and Got are the expected and the found value, when the check
 	// compares two.
 	Want, Got string
+	// Rule names the place of FORMAT.md that states the rule the check
+	// enforces, such as "section 8, rule 12"; when empty, RuleRef looks
+	// Check up in the table of FORMAT.md, section 9.
+	Rule string
 	// Err is the underlying error, if any.
 	Err error
 }
 
-// Error names the place (file, line, ledger entry), the check, and what was
-// expected and found.
+// checkRules maps each check Verify names to the place of FORMAT.md that
+// states its rule (the table of FORMAT.md, section 9, which a test keeps
+// equal to this one).
+var checkRules = map[string]string{
+	"archive":         "section 12",
+	"file type":       "section 2",
+	"empty directory": "section 8, rule 14",
+	"extra":           "section 9, step 4",
+	"line feed":       "section 1, records",
+	"canonical":       "section 1, canonical JSON",
+	"schema":          "section 4",
+	"index":           "section 5, rule 2",
+	"chain: prevHash": "section 5, rule 2",
+	"entryHash":       "section 5, rule 2",
+	"time":            "section 8, rule 11",
+	"order":           "section 5, rule 4",
+	"line":            "section 5, rule 5",
+	"duplicate":       "section 5, rule 5",
+	"missing":         "section 5, rule 6",
+	"manifest":        "section 6",
+	"seal":            "section 6",
+	"signature":       "section 7",
+	"DSSE envelope":   "section 7",
+	"event":           "section 8, rule 1",
+	"model call":      "section 8, rule 1",
+	"action line":     "section 8, rules 1 to 3",
+	"decision":        "section 8, rules 1, 2 and 15, and Effects",
+	"authorization":   "section 8, rule 2",
+	"observation":     "section 8, rule 4",
+	"dom snapshot":    "section 8, rule 4",
+	"artifact":        "section 8, rule 5",
+	"image":           "section 8, rule 6",
+	"image record":    "section 8, rule 6",
+	"action event":    "section 8, rule 12",
+	"artifact copy":   "section 8, rule 13",
+	"decided action":  "section 8, rule 15",
+	"contentHash (the record does not match its ledger entry)": "section 5, rule 6",
+}
+
+// RuleRef returns the place of FORMAT.md that states the rule the failed
+// check enforces ("section 8, rule 12"), "" when there is none (a file
+// that could not be read).
+func (e *VerifyError) RuleRef() string {
+	if e.Rule != "" {
+		return e.Rule
+	}
+	return checkRules[e.Check]
+}
+
+// Error names the place (file, line, ledger entry), the check and the rule
+// of FORMAT.md it enforces, and what was expected and found.
 func (e *VerifyError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -118,6 +171,9 @@ func (e *VerifyError) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Check)
+	if r := e.RuleRef(); r != "" {
+		b.WriteString(" (FORMAT.md " + r + ")")
+	}
 	if e.Err != nil {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())

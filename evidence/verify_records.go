@@ -63,7 +63,7 @@ func (v *verifier) record(p *prepared) error {
 	case contract.LedgerAction:
 		facts, err := checkActionLine(r, v.sid)
 		if err != nil {
-			return bad("schema", err)
+			return bad("action line", err)
 		}
 		dec := v.allow[facts.id]
 		if !dec.allow {

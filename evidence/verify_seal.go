@@ -109,12 +109,16 @@ func manifestDiff(want map[string]any, got any) error {
 			if gm, ok := g[k].(map[string]any); ok {
 				for sk, wv := range wm {
 					if !schemas.Equal(wv, gm[sk]) {
-						return mismatch(FileManifest, 0, -1, k+"."+sk, short(wv), short(gm[sk]))
+						e := mismatch(FileManifest, 0, -1, k+"."+sk, short(wv), short(gm[sk]))
+						e.Rule = "section 6"
+						return e
 					}
 				}
 			}
 		}
-		return mismatch(FileManifest, 0, -1, k+" (against the ledger's manifest-end record and seal)", short(want[k]), short(g[k]))
+		e := mismatch(FileManifest, 0, -1, k+" (against the ledger's manifest-end record and seal)", short(want[k]), short(g[k]))
+		e.Rule = "section 6"
+		return e
 	}
 	return fault(FileManifest, 0, -1, "seal", errors.New("differs from the sealed manifest the ledger implies"))
 }
