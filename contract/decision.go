@@ -88,6 +88,13 @@ type DecisionRecord struct {
 	// Effect, what ActionHash covers. nil when Action is, or when the URL
 	// is longer than 2048 characters; "" is recorded as given.
 	ActiveURL *string `json:"activeUrl,omitempty"`
+	// Masked lists where the evidence writer masked the record: the JSON
+	// Pointers (RFC 6901) of the strings in which it replaced a secret
+	// value or a redacted text by its placeholder, sorted. The writer sets
+	// it (whatever the caller gave); the gate never does. A hashed member
+	// listed here is why the action hash cannot be recomputed
+	// (evidence/FORMAT.md, section 8, rule 15).
+	Masked []string `json:"masked,omitempty"`
 	// Target is the element the gate judged the action on, as the driver
 	// resolved it (gate.Request.Target): nil when the action has no
 	// element (navigate, scroll, wait, a whole-page extract) or the element
