@@ -177,6 +177,12 @@ func bindingVectors() []crossVector {
 		{name: "two approvals for one run of an action", change: func(f *forgery) {
 			insertDecision(f, f.find(FileActions, 3), reapproved("second", "apr-"+sha("second")[:32]))
 		}, file: FileActions, line: 3, entry: 18, check: "decided action", says: "action approved by 2 decisions since its last run, want exactly one"},
+		{name: "an approval reused on a second action, bound to its hash", change: func(f *forgery) {
+			other := contract.Action{ID: "a5", Type: contract.ActClick, Reason: "confirm", PolicyTags: []string{}, Selector: "#confirm"}
+			d := decision("other", other, contract.ResultApproved)
+			d.Approval.ID = decision("click-approved", buyClick(), contract.ResultApproved).Approval.ID
+			insertDecision(f, afterBuy(f), d)
+		}, file: FileDecisions, line: 5, entry: 19, check: "decision", says: "used a second time"},
 		{name: "an approval reused for a second run of its action", change: func(f *forgery) {
 			insertDecision(f, afterBuy(f), reapproved("again", ""))
 		}, file: FileDecisions, line: 5, entry: 19, check: "decision", says: "used a second time"},
