@@ -80,8 +80,11 @@ type DecisionRecord struct {
 	// when it runs (the writer stores the text of a type action with
 	// Redact true as {{redacted}} and masks secret values): the executed
 	// action line MUST hold this action (evidence/FORMAT.md, section 8,
-	// rule 15). nil when the action was invalid (the gate denies it and
-	// does not record it) and in bundles written before it was recorded.
+	// rule 15). Required, with ActiveURL, when Allow is true in an
+	// aegis-evidence/2 bundle (the gate denies an action it cannot record,
+	// gate.RuleActionUnrecorded). nil when the action was invalid (the gate
+	// denies it and does not record it) and in aegis-evidence/1 bundles
+	// written before it was recorded.
 	Action *Action `json:"action,omitempty"`
 	// ActiveURL is the URL of the active page the gate judged the action
 	// on (gate.Request.ActiveURL): with Action, SessionID, Target and

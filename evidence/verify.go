@@ -173,7 +173,9 @@ func (e *UnsealedError) Is(target error) bool { return target == ErrUnsealed }
 // archive: every file against its schema and canonical form, every hash,
 // the chain, the Merkle root and the seal, the signature when present (and
 // against opts.PubKey when given), every executed action preceded by an
-// allow decision, and no missing or extra file or line. A valid sealed
+// allow decision that judged exactly that action (FORMAT.md, section 8,
+// rule 15; Report.Unchecked says what an older format did not let it
+// check), and no missing or extra file or line. A valid sealed
 // bundle returns a nil error; an invalid one a *VerifyError naming the
 // first failure; an unsealed one whose entries verify an *UnsealedError
 // (nil with AllowUnsealed). The report is returned in every case but a
