@@ -285,7 +285,7 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 	}
 	reasons := pd.deny
 	reasons = append(reasons, floor(&req)...)
-	if len(reasons) == 0 && (r.Action == nil || r.ActiveURL == nil) {
+	if len(reasons) == 0 && !req.Probe && (r.Action == nil || r.ActiveURL == nil) {
 		reasons = append(reasons, contract.Reason{Rule: RuleActionUnrecorded, Message: fmt.Sprintf("the decision cannot record the action or the active URL it judged (an action that breaks its schema, or an active URL over %d characters), so what runs could not be checked against it", maxRecordedURL)})
 	}
 	if len(reasons) > 0 {

@@ -12,7 +12,7 @@ import (
 // denied, for action_unrecorded alone, when its decision cannot record the
 // action or the active URL: the evidence could not check that what runs is
 // what was decided (evidence/FORMAT.md, section 8, rule 15). A recordable
-// one records both.
+// one records both; a probe (nothing runs on it) is judged as it is.
 func TestUnrecordedActionDenied(t *testing.T) {
 	long := "https://shop.example/cart?q=" + strings.Repeat("x", maxRecordedURL)
 	cases := []struct {
@@ -25,6 +25,7 @@ func TestUnrecordedActionDenied(t *testing.T) {
 		{"active URL over 2048 characters", func(r *Request) { r.ActiveURL = long }, false, true},
 		{"navigate to a URL browser-action refuses", navigateTo("https://sh%6Fp.example/"), false, false},
 		{"click with redact", func(r *Request) { r.Action.Redact = true }, false, false},
+		{"click with redact, asked as a probe", func(r *Request) { r.Action.Redact, r.Probe = true, true }, true, false},
 		{"high-risk click with redact (would pause)", func(r *Request) {
 			r.Action.Redact = true
 			r.Target = &contract.Element{Tag: "button", Type: "submit", ID: "pay", Text: "Pay now"}
@@ -40,8 +41,8 @@ func TestUnrecordedActionDenied(t *testing.T) {
 			}
 			d := g.Decide(context.Background(), req)
 			if tc.wantRecorded {
-				if !d.Allow || d.Action == nil || d.ActiveURL == nil {
-					t.Fatalf("got %s, action %v, activeUrl %v; want allowed with both recorded", d.Result, d.Action, d.ActiveURL)
+				if !d.Allow || (!req.Probe && (d.Action == nil || d.ActiveURL == nil)) {
+					t.Fatalf("got %s %v, action %v, activeUrl %v; want allowed, with both recorded unless a probe", d.Result, d.Reasons, d.Action, d.ActiveURL)
 				}
 				return
 			}
