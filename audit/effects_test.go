@@ -42,8 +42,10 @@ func effectBundle(t *testing.T) string {
 		now := tick()
 		var plain *gate.Gate
 		hash := plain.ActionHash(gate.Request{SessionID: sid, ActiveURL: "https://shop.example/checkout", Action: a, Target: target})
+		judged, page := a, "https://shop.example/checkout"
 		d := contract.DecisionRecord{
 			DecisionID: gate.DecisionID(pv, hash, step, now), SessionID: sid, StepIndex: step, ActionID: a.ID, ActionHash: hash,
+			Action: &judged, ActiveURL: &page,
 			ActionName: a.PolicyName(), Target: target, PolicyVersion: pv, PolicySource: "embedded", Result: result, Risk: risk,
 			Reasons: []contract.Reason{}, EvaluatedAt: now.Format(time.RFC3339Nano), DurationUs: 80, DecisionLogID: "dlog-1",
 		}
@@ -73,7 +75,8 @@ func effectBundle(t *testing.T) string {
 	// The click's POST, held and approved; the decisions bind the effect.
 	pay := contract.Effect{Kind: contract.EffectRequest, Method: "POST", Origin: "https://shop.example", Path: "/pay", Fields: []string{"amount", "card"}, ResourceType: "fetch"}
 	paused := decide(click, target, 2, contract.ResultPaused, contract.RiskHigh)
-	paused.Effect, paused.ActionHash = &pay, strings.Repeat("e1", 32)
+	var plain *gate.Gate // the effect decision's hash binds the effect (evidence/FORMAT.md, rule 15)
+	paused.Effect, paused.ActionHash = &pay, plain.ActionHash(gate.Request{SessionID: sid, ActiveURL: "https://shop.example/checkout", Action: click, Target: target, Effect: &pay})
 	paused.RequiresApproval = true
 	paused.ApprovalReasons = []contract.Reason{{Rule: "high_risk_effect", Message: "a POST to a payment endpoint"}}
 	paused.RiskReasons = []contract.Reason{{Rule: "payment_effect", Message: "POST /pay"}}

@@ -174,10 +174,14 @@ func record(t testing.TB, rc recording) string {
 	if root == "" {
 		root = t.TempDir()
 	}
-	w, err := evidence.Create(root, contract.Manifest{
+	m := contract.Manifest{
 		SessionID: sid, Task: task, Driver: contract.ModePlaywright,
 		Versions: contract.Versions{Aegis: "test", Policy: g.PolicyVersion()},
-	}, evidence.Options{})
+	}
+	if rc.noTargets {
+		m.FormatVersion = contract.ManifestFormatVersion1 // decisions without their action were written before aegis-evidence/2
+	}
+	w, err := evidence.Create(root, m, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,10 +31,14 @@ func synthetic(t *testing.T, oldGate bool) string {
 	const sid, origin = "synthetic-1", "https://shop.example"
 	maxActions := 20
 	task := contract.Input{Goal: "Read the cart.", URLs: []string{origin + "/"}, MaxActions: &maxActions}
-	w, err := evidence.Create(t.TempDir(), contract.Manifest{
+	m := contract.Manifest{
 		SessionID: sid, Task: task, Driver: contract.ModePlaywright,
 		Versions: contract.Versions{Aegis: "test", Policy: g.PolicyVersion()},
-	}, evidence.Options{})
+	}
+	if oldGate {
+		m.FormatVersion = contract.ManifestFormatVersion1 // decisions without their action were written before aegis-evidence/2
+	}
+	w, err := evidence.Create(t.TempDir(), m, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,6 +247,9 @@ func printVerify(stdio Stdio, res verifyResult, bundleErr, proofErr error, proof
 			}
 			fmt.Fprintln(stdio.Out, msg)
 		}
+		for _, u := range r.Unchecked { // what the bundle's format did not let verify check: never silent
+			fmt.Fprintf(stdio.Out, "%s: note: %s\n", res.Path, u)
+		}
 	}
 	if !proofGiven {
 		return

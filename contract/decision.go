@@ -80,14 +80,24 @@ type DecisionRecord struct {
 	// when it runs (the writer stores the text of a type action with
 	// Redact true as {{redacted}} and masks secret values): the executed
 	// action line MUST hold this action (evidence/FORMAT.md, section 8,
-	// rule 15). nil when the action was invalid (the gate denies it and
-	// does not record it) and in bundles written before it was recorded.
+	// rule 15). Required, with ActiveURL, when Allow is true in an
+	// aegis-evidence/2 bundle (the gate denies an action it cannot record,
+	// gate.RuleActionUnrecorded). nil when the action was invalid (the gate
+	// denies it and does not record it) and in aegis-evidence/1 bundles
+	// written before it was recorded.
 	Action *Action `json:"action,omitempty"`
 	// ActiveURL is the URL of the active page the gate judged the action
 	// on (gate.Request.ActiveURL): with Action, SessionID, Target and
 	// Effect, what ActionHash covers. nil when Action is, or when the URL
 	// is longer than 2048 characters; "" is recorded as given.
 	ActiveURL *string `json:"activeUrl,omitempty"`
+	// Masked lists where the evidence writer masked the record: the JSON
+	// Pointers (RFC 6901) of the strings in which it replaced a secret
+	// value or a redacted text by its placeholder, sorted. The writer sets
+	// it (whatever the caller gave); the gate never does. A hashed member
+	// listed here is why the action hash cannot be recomputed
+	// (evidence/FORMAT.md, section 8, rule 15).
+	Masked []string `json:"masked,omitempty"`
 	// Target is the element the gate judged the action on, as the driver
 	// resolved it (gate.Request.Target): nil when the action has no
 	// element (navigate, scroll, wait, a whole-page extract) or the element

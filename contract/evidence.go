@@ -8,8 +8,17 @@ package contract
 // are 64 lowercase hex digits, as everywhere in the contract.
 
 // ManifestFormatVersion is the formatVersion of the manifests this version
-// of aegis writes and reads.
-const ManifestFormatVersion = "aegis-evidence/1"
+// of aegis writes: in an aegis-evidence/2 bundle every decision that lets
+// an action run records the action it judged and the page it judged it on
+// (evidence/FORMAT.md, section 8, rule 15).
+const ManifestFormatVersion = "aegis-evidence/2"
+
+// ManifestFormatVersion1 is the formatVersion of bundles written before
+// decisions had to record their action. aegis still reads and verifies
+// them, under the rules of their time: an executed action is compared with
+// the decided one only where the decision recorded it, and aegis verify
+// says so.
+const ManifestFormatVersion1 = "aegis-evidence/1"
 
 // GenesisPrevHash is the prevHash of the ledger's first entry (index 0),
 // and of no other.
@@ -22,7 +31,8 @@ const GenesisPrevHash = "0000000000000000000000000000000000000000000000000000000
 // written before the seal (provenance/manifest-end.json, final status, no
 // seal); the sealed manifest.json is the latter plus Seal.
 type Manifest struct {
-	// FormatVersion is ManifestFormatVersion.
+	// FormatVersion is ManifestFormatVersion (ManifestFormatVersion1 in
+	// older bundles).
 	FormatVersion string `json:"formatVersion"`
 	// SessionID identifies the session the bundle records.
 	SessionID string `json:"sessionId"`

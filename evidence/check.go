@@ -161,50 +161,59 @@ func checkStartManifest(r rec) error {
 
 // decisionFacts is what the chain rules need from a decision record.
 type decisionFacts struct {
-	SessionID  string
-	ActionID   string
-	ActionHash string
-	Allow      bool
-	Result     string
-	Approval   *contract.ApprovalRef
-	Effect     bool   // a decision about an effect of the action
-	DecisionID string // its decisionId
-	Action     []byte // the canonical bytes of the action it judged, nil when it records none
+	SessionID        string
+	ActionID         string
+	ActionHash       string
+	Allow            bool
+	Result           string
+	RequiresApproval bool
+	Approval         *contract.ApprovalRef
+	Effect           bool   // a decision about an effect of the action
+	DecisionID       string // its decisionId
+	Action           []byte // the canonical bytes of the action it judged, nil when it records none
 }
 
-func decisionOf(r rec) (decisionFacts, error) {
+// decisionOf reads what the chain rules need from a decision record,
+// having applied rule 15 to it (checkBinding); strict says the bundle's
+// format requires a decision that allows to record its action.
+func decisionOf(r rec, strict bool) (decisionFacts, error) {
 	action, err := decidedAction(r)
 	if err != nil {
 		return decisionFacts{}, err
 	}
 	d := decisionFacts{
-		DecisionID: r.at("decisionId").str(),
-		Action:     action,
-		SessionID:  r.at("sessionId").str(),
-		ActionID:   r.at("actionId").str(),
-		ActionHash: r.at("actionHash").str(),
-		Result:     r.at("result").str(),
-		Allow:      r.at("allow").isTrue(),
-		Effect:     r.at("effect").present(),
+		DecisionID:       r.at("decisionId").str(),
+		Action:           action,
+		SessionID:        r.at("sessionId").str(),
+		ActionID:         r.at("actionId").str(),
+		ActionHash:       r.at("actionHash").str(),
+		Result:           r.at("result").str(),
+		Allow:            r.at("allow").isTrue(),
+		RequiresApproval: r.at("requiresApproval").isTrue(),
+		Effect:           r.at("effect").present(),
 	}
 	if a := r.at("approval"); a.present() {
 		d.Approval = &contract.ApprovalRef{ID: a.at("id").str(), ActionHash: a.at("actionHash").str()}
 	}
-	if err := checkActionHash(r, action); err != nil {
+	if err := checkBinding(r, action, strict); err != nil {
 		return decisionFacts{}, err
 	}
 	return d, nil
 }
 
 // check applies the rules of a decision: the bundle's session, an
-// approval bound to the decided action and used once, and for a decision
-// about an effect, an action of that id executed before it (ran).
+// approval bound to the decided action and used once, no action that
+// needs an approval allowed without one, and for a decision about an
+// effect, an action of that id executed before it (ran).
 func (d decisionFacts) check(sid string, consumed, ran map[string]bool) error {
 	if d.SessionID != "" && d.SessionID != sid {
 		return fmt.Errorf("sessionId %q, want %q", d.SessionID, sid)
 	}
 	if d.Effect && !ran[d.ActionID] {
 		return fmt.Errorf("a decision about an effect of action %q, which no action line before it records", d.ActionID)
+	}
+	if d.Result == string(contract.ResultAllowed) && d.RequiresApproval {
+		return errors.New("result allowed for an action that requires an approval: only an approved decision, with its approval, lets it run")
 	}
 	if d.Result == string(contract.ResultApproved) {
 		if d.Approval == nil {
@@ -222,10 +231,16 @@ func (d decisionFacts) check(sid string, consumed, ran map[string]bool) error {
 
 // apply records the decision: the action it decides is allowed to run
 // once or not (a decision about an effect of an action that ran decides
-// no action), and a presented approval is used up.
+// no action), an approval of it is counted until it runs, and a
+// presented approval is used up.
 func (d decisionFacts) apply(allow map[string]decided, consumed map[string]bool) {
 	if d.ActionID != "" && !d.Effect {
-		allow[d.ActionID] = decided{allow: d.Allow, action: d.Action, id: d.DecisionID}
+		approved := d.Result == string(contract.ResultApproved)
+		n := allow[d.ActionID].approvals
+		if approved {
+			n++
+		}
+		allow[d.ActionID] = decided{allow: d.Allow, approved: approved, action: d.Action, id: d.DecisionID, approvals: n}
 	}
 	if d.Approval != nil {
 		consumed[d.Approval.ID] = true

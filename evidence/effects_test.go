@@ -20,10 +20,7 @@ func TestEffectDecisions(t *testing.T) {
 	click := contract.Action{ID: "a1", Type: contract.ActClick, Reason: "continue", PolicyTags: []string{}, Selector: "#continue"}
 	post := contract.Effect{Kind: contract.EffectRequest, Method: "POST", Origin: "https://example.com", Path: "/pay", Fields: []string{"card"}}
 	effect := func(id string, r contract.DecisionResult) contract.DecisionRecord {
-		d := decision(id, click, r)
-		e := post
-		d.Effect = &e
-		return d
+		return effectDecision(id, click, r, post)
 	}
 	if err := w.Decision(effect("early", contract.ResultDenied)); err == nil || !strings.Contains(err.Error(), "no action line before it") {
 		t.Fatalf("an effect decision before its action: %v", err)
@@ -77,10 +74,7 @@ func TestEffectDecisionsVerify(t *testing.T) {
 	must(w.Action(click, result(click, true)))
 	must(w.Event(actionEvent(click, "clicked continue", "2026-01-23T10:15:00Z")))
 	for _, r := range []contract.DecisionResult{contract.ResultPaused, contract.ResultApproved, contract.ResultDenied, contract.ResultAllowed} {
-		d := decision("effect-"+string(r), click, r)
-		e := post
-		d.Effect = &e
-		must(w.Decision(d))
+		must(w.Decision(effectDecision("effect-"+string(r), click, r, post)))
 	}
 	if _, err := w.Seal(context.Background(), contract.SessionCompleted, time.Date(2026, 1, 23, 10, 16, 10, 0, time.UTC), nil); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/evidence"
 )
@@ -35,8 +36,12 @@ func Example() {
 	now := time.Now().UTC().Format(time.RFC3339)
 	// The gate allowed an action; the driver ran it.
 	nav := contract.Action{ID: "a1", Type: contract.ActNavigate, Reason: "open the page", PolicyTags: []string{}, URL: "https://example.com/"}
+	// The decision records the action it judged, the page it judged it on
+	// and their hash (the gate does all three: gate.Gate.Decide).
+	page := "about:blank"
 	if err := w.Decision(contract.DecisionRecord{
-		DecisionID: "dec-" + fmt.Sprintf("%032x", 7), SessionID: "sess-1", ActionID: "a1", ActionHash: fmt.Sprintf("%064x", 2),
+		DecisionID: "dec-" + fmt.Sprintf("%032x", 7), SessionID: "sess-1", ActionID: "a1",
+		Action: &nav, ActiveURL: &page, ActionHash: actionhash.Of("sess-1", page, nav, nil, nil),
 		ActionName: nav.PolicyName(), PolicyVersion: fmt.Sprintf("%064x", 1), PolicySource: "embedded",
 		Allow: true, Result: contract.ResultAllowed, Risk: contract.RiskHigh, EvaluatedAt: now,
 	}); err != nil {

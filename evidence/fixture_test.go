@@ -150,6 +150,18 @@ func decision(id string, a contract.Action, result contract.DecisionResult) cont
 	return d
 }
 
+// effectDecision is decision about an effect of a: its hash covers the
+// effect (FORMAT.md, section 8, rule 15), and so does an approval's.
+func effectDecision(id string, a contract.Action, result contract.DecisionResult, e contract.Effect) contract.DecisionRecord {
+	d := decision(id, a, result)
+	d.Effect = &e
+	d.ActionHash = actionhash.Of(testSession, testActiveURL, a, nil, &e)
+	if d.Approval != nil {
+		d.Approval.ActionHash = d.ActionHash
+	}
+	return d
+}
+
 func result(a contract.Action, ok bool) contract.ToolResult {
 	r := contract.ToolResult{
 		ActionID: a.ID, Action: a.PolicyName(), RiskTag: contract.RiskLow, SessionID: testSession, OK: ok,

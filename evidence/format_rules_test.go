@@ -260,7 +260,7 @@ func TestFormatEnumerations(t *testing.T) {
 		schema, pointer string // the enum
 		phrase          string // the prose that lists it, up to the values
 	}{
-		{"evidence-manifest", "/properties/formatVersion/const", "is the constant"},
+		{"evidence-manifest", "/properties/formatVersion/enum", "is required and is one of"},
 		{"evidence-manifest", "/properties/status/enum", "`status` is"},
 		{"evidence-manifest", "/properties/driver/enum", "`driver` is"},
 		{"decision-record", "/properties/result/enum", "`result` is"},
@@ -333,7 +333,7 @@ func TestFormatEnumerations(t *testing.T) {
 			t.Errorf("FORMAT.md, section 4, %s %s: lists %v, the schema %v", tt.schema, tt.pointer, got, want)
 		}
 	}
-	if !bytes.Contains([]byte(doc), []byte("`formatVersion` `aegis-evidence/1`")) {
+	if !bytes.Contains([]byte(doc), []byte("`formatVersion` `aegis-evidence/2`")) {
 		t.Error("FORMAT.md, section 6: formatVersion not stated")
 	}
 }

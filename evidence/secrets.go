@@ -175,22 +175,26 @@ func freeTextOf(shape string, tree any) map[string]bool {
 }
 
 // maskRecord masks the known values in the free-text strings of a parsed
-// record of the named shape, in place, and reports whether it masked any.
-// A known value anywhere else (another string, a member name) is an error
-// wrapping ErrSecret.
-func (m *masker) maskRecord(shape string, tree any) (any, bool, error) {
+// record of the named shape, in place, and returns the JSON Pointers (RFC
+// 6901) of the strings it masked, sorted. A known value anywhere else
+// (another string, a member name) is an error wrapping ErrSecret.
+func (m *masker) maskRecord(shape string, tree any) (any, []string, error) {
 	if m.r == nil {
-		return tree, false, nil
+		return tree, nil, nil
 	}
 	free := freeTextOf(shape, tree)
-	masked := false
-	var walk func(v any, path string) (any, error)
-	walk = func(v any, path string) (any, error) {
+	var masked []string
+	// path names the place as freeText does (array items as "*"), ptr
+	// as a JSON Pointer does.
+	var walk func(v any, path, ptr string) (any, error)
+	walk = func(v any, path, ptr string) (any, error) {
 		switch t := v.(type) {
 		case string:
 			if free[path] || isBelowFree(free, path) {
 				s, c := m.maskString(t)
-				masked = masked || c
+				if c {
+					masked = append(masked, ptr)
+				}
 				return s, nil
 			}
 			if _, found := m.findIn([]byte(t)); found {
@@ -198,7 +202,7 @@ func (m *masker) maskRecord(shape string, tree any) (any, bool, error) {
 			}
 		case []any:
 			for i, x := range t {
-				nx, err := walk(x, join(path, "*"))
+				nx, err := walk(x, join(path, "*"), ptr+"/"+strconv.Itoa(i))
 				if err != nil {
 					return nil, err
 				}
@@ -209,7 +213,7 @@ func (m *masker) maskRecord(shape string, tree any) (any, bool, error) {
 				if _, found := m.findIn([]byte(k)); found {
 					return nil, fmt.Errorf("%w: a member name of %s", ErrSecret, pointer(path))
 				}
-				nx, err := walk(x, join(path, k))
+				nx, err := walk(x, join(path, k), ptr+"/"+pointerEscaper.Replace(k))
 				if err != nil {
 					return nil, err
 				}
@@ -218,9 +222,13 @@ func (m *masker) maskRecord(shape string, tree any) (any, bool, error) {
 		}
 		return v, nil
 	}
-	out, err := walk(tree, "")
+	out, err := walk(tree, "", "")
+	sort.Strings(masked)
 	return out, masked, err
 }
+
+// pointerEscaper escapes a member name for a JSON Pointer (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // isBelowFree reports whether path is below a free path ending in "/**".
 func isBelowFree(free map[string]bool, path string) bool {
@@ -358,24 +366,38 @@ func (m *masker) check(what string, b []byte) error {
 
 // canonicalize marshals v, masks the free text of a record of the shape,
 // and returns its canonical bytes, having checked that no known value is
-// left in them.
-func canonicalize(shape string, v any, m *masker) (canon []byte, masked bool, err error) {
+// left in them, and the JSON Pointers of the strings it masked. A decision
+// records them itself, in masked (replacing any the caller set): FORMAT.md,
+// section 8, rule 15.
+func canonicalize(shape string, v any, m *masker) (canon []byte, masked []string, err error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	tree, err := schemas.DecodeOwn(b)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
+	}
+	if shape == string(schemas.KindDecision) {
+		if obj, ok := tree.(map[string]any); ok {
+			delete(obj, memberMasked)
+		}
 	}
 	if tree, masked, err = m.maskRecord(shape, tree); err != nil {
-		return nil, false, err
+		return nil, nil, err
+	}
+	if obj, ok := tree.(map[string]any); ok && shape == string(schemas.KindDecision) && len(masked) > 0 {
+		list := make([]any, len(masked))
+		for i, p := range masked {
+			list[i] = p
+		}
+		obj[memberMasked] = list
 	}
 	if canon, err = canonjson.EncodeValue(tree); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	if err := m.check("the record", canon); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	return canon, masked, nil
 }

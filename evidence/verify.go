@@ -65,6 +65,23 @@ type Report struct {
 	// Files and Bytes count the files and bytes verified.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
+	// FormatVersion is the bundle's formatVersion (manifest-start's).
+	FormatVersion string `json:"formatVersion,omitempty"`
+	// Unchecked says, one sentence each, what the bundle's format did not
+	// let Verify check (nil when it checked everything the current format
+	// promises): an aegis-evidence/1 bundle's decisions need not record the
+	// action they judged, so decided = executed (FORMAT.md, section 8,
+	// rule 15) is checked only where they do. aegis verify prints them.
+	Unchecked []string `json:"unchecked,omitempty"`
+}
+
+// unchecked lists what the bundle's format did not let the verifier check.
+func (v *verifier) unchecked() []string {
+	if v.format == "" || v.strict {
+		return nil
+	}
+	return []string{fmt.Sprintf("decided = executed not checked: format %s does not require a decision to record the action it judged (%s does), so an executed action rewritten with its decision's action removed would verify; %d of %d executed actions had no decided action to compare with",
+		v.format, contract.ManifestFormatVersion, v.uncompared, v.counts.Actions)}
 }
 
 // EffectCounts counts the decision records about effects of actions.
@@ -216,7 +233,9 @@ func (e *UnsealedError) Is(target error) bool { return target == ErrUnsealed }
 // archive: every file against its schema and canonical form, every hash,
 // the chain, the Merkle root and the seal, the signature when present (and
 // against opts.PubKey when given), every executed action preceded by an
-// allow decision, and no missing or extra file or line. A valid sealed
+// allow decision that judged exactly that action (FORMAT.md, section 8,
+// rule 15; Report.Unchecked says what an older format did not let it
+// check), and no missing or extra file or line. A valid sealed
 // bundle returns a nil error; an invalid one a *VerifyError naming the
 // first failure; an unsealed one whose entries verify an *UnsealedError
 // (nil with AllowUnsealed). The report is returned in every case but a

@@ -54,6 +54,9 @@ type verifier struct {
 	allow      map[string]decided
 	consumed   map[string]bool
 	ran        map[string]bool // ids of the actions executed so far
+	format     string          // manifest-start's formatVersion
+	strict     bool            // the format requires decisions that allow to record their action (rule 15)
+	uncompared int             // action lines not compared with a decided action (aegis-evidence/1)
 
 	emptyDirs []string                    // directories holding no file
 	owed      *pendingAction              // the action line waiting for its event
@@ -213,6 +216,7 @@ func (v *verifier) run() error {
 	v.report.Entries = len(v.hashes)
 	v.report.EntryHashes = v.hashes
 	v.report.Counts = v.counts
+	v.report.Unchecked = v.unchecked()
 	if len(v.hashes) > 0 {
 		root, _ := MerkleRoot(v.hashes)
 		v.report.HeadHash, v.report.MerkleRoot = v.prev.String(), root.String()

@@ -37,6 +37,9 @@ func (v *verifier) record(p *prepared) error {
 		}
 		v.sid = r.at("sessionId").str()
 		v.report.SessionID = v.sid
+		v.format = r.at("formatVersion").str()
+		v.strict = requiresAction(v.format)
+		v.report.FormatVersion = v.format
 		canon, err := canonjson.EncodeValue(r.value())
 		if err != nil {
 			return bad("manifest", err)
@@ -48,7 +51,7 @@ func (v *verifier) record(p *prepared) error {
 		}
 		v.plans++
 	case contract.LedgerDecision:
-		d, err := decisionOf(r)
+		d, err := decisionOf(r, v.strict)
 		if err != nil {
 			return bad("decision", err)
 		}
@@ -69,8 +72,12 @@ func (v *verifier) record(p *prepared) error {
 		if !dec.allow {
 			return bad("authorization", fmt.Errorf("action %q executed without an allow decision before it", facts.id))
 		}
-		if err := checkDecided(r, dec); err != nil {
+		compared, err := checkDecided(r, dec)
+		if err != nil {
 			return bad("decided action", err)
+		}
+		if !compared {
+			v.uncompared++
 		}
 		if v.owed != nil {
 			return v.owedError(fmt.Sprintf("the next action line (%s line %d)", FileActions, e.Line))

@@ -333,10 +333,11 @@ func prepareRecord(shape string, v any, m *masker) (canon []byte, r rec, masked 
 	if shape == "" {
 		maskAs = shapeActionLine
 	}
-	canon, masked, err = canonicalize(maskAs, v, m)
+	canon, paths, err := canonicalize(maskAs, v, m)
 	if err != nil {
 		return nil, rec{}, false, err
 	}
+	masked = len(paths) > 0
 	if r, err = parseRec(canon); err != nil {
 		return nil, rec{}, false, err
 	}

@@ -56,7 +56,7 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	if err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
-	d, err := decisionOf(r)
+	d, err := decisionOf(r, requiresAction(w.start.FormatVersion))
 	if err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
@@ -113,7 +113,7 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 	var errs []error
 	if !dec.allow {
 		errs = append(errs, fmt.Errorf("%w: %s (actions.jsonl line %d)", ErrNotAllowed, facts.id, w.lines[FileActions]))
-	} else if err := checkDecided(lr, dec); err != nil {
+	} else if _, err := checkDecided(lr, dec); err != nil {
 		errs = append(errs, fmt.Errorf("%w (actions.jsonl line %d)", err, w.lines[FileActions]))
 	}
 	if owed != nil {

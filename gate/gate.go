@@ -73,6 +73,13 @@ const (
 	// over its length, invalid UTF-8, a missing selector), whatever the
 	// policy says.
 	RuleActionInvalid = "action_invalid"
+	// RuleActionUnrecorded: the decision could not record the action or
+	// the active URL it judged (an action that breaks its schema, an
+	// active URL over 2048 characters), so the evidence could not check
+	// that what runs is what was decided: an action the policy would let
+	// run (or pause) is denied instead (evidence/FORMAT.md, section 8,
+	// rule 15).
+	RuleActionUnrecorded = "action_unrecorded"
 )
 
 // Options configure a Gate.
@@ -278,6 +285,9 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 	}
 	reasons := pd.deny
 	reasons = append(reasons, floor(&req)...)
+	if len(reasons) == 0 && !req.Probe && (r.Action == nil || r.ActiveURL == nil) {
+		reasons = append(reasons, contract.Reason{Rule: RuleActionUnrecorded, Message: fmt.Sprintf("the decision cannot record the action or the active URL it judged (an action that breaks its schema, or an active URL over %d characters), so what runs could not be checked against it", maxRecordedURL)})
+	}
 	if len(reasons) > 0 {
 		return g.deny(d, reasons)
 	}

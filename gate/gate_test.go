@@ -267,7 +267,10 @@ func TestURLTricks(t *testing.T) {
 		{"explicit default port", navigateTo("https://shop.example:443/"), allowed, nil, ""},
 		{"other port", navigateTo("https://shop.example:8443/"), denied, []string{"origin_not_allowed"}, ""},
 		{"http is another origin", navigateTo("http://shop.example/"), denied, []string{"origin_not_allowed"}, ""},
-		{"percent-encoded host", navigateTo("https://sh%6Fp.example/"), allowed, nil, ""},
+		// The policy reads the host as shop.example; asked as a probe, as
+		// the URL breaks browser-action's uri format and a session's gate
+		// denies what it cannot record (TestUnrecordedActionDenied).
+		{"percent-encoded host", func(r *Request) { navigateTo("https://sh%6Fp.example/")(r); r.Probe = true }, allowed, nil, ""},
 		{"fullwidth host maps to ASCII", navigateTo("https://ｓｈｏｐ.example/"), allowed, nil, ""},
 		{"homograph: Cyrillic o", navigateTo("https://sh\u043ep.example/"), denied, []string{"origin_not_allowed"}, ""},
 		{"punycode of a homograph", navigateTo("https://xn--shp-ted.example/"), denied, []string{"origin_not_allowed"}, ""},

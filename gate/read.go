@@ -70,7 +70,8 @@ func (e *InputError) Unwrap() error { return e.Err }
 // origins each is bound to (Session.Secrets); without it the session holds
 // none. A missing "now" leaves Request.Now zero (the gate's clock). An
 // "effect" (contract.Effect) makes the document a question about that
-// effect of the action (Request.Effect).
+// effect of the action (Request.Effect). The request is a Probe: nothing
+// runs on its answer.
 func ReadInput(doc []byte) (Request, error) {
 	var req Request
 	if len(doc) > MaxInputBytes {
@@ -217,6 +218,7 @@ func ReadInput(doc []byte) (Request, error) {
 		}
 		req.Now = t
 	}
+	req.Probe = true // a policy input document is a question: nothing runs on its answer
 	return req, nil
 }
 

@@ -31,6 +31,13 @@ func TestReadInputSeed(t *testing.T) {
 	if !d.Allow {
 		t.Fatalf("the seed 001 example input must evaluate to allow: %s %v", d.Result, d.Reasons)
 	}
+	// Its click (with redact, and no id) breaks browser-action: a
+	// session's gate would deny it, as it cannot record it; a policy input
+	// document is a question (Probe), so the policy's answer stands.
+	req.Probe = false
+	if d := sharedGate(t).Decide(context.Background(), req); d.Allow || !hasRule(d.Reasons, RuleActionUnrecorded) {
+		t.Errorf("the seed's click in a session: %s %v, want denied for %s", d.Result, d.Reasons, RuleActionUnrecorded)
+	}
 	if len(d.Exceptions) != 1 || d.Exceptions[0].Status != "malformed" {
 		t.Errorf("the seed's exception (no rule) must be recorded as malformed: %+v", d.Exceptions)
 	}

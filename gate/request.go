@@ -44,6 +44,12 @@ type Request struct {
 	// effect's method, origin, path and field names; its risk follows the
 	// effect, whatever the action's words said. The decision records it.
 	Effect *contract.Effect
+	// Probe marks a question whose answer nothing acts on and no evidence
+	// bundle records (aegis policy eval of a policy input document, which
+	// ReadInput reads): an action the decision cannot record is judged as
+	// it is, rather than denied for that (RuleActionUnrecorded). A session
+	// never sets it.
+	Probe bool
 }
 
 // Session is the policy facts of a session.
