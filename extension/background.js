@@ -525,7 +525,7 @@ function persist() {
   chrome.storage.session.set({ [STATE_KEY]: state }).catch(() => {});
 }
 
-const restored = chrome.storage.session.get(STATE_KEY).then((v) => {
+const stateLoaded = chrome.storage.session.get(STATE_KEY).then((v) => {
   const saved = v && v[STATE_KEY];
   if (!saved || typeof saved !== 'object' || session || state.phase !== 'idle' || state.draft.goal) return;
   state = Object.assign(freshState(), saved, { approval: null });
@@ -712,7 +712,7 @@ chrome.runtime.onConnect.addListener((port) => {
       .then(() => port.postMessage({ reply: cmd && cmd.cmd, ok: true }), (e) => port.postMessage({ reply: cmd && cmd.cmd, ok: false, error: String((e && e.message) || e) }));
   });
   // The saved state first, when this worker just started.
-  restored.then(() => { try { port.postMessage({ state }); } catch (e) { /* closed */ } });
+  stateLoaded.then(() => { try { port.postMessage({ state }); } catch (e) { /* closed */ } });
 });
 
 // connectDriverPort opens a native port on which the host (a test or a
