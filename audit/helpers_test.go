@@ -145,6 +145,10 @@ type recording struct {
 	// noTargets records the decisions as a gate that did not record the
 	// target element wrote them (a bundle that predates target recording).
 	noTargets bool
+	// status and summary end the session; "" completed, with the demo's
+	// summary.
+	status  contract.SessionStatus
+	summary string
 }
 
 const testDecisionLog = "dlog-audit-test"
@@ -274,8 +278,12 @@ func record(t testing.TB, rc recording) string {
 			cur = obs.State.ActiveURL
 		}
 	}
-	must(w.Event(contract.StreamEvent{Type: contract.EventSessionEnded, Status: contract.SessionCompleted, Summary: "The order A-1001 was placed; the orders table lists 5 orders.", Timestamp: now()}))
-	_, err = w.Seal(ctx, contract.SessionCompleted, time.Now(), rc.signer)
+	status, summary := rc.status, rc.summary
+	if status == "" {
+		status, summary = contract.SessionCompleted, "The order A-1001 was placed; the orders table lists 5 orders."
+	}
+	must(w.Event(contract.StreamEvent{Type: contract.EventSessionEnded, Status: status, Summary: summary, Timestamp: now()}))
+	_, err = w.Seal(ctx, status, time.Now(), rc.signer)
 	must(err)
 	return w.Dir()
 }

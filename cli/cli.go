@@ -13,6 +13,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Exit codes shared by every command. Commands with richer outcomes (run,
@@ -98,21 +99,15 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 	name, rest := args[0], args[1:]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if len(rest) > 0 {
-			if c, ok := commands[rest[0]]; ok {
-				return finish(stdio, c.run(ctx, []string{"-h"}, stdio))
-			}
-		}
-		printHelp(stdio.Out)
-		return ExitOK
+		return finish(stdio, runHelp(ctx, rest, stdio))
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdio.Out, "aegis %s\n", Version)
 		return ExitOK
 	}
 	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stdio.Err, "aegis: unknown command %q\n\n", name)
-		printHelp(stdio.Err)
+		fmt.Fprintf(stdio.Err, "aegis: unknown command %q%s\n", name, didYouMean(name, topics()))
+		fmt.Fprintf(stdio.Err, "Usage: aegis COMMAND [flags] [args]\nRun \"aegis help\" for the commands.\n")
 		return ExitUsage
 	}
 	return finish(stdio, c.run(ctx, rest, stdio))
@@ -133,6 +128,40 @@ func finish(stdio Stdio, err error) int {
 	return ExitFailure
 }
 
+// runHelp prints the help of a topic (a command, with its subcommand if
+// any: "help policy eval") on stdout, or the general help without one. An
+// unknown topic is a usage error naming the known ones.
+func runHelp(ctx context.Context, topic []string, stdio Stdio) error {
+	if len(topic) == 0 {
+		printHelp(stdio.Out)
+		return nil
+	}
+	switch topic[0] {
+	case "help":
+		printHelp(stdio.Out)
+		return nil
+	case "version":
+		fmt.Fprintln(stdio.Out, "Usage: aegis version\n\nPrints the version of aegis.")
+		return nil
+	}
+	c, ok := commands[topic[0]]
+	if !ok {
+		return usageError("no help topic %q%s; the topics are: %s", topic[0], didYouMean(topic[0], topics()), strings.Join(topics(), ", "))
+	}
+	args := append(append([]string(nil), topic[1:]...), "-h")
+	return c.run(ctx, args, stdio)
+}
+
+// topics returns the command names help knows, sorted.
+func topics() []string {
+	names := []string{"help", "version"}
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "aegis %s: a governed browser agent\n\nUsage: aegis COMMAND [flags] [args]\n\nCommands:\n", Version)
 	names := make([]string, 0, len(commands))
@@ -147,18 +176,50 @@ func printHelp(w io.Writer) {
 		"version", "print the version", "help", "print this help")
 }
 
-// newFlagSet returns a flag set that reports errors as usage errors and
-// prints its help to stderr.
+// flagHelp holds what a flag set made by newFlagSet needs to print its
+// help (parseFlags): *flag.FlagSet → *commandHelp.
+var flagHelp sync.Map
+
+// commandHelp is the help of one command's flag set.
+type commandHelp struct {
+	name, usage string
+	stdio       Stdio
+}
+
+// synopsis is the usage's first lines, up to its first blank line: the
+// forms of the command line.
+func (h *commandHelp) synopsis() string {
+	syn, _, _ := strings.Cut(h.usage, "\n\n")
+	return syn
+}
+
+// short prints the synopsis and where the rest is, on stderr: what a
+// person sees after a wrong flag or argument.
+func (h *commandHelp) short() {
+	fmt.Fprintf(h.stdio.Err, "Usage: aegis %s %s\nRun \"aegis help %s\" for the flags and what they do.\n", h.name, h.synopsis(), h.name)
+}
+
+// full prints the whole help, flags included, on stdout: what a person
+// asked for with -h or aegis help COMMAND.
+func (h *commandHelp) full(fs *flag.FlagSet) {
+	fmt.Fprintf(h.stdio.Out, "Usage: aegis %s %s\n", h.name, h.usage)
+	if hasFlags(fs) {
+		fmt.Fprintln(h.stdio.Out, "\nFlags:")
+		fs.SetOutput(h.stdio.Out)
+		fs.PrintDefaults()
+		fs.SetOutput(h.stdio.Err)
+	}
+}
+
+// newFlagSet returns a flag set whose errors are usage errors: the flag
+// package's message, then a short usage (its Usage) on stderr. Its -h
+// prints the full help on stdout (parseFlags).
 func newFlagSet(name, usage string, stdio Stdio) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
-	fs.Usage = func() {
-		fmt.Fprintf(stdio.Err, "Usage: aegis %s %s\n", name, usage)
-		if hasFlags(fs) {
-			fmt.Fprintln(stdio.Err, "\nFlags:")
-			fs.PrintDefaults()
-		}
-	}
+	h := &commandHelp{name: name, usage: usage, stdio: stdio}
+	flagHelp.Store(fs, h)
+	fs.Usage = h.short
 	return fs
 }
 
@@ -168,16 +229,27 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
-// parseFlags parses args with fs; -h is flag.ErrHelp (success), anything
-// else wrong is a usage error.
+// parseFlags parses args with fs; -h prints the full help on stdout and is
+// flag.ErrHelp (success); anything else wrong is a usage error, said with
+// the short usage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return exitCode(ExitUsage, nil) // the flag package has printed the reason
+	usage := fs.Usage
+	fs.Usage = func() {} // said below, by what went wrong
+	err := fs.Parse(args)
+	fs.Usage = usage
+	if err == nil {
+		return nil
 	}
-	return nil
+	v, _ := flagHelp.Load(fs)
+	h, _ := v.(*commandHelp)
+	if errors.Is(err, flag.ErrHelp) {
+		if h != nil {
+			h.full(fs)
+		}
+		return err
+	}
+	usage() // the flag package has printed the reason
+	return exitCode(ExitUsage, nil)
 }
 
 // readInput reads a whole file, or stdin when path is "-".

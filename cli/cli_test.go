@@ -27,10 +27,10 @@ func TestRunDispatch(t *testing.T) {
 		{"no arguments prints help and fails", nil, ExitUsage, "", "Usage: aegis COMMAND"},
 		{"help", []string{"help"}, ExitOK, "validate", ""},
 		{"--help", []string{"--help"}, ExitOK, "Commands:", ""},
-		{"help for a command", []string{"help", "validate"}, ExitOK, "", "Usage: aegis validate"},
+		{"help for a command", []string{"help", "validate"}, ExitOK, "Usage: aegis validate", ""},
 		{"version", []string{"version"}, ExitOK, "aegis " + Version, ""},
 		{"unknown command", []string{"frobnicate"}, ExitUsage, "", `unknown command "frobnicate"`},
-		{"command -h is success", []string{"validate", "-h"}, ExitOK, "", "KIND is one of"},
+		{"command -h is success", []string{"validate", "-h"}, ExitOK, "KIND is one of", ""},
 		{"unknown flag", []string{"validate", "--nope"}, ExitUsage, "", "flag provided but not defined"},
 	}
 	for _, tt := range tests {

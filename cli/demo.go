@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/demosite"
@@ -50,8 +51,14 @@ run" does (see aegis help run); the approvals then wait for the console
 unless --approve names another mode. Open the printed console address to
 watch, approve, deny or abort.
 
+--witness URL|file:PATH sends the bundle's checkpoints to a witness, as
+"aegis run" does (see aegis help run and aegis witness serve).
+
 --serve ADDR only serves the shop on ADDR (such as 127.0.0.1:8080) until
 interrupted, and prints its URL.
+
+Ctrl-C prints "stopping...", ends the session aborted with its bundle
+sealed, and verifies the bundle as after any run (exit 3).
 
 Exit status: 0 completed and the bundle verifies, 1 the bundle does not
 verify, otherwise as "aegis run": 3 aborted, 4 duration_exceeded,
@@ -117,6 +124,9 @@ func runDemo(ctx context.Context, args []string, stdio Stdio) error {
 	if o.listen != "" && !flagSet(fs, "approve") {
 		o.approve = ApproveLive
 	}
+	if err := checkSessionFlags(&o); err != nil {
+		return err // before the shop starts
+	}
 	var approver session.Approver
 	var auto *demoApprover
 	if o.approve == "auto" {
@@ -162,6 +172,9 @@ func (d *demoApprover) Approve(ctx context.Context, req session.ApprovalRequest)
 	return session.ApprovalAnswer{Approved: true, Approver: "aegis demo (auto-approved)"}, nil
 }
 
+// demoVerifyTimeout bounds the demo's verification of its bundle.
+const demoVerifyTimeout = 2 * time.Minute
+
 // demoSummary verifies the bundle and prints what the demo did.
 func demoSummary(ctx context.Context, res session.Result, o *runOptions, auto *demoApprover, out io.Writer) error {
 	agent := o.agent
@@ -202,7 +215,12 @@ func demoSummary(ctx context.Context, res session.Result, o *runOptions, auto *d
 		return exitCode(ExitFailure, fmt.Errorf("no evidence bundle"))
 	}
 	fmt.Fprintf(out, "  evidence:  %s\n", res.Evidence.Dir)
-	rep, err := evidence.Verify(ctx, res.Evidence.Dir, evidence.VerifyOptions{})
+	// The session is over and its bundle sealed: verify it even when ctx
+	// ended it (Ctrl-C), which must not make a valid bundle look invalid.
+	// A second interrupt ends the process (InterruptContext).
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), demoVerifyTimeout)
+	defer cancel()
+	rep, err := evidence.Verify(vctx, res.Evidence.Dir, evidence.VerifyOptions{})
 	if err != nil {
 		fmt.Fprintf(out, "  verify:    INVALID: %v\n", err)
 		return exitCode(ExitFailure, fmt.Errorf("the evidence bundle does not verify: %w", err))

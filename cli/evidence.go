@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/witness"
 )
 
 // The evidence commands: verify, pack, unpack, prove and keygen. The format
@@ -51,7 +52,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-const verifyUsage = `[--pubkey FILE] [--allow-unsealed] [--json] BUNDLE|FILE.tar.zst
+const verifyUsage = `[--pubkey FILE] [--allow-unsealed] [--witness URL|file:PATH] [--json] BUNDLE|FILE.tar.zst
        aegis verify --proof FILE [--pubkey FILE] [--json] [BUNDLE]
 
 Verifies an evidence bundle, a directory or a packed .tar.zst: every file
@@ -72,6 +73,13 @@ the record when the proof carries it, and the seal's signature (against
 --pubkey when given). With a BUNDLE too, the bundle is verified and must
 be the one the proof is about.
 
+With --witness (an http(s):// witness, aegis witness serve, or file:PATH,
+the log file the run was given), the bundle must also match the latest
+checkpoint the witness holds for its session, signed by the bundle's
+signer: of exactly its entries, Merkle root and head hash once sealed. A
+truncated bundle, one rewritten and re-signed, one whose seal the witness
+never saw, or a witness that cannot be asked, fails (exit 1).
+
 Exit status: 0 valid, 1 invalid or unsealed (the first failure named),
 2 usage or unreadable input.`
 
@@ -81,6 +89,7 @@ type verifyResult struct {
 	Valid   bool                  `json:"valid"`
 	Report  *evidence.Report      `json:"report,omitempty"`
 	Proof   *evidence.ProofReport `json:"proof,omitempty"`
+	Witness *witness.Anchored     `json:"witness,omitempty"`
 	Failure *verifyFailure        `json:"failure,omitempty"`
 }
 
@@ -116,6 +125,7 @@ func runVerify(ctx context.Context, args []string, stdio Stdio) error {
 	proofFile := fs.String("proof", "", "verify this inclusion proof (from aegis prove)")
 	allowUnsealed := fs.Bool("allow-unsealed", false, "accept an unsealed bundle whose entries all verify (exit 0)")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
+	witnessSpec := fs.String("witness", "", "the bundle must match the latest checkpoint of the witness at `URL` or file:PATH")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -131,8 +141,14 @@ func runVerify(ctx context.Context, args []string, stdio Stdio) error {
 		}
 	}
 	res := verifyResult{Valid: true}
-	var bundleErr, proofErr error
+	if *witnessSpec != "" && len(pos) == 0 {
+		return usageError("--witness needs a BUNDLE")
+	}
+	var bundleErr, proofErr, witnessErr error
 	if len(pos) == 1 {
+		if err := notBundle(pos[0]); err != nil {
+			return err
+		}
 		res.Path = pos[0]
 		opts := evidence.VerifyOptions{PubKey: pub, AllowUnsealed: *allowUnsealed}
 		opts.Progress = progressPrinter(stdio.Err, "verify")
@@ -158,9 +174,19 @@ func runVerify(ctx context.Context, args []string, stdio Stdio) error {
 				pr.SessionID, pr.MerkleRoot, res.Path, res.Report.SessionID, res.Report.MerkleRoot)
 		}
 	}
+	if *witnessSpec != "" && bundleErr == nil {
+		res.Witness, witnessErr = verifyWitness(ctx, *witnessSpec, res.Report)
+		var ee *exitError
+		if errors.As(witnessErr, &ee) {
+			return witnessErr // a usage error
+		}
+	}
 	failure := bundleErr
 	if failure == nil {
 		failure = proofErr
+	}
+	if failure == nil {
+		failure = witnessErr
 	}
 	if failure != nil {
 		res.Valid = false
@@ -174,6 +200,9 @@ func runVerify(ctx context.Context, args []string, stdio Stdio) error {
 		}
 	} else {
 		printVerify(stdio, res, bundleErr, proofErr, *proofFile != "")
+		if *witnessSpec != "" && bundleErr == nil {
+			printWitness(stdio, res.Witness, witnessErr)
+		}
 	}
 	if failure != nil {
 		return exitCode(ExitFailure, nil)
@@ -391,6 +420,9 @@ func runProve(ctx context.Context, args []string, stdio Stdio) error {
 	}
 	if _, err := os.Stat(pos[0]); err != nil {
 		return usageError("prove: %v", err)
+	}
+	if err := notBundle(pos[0]); err != nil {
+		return err
 	}
 	p, err := evidence.Prove(ctx, pos[0], pos[1], !*noContent)
 	if err != nil {

@@ -294,9 +294,9 @@ func TestKeygenCommand(t *testing.T) {
 
 func TestVerifyHelp(t *testing.T) {
 	for _, c := range []string{"verify", "pack", "unpack", "prove", "keygen"} {
-		code, _, errOut := run(t, "", c, "-h")
-		if code != ExitOK || !strings.Contains(errOut, "Usage: aegis "+c) || !strings.Contains(errOut, "Exit status") {
-			t.Errorf("%s -h: exit %d %q", c, code, errOut)
+		code, out, _ := run(t, "", c, "-h")
+		if code != ExitOK || !strings.Contains(out, "Usage: aegis "+c) || !strings.Contains(out, "Exit status") {
+			t.Errorf("%s -h: exit %d, stdout %q", c, code, out)
 		}
 	}
 }

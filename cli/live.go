@@ -19,6 +19,10 @@ import (
 // of a run with --listen.
 const ApproveLive = "live"
 
+// DefaultLinger is how long the live channel keeps serving after the run
+// ended (--linger): the console stays available to read the outcome.
+const DefaultLinger = 5 * time.Minute
+
 // liveChannel is a run's live channel: the server, its listener, and the
 // token file it wrote.
 type liveChannel struct {
@@ -27,6 +31,13 @@ type liveChannel struct {
 	approver  *live.Approver
 	tokenFile string
 	served    chan error
+	// lingerFor is how long linger keeps serving after the run.
+	lingerFor time.Duration
+	// console is the console's address for the last session added; ""
+	// before one was.
+	console string
+	// sess is the last session added.
+	sess *session.Session
 }
 
 // startLive listens on addr and serves the live channel; approver is nil
@@ -80,13 +91,44 @@ func writeSecretFile(path string, data []byte) error {
 // add offers the session on the channel and tells the user where.
 func (lc *liveChannel) add(s *session.Session, goal, evidenceRoot string, stdio Stdio) {
 	lc.srv.Add(s, live.SessionOptions{Approver: lc.approver, Dir: filepath.Join(evidenceRoot, s.ID()), Goal: goal})
-	base := "http://" + lc.l.Addr().String()
-	fmt.Fprintf(stdio.Err, "aegis: live console: %s/?session=%s#token=%s\n", base, s.ID(), lc.srv.Token())
+	lc.sess = s
+	lc.console = fmt.Sprintf("http://%s/?session=%s#token=%s", lc.l.Addr(), s.ID(), lc.srv.Token())
+	fmt.Fprintf(stdio.Err, "aegis: live console: %s\n", lc.console)
 	fmt.Fprintf(stdio.Err, "aegis: live stream:  ws://%s/v1/sessions/%s/stream (bearer token in %s)\n", lc.l.Addr(), s.ID(), lc.tokenFile)
 	if lc.approver != nil {
 		fmt.Fprintln(stdio.Err, "aegis: approval requests wait for a decision on the live channel")
 	}
 }
+
+// linger keeps serving the console after the run ended, so that the page
+// stays available, until ctx ends (Ctrl-C) or lingerFor passes. It
+// returns at once when lingerFor is 0, when no session was added or it
+// never started (it has no event to show), or when ctx ended already (the
+// run was interrupted).
+func (lc *liveChannel) linger(ctx context.Context, stdio Stdio) {
+	if lc.lingerFor <= 0 || lc.sess == nil || ctx.Err() != nil || len(lc.sess.Bus().History()) == 0 {
+		return
+	}
+	fmt.Fprintf(stdio.Err, "aegis: the run ended; the console stays open at %s until Ctrl-C (or %s)\n", lc.console, minutes(lc.lingerFor))
+	t := time.NewTimer(lc.lingerFor)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+		fmt.Fprintf(stdio.Err, "aegis: the console closed after %s\n", minutes(lc.lingerFor))
+	}
+}
+
+// minutes says d in minutes when it is whole minutes ("5 min").
+func minutes(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		return fmt.Sprintf("%d min", d/time.Minute)
+	}
+	return d.String()
+}
+
+// consoleURL returns the console's address for the session add offered.
+func (lc *liveChannel) consoleURL() string { return lc.console }
 
 // close lets the clients read the end of the stream (a few seconds at
 // most), stops the server and removes the token file.

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/playwright-community/playwright-go"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/internal/a11ytest"
 	"github.com/aegis-run/aegis/internal/seedtest"
 	"github.com/aegis-run/aegis/live"
 )
@@ -90,7 +92,7 @@ func startLiveDemo(t *testing.T, extra ...string) *liveDemo {
 	d := &liveDemo{evidence: filepath.Join(dir, "evidence"), stderr: newStderrWatch(), stdout: &bytes.Buffer{}, code: make(chan int, 1)}
 	tokenFile := filepath.Join(dir, "token")
 	args := append([]string{"demo", "--listen", "127.0.0.1:0", "--listen-token-file", tokenFile,
-		"--evidence", d.evidence, "--approval-timeout", "90s"}, extra...)
+		"--evidence", d.evidence, "--approval-timeout", "90s", "--linger", "0"}, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	go func() { d.code <- Run(ctx, args, Stdio{Out: d.stdout, Err: d.stderr}) }()
@@ -366,6 +368,7 @@ func TestLiveUsage(t *testing.T) {
 		{[]string{"run", "--approve", "live", "--goal", "g", "--url", "http://127.0.0.1:1/"}, ExitUsage, "needs --listen"},
 		{[]string{"demo", "--approve", "live"}, ExitUsage, "needs --listen"},
 		{[]string{"demo", "--listen", "nonsense"}, ExitUsage, "HOST:PORT"},
+		{[]string{"demo", "--listen", "127.0.0.1:0", "--linger", "-1s"}, ExitUsage, "--linger -1s: want 0 or more"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
@@ -375,6 +378,19 @@ func TestLiveUsage(t *testing.T) {
 		}
 		if !strings.Contains(errb.String(), tt.msg) {
 			t.Errorf("aegis %v: stderr %q lacks %q", tt.args, errb, tt.msg)
+		}
+	}
+}
+
+// TestLingerMinutes: the lingering is said in minutes when it is whole
+// minutes.
+func TestLingerMinutes(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{{5 * time.Minute, "5 min"}, {time.Hour, "60 min"}, {90 * time.Second, "1m30s"}, {30 * time.Second, "30s"}} {
+		if got := minutes(tt.d); got != tt.want {
+			t.Errorf("minutes(%v) = %q, want %q", tt.d, got, tt.want)
 		}
 	}
 }
@@ -420,4 +436,150 @@ func TestWriteSecretFile(t *testing.T) {
 	if st, _ := os.Lstat(path); st.Mode()&os.ModeSymlink != 0 {
 		t.Errorf("the link is still there")
 	}
+}
+
+// TestLiveConsoleStepsAndLinger: "aegis run --listen" with a steps task
+// that needs one approval and takes a screenshot. The console in Chromium
+// shows the goal in its header, the approval with its risk, the steps
+// numbered as the CLI numbers them, the screenshot inside its step, and
+// passes axe-core in both schemes; after the run the process lingers
+// (--linger) and the console is still served, until Ctrl-C (the context
+// ends), which exits with the run's status.
+func TestLiveConsoleStepsAndLinger(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium")
+	}
+	const goal = "Order for Ada and look at the orders"
+	site := demoSite(t)
+	secretsFile := writeFile(t, "secrets", "SHOP_PASSWORD=linger-test-Pa55-4b2a\n", 0o600)
+	task := writeFile(t, "task.json", `{"goal":"`+goal+`","urls":["`+site+`/login"],"hints":{"steps":[
+		"type \"demo\" into \"Username\"",
+		"type \"{{secret:SHOP_PASSWORD}}\" into \"Password\"",
+		"click \"Sign in\"",
+		"expect \"Signed in as demo\"",
+		"navigate /form",
+		"type \"Ada Lovelace\" into \"Full name\"",
+		"type \"ada@example.com\" into \"Email\"",
+		"select \"Express\" in \"Shipping\"",
+		"click \"Gift wrap\"",
+		"click \"Place order\"",
+		"expect \"Thank you, Ada Lovelace!\"",
+		"navigate /orders",
+		"extract screenshot"]}}`, 0o644)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	stderr, stdout := newStderrWatch(), &bytes.Buffer{}
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"run", "--listen", "127.0.0.1:0", "--listen-token-file", tokenFile,
+			"--evidence", filepath.Join(dir, "evidence"), "--secrets-file", secretsFile,
+			"--approval-timeout", "90s", "--linger", "10m", task}, Stdio{Out: stdout, Err: stderr})
+	}()
+	consoleURL := stderr.wait(t, consoleLine)
+
+	browser := a11ytest.Launch(t)
+	page := openPage(t, browser, consoleURL)
+	waitPage(t, page, "the approval", `() => !document.getElementById("approval").hidden`)
+	if got := pageEval[string](t, page, `() => document.querySelector("header h1").textContent`); got != goal {
+		t.Errorf("header %q, want the goal %q", got, goal)
+	}
+	risk := pageEval[string](t, page, `() => { const r = [...document.querySelectorAll("tr[data-kind=approval]")].pop(); return r.cells[2].textContent + " " + r.cells[2].className; }`)
+	if risk != "high risk-high" {
+		t.Errorf("the approval row's risk: %q, want high", risk)
+	}
+	a11ytest.RequireClean(t, page, "cli-console-approval")
+	if err := page.Click("#approve"); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, page, "the outcome", `() => document.getElementById("status").textContent.includes("Session completed")`)
+	lingerURL := stderr.wait(t, regexp.MustCompile(`the console stays open at (http://\S+) until Ctrl-C \(or 10 min\)`))
+	if lingerURL != consoleURL {
+		t.Errorf("the lingering console is at %s, the run's at %s", lingerURL, consoleURL)
+	}
+
+	// One numbering: the console's steps are the CLI's "step N/50".
+	var cli []string
+	for _, m := range regexp.MustCompile(`(?m)^step (\d+)/\d+  (\w+) `).FindAllStringSubmatch(stderr.String(), -1) {
+		cli = append(cli, m[1]+" "+m[2])
+	}
+	console := pageEval[string](t, page, `() => [...document.querySelectorAll("tr[data-kind=decision]:not([data-effect])")].map(r => r.dataset.step + " " + r.dataset.actionType).join("\n")`)
+	if len(cli) < 10 || console != strings.Join(cli, "\n") {
+		t.Errorf("console steps:\n%s\nCLI steps:\n%s", console, strings.Join(cli, "\n"))
+	}
+
+	// The page is still served after the run ended: a new one shows the
+	// whole run, the screenshot inside the step of its extract.
+	select {
+	case c := <-code:
+		t.Fatalf("the run exited (%d) instead of lingering\n%s", c, stderr)
+	default:
+	}
+	again := openPage(t, browser, consoleURL)
+	waitPage(t, again, "the screenshot in its step", `() => { const r = [...document.querySelectorAll("tr[data-kind=decision][data-action-type=extract]")].pop();
+		const i = r && r.closest("section").querySelector("img"); return !!i && i.complete && i.naturalWidth > 0; }`)
+	waitPage(t, again, "the outcome", `() => document.getElementById("status").textContent.includes("Session completed")`)
+	a11ytest.RequireClean(t, again, "cli-console-ended")
+
+	interrupt() // Ctrl-C
+	select {
+	case c := <-code:
+		if c != ExitOK {
+			t.Errorf("exit %d after the lingering, want the run's %d\n%s", c, ExitOK, stderr)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("Ctrl-C did not end the lingering\n%s", stderr)
+	}
+	if _, err := os.Stat(tokenFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the token file is still there: %v", err)
+	}
+}
+
+// openPage opens the console in a page of its own in the axe-core test
+// browser.
+func openPage(t *testing.T, b playwright.Browser, url string) playwright.Page {
+	t.Helper()
+	bc, err := b.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bc.Close() })
+	page, err := bc.NewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := page.Goto(url); err != nil {
+		t.Fatal(err)
+	}
+	return page
+}
+
+// waitPage waits until expr holds on the page, asking through the
+// DevTools protocol (which the page's CSP leaves alone).
+func waitPage(t *testing.T, page playwright.Page, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		v, err := page.Evaluate(expr)
+		if b, _ := v.(bool); b && err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			text, _ := page.InnerText("body")
+			t.Fatalf("the console never showed %s: %v\n%s", what, err, text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pageEval evaluates expr on the page.
+func pageEval[T any](t *testing.T, page playwright.Page, expr string) T {
+	t.Helper()
+	v, err := page.Evaluate(expr)
+	out, ok := v.(T)
+	if err != nil || !ok {
+		t.Fatalf("%s: %#v %v", expr, v, err)
+	}
+	return out
 }

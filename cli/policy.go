@@ -40,7 +40,7 @@ func runPolicy(ctx context.Context, args []string, stdio Stdio) error {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdio.Err, policyUsage)
+		fmt.Fprint(stdio.Out, policyUsage)
 		return flag.ErrHelp
 	case "eval":
 		return runPolicyEval(ctx, args[1:], stdio)

@@ -158,12 +158,16 @@ func TestPolicyUsage(t *testing.T) {
 		{"attack missing policy", "", []string{"policy", "attack", "--policy", "/nonexistent/policy"}, ExitUsage, "/nonexistent/policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, errOut := run(t, tc.stdin, tc.args...)
+			code, out, errOut := run(t, tc.stdin, tc.args...)
 			if code != tc.wantCode {
 				t.Errorf("exit %d, want %d; stderr %s", code, tc.wantCode, errOut)
 			}
+			if tc.wantCode == ExitOK {
+				// Help a person asked for is on stdout.
+				errOut = out
+			}
 			if !strings.Contains(errOut, tc.wantErr) {
-				t.Errorf("stderr %q lacks %q", errOut, tc.wantErr)
+				t.Errorf("output %q lacks %q", errOut, tc.wantErr)
 			}
 		})
 	}

@@ -43,7 +43,8 @@ bundle.
 
 A recorded denial stays denied and is not executed. A recorded approval is
 not granted again silently: the action is asked about again (--approve ask)
-or denied (--approve deny, the default without a terminal).
+or denied (--approve deny); without a terminal and without --approve,
+nobody can be asked, and the step is blocked, saying so.
 --map-origin FROM=TO (repeatable) replays a bundle recorded against one
 origin on another, such as the demo site served on another port.
 
@@ -79,8 +80,8 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 	policy := fs.String("policy", "", "judge the actions by the policy in `DIR` (or an OPA bundle .tar.gz; default: the embedded policy)")
 	fromBundle := fs.Bool("policy-from-bundle", false, "judge by the policy that judged the recording: refuse unless the policy has the version the bundle names")
 	var origins audit.OriginMap
-	fs.Var(&origins, "map-origin", "replay the recorded origin `FROM=TO` on another (repeatable)")
-	approve := fs.String("approve", "", "approval requests: ask (default on a terminal), deny (default otherwise) or low-and-medium-only")
+	fs.Var(originFlag{&origins}, "map-origin", "replay the recorded origin `FROM=TO` on another (repeatable)")
+	approve := fs.String("approve", "", "approval requests: ask (default on a terminal), deny or low-and-medium-only")
 	preset := fs.String("preset", "", "security `preset` replacing the permission level the recording applied")
 	evidenceDir := fs.String("evidence", DefaultEvidenceDir, "evidence root `DIR` of the replay's own bundle")
 	allowUnsealed := fs.Bool("allow-unsealed", false, "replay an unsealed bundle (its intact entries)")
@@ -167,6 +168,32 @@ func runReplay(ctx context.Context, args []string, stdio Stdio) error {
 	return nil
 }
 
+// originFlag is replay's --map-origin: an audit.OriginMap that says the
+// fix of an origin typed without its scheme.
+type originFlag struct{ m *audit.OriginMap }
+
+func (f originFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	return f.m.String()
+}
+
+// Set adds the pair FROM=TO, refusing an origin without its scheme with
+// the pair as it should read.
+func (f originFlag) Set(s string) error {
+	if from, to, ok := strings.Cut(s, "="); ok && (noScheme(from) || noScheme(to)) {
+		fix := func(o string) string {
+			if noScheme(o) {
+				return withScheme(o)
+			}
+			return o
+		}
+		return fmt.Errorf("an origin needs its scheme: --map-origin %s=%s", fix(from), fix(to))
+	}
+	return f.m.Set(s)
+}
+
 // writeJSON writes v to w as indented JSON, as replay's --json output.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -178,6 +205,9 @@ func writeJSON(w io.Writer, v any) error {
 // code and the error of a bundle that could not be replayed (whose report
 // it did not print), if any.
 func replayBundle(ctx context.Context, bundle string, opts audit.ReplayOptions, asJSON bool, stdio Stdio) (int, error) {
+	if err := notBundle(bundle); err != nil {
+		return ExitUsage, err
+	}
 	rep, err := audit.Replay(ctx, bundle, opts)
 	if err != nil {
 		var te *audit.TamperedError
@@ -261,21 +291,23 @@ func termSafe(s string, max int) string {
 	return s
 }
 
+// errNobodyToAsk is why a replay without a terminal and without
+// --approve cannot have an approval: the step is blocked, said so.
+var errNobodyToAsk = errors.New("nobody could be asked: stdin is not a terminal and no --approve rule was given (run in a terminal, or give --approve deny or low-and-medium-only)")
+
 // replayApprover picks the approver of replay's --approve: as aegis run,
 // ask needs a terminal (piped input cannot approve), deny is the default
 // without one.
 func replayApprover(flagValue string, stdio Stdio) (audit.Approver, error) {
-	tty := false
-	if f, ok := stdio.In.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
+	tty := isTerminal(stdio.In)
+	if flagValue == "" && !tty {
+		// Nobody chose to refuse: nobody can be asked.
+		return audit.ApproverFunc(func(ctx context.Context, req audit.ApprovalRequest) (audit.ApprovalAnswer, error) {
+			return audit.ApprovalAnswer{}, errNobodyToAsk
+		}), nil
 	}
 	if flagValue == "" {
-		flagValue = string(session.ApproveDeny)
-		if tty {
-			flagValue = string(session.ApproveAsk)
-		}
+		flagValue = string(session.ApproveAsk)
 	}
 	mode, err := session.ParseApproveMode(flagValue)
 	if err != nil {

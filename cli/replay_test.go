@@ -96,8 +96,8 @@ func shop(t *testing.T) string {
 
 // TestReplayDemoBundle: the bundle of a real "aegis demo" run replays
 // without divergence on a new shop (another port, --map-origin) when its
-// two approvals are given again; with --approve deny they are not, and
-// the command says so and exits 1.
+// two approvals are given again; with --approve deny (or nobody to ask)
+// they are not, and the command says so and exits 1.
 func TestReplayDemoBundle(t *testing.T) {
 	bundle, recorded := demoRun(t)
 	url := shop(t)
@@ -127,6 +127,13 @@ func TestReplayDemoBundle(t *testing.T) {
 	code, out, errs := runCLI(t, "replay", bundle, "--map-origin", recorded+"="+url2, "--approve", "deny", "--evidence", t.TempDir())
 	if code != ExitFailure || !strings.Contains(out, "needs an approval again, and it was refused") || !strings.Contains(out, "12 steps: ") {
 		t.Fatalf("replay --approve deny: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Without a terminal and without --approve, nobody can be asked: the
+	// step says so, not that someone refused.
+	urlNobody := shop(t)
+	code, out, errs = runCLI(t, "replay", bundle, "--map-origin", recorded+"="+urlNobody, "--evidence", t.TempDir())
+	if code != ExitFailure || !strings.Contains(out, "approval_unavailable: the approver failed: nobody could be asked: stdin is not a terminal") || strings.Contains(out, "terminal:replay") {
+		t.Fatalf("replay without a terminal: exit %d\n%s\n%s", code, out, errs)
 	}
 	url3 := shop(t)
 	code, out, _ = runCLI(t, "replay", bundle, "--json", "--map-origin", recorded+"="+url3, "--approve", "deny", "--evidence", t.TempDir())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aegis-run/aegis/audit"
 )
@@ -15,7 +16,7 @@ func init() {
 	register(command{name: "report", summary: "render an evidence bundle as one self-contained HTML report", run: runReport})
 }
 
-const reportUsage = `BUNDLE [-o report.html]
+const reportUsage = `BUNDLE [-o FILE.html|-]
 
 Writes the evidence bundle (a directory or a packed .tar.zst) as one
 self-contained HTML file: no script and no external asset, so it opens
@@ -27,13 +28,17 @@ the action caused (requests and navigations of its page, with their
 decisions), latencies, DOM hashes and screenshots, and the final output. Of a tampered bundle,
 only what precedes the tampered place is shown.
 
+The report goes to -o FILE, or to stdout with -o - or when stdout is not
+a terminal (aegis report BUNDLE > report.html); on a terminal it is
+written beside the bundle, as BUNDLE.report.html, and its path printed.
+
 Exit status: 0 the report was written and the bundle is valid, 1 the
 report was written but the bundle is tampered or unsealed (the report
 says so), 2 usage or a bundle that cannot be read.`
 
 func runReport(ctx context.Context, args []string, stdio Stdio) error {
 	fs := newFlagSet("report", reportUsage, stdio)
-	out := fs.String("o", "-", "write the report to `FILE` (- for stdout)")
+	out := fs.String("o", "", "write the report to `FILE` (- for stdout; default: stdout unless it is a terminal, else BUNDLE.report.html)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -41,6 +46,9 @@ func runReport(ctx context.Context, args []string, stdio Stdio) error {
 	if len(pos) != 1 {
 		fs.Usage()
 		return usageError("report takes one BUNDLE, got %d arguments", len(pos))
+	}
+	if err := notBundle(pos[0]); err != nil {
+		return err
 	}
 	b, err := audit.Open(ctx, pos[0], audit.OpenOptions{AllowTampered: true, AllowUnsealed: true})
 	if err != nil {
@@ -51,12 +59,25 @@ func runReport(ctx context.Context, args []string, stdio Stdio) error {
 	if err := audit.RenderReport(b, &buf); err != nil {
 		return exitCode(ExitFailure, err)
 	}
+	if *out == "" {
+		*out = "-"
+		if isTerminal(stdio.Out) {
+			// HTML is for a browser, not for the terminal.
+			*out = reportPath(pos[0])
+		}
+	}
 	if *out == "-" {
 		if _, err := stdio.Out.Write(buf.Bytes()); err != nil {
 			return err
 		}
-	} else if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
-		return exitCode(ExitFailure, err)
+	} else {
+		if fi, err := os.Stat(filepath.Dir(*out)); err != nil || !fi.IsDir() {
+			return usageError("-o %s: the directory %s does not exist", *out, filepath.Dir(*out))
+		}
+		if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
+			return exitCode(ExitFailure, fmt.Errorf("-o %s: %w", *out, err))
+		}
+		fmt.Fprintf(stdio.Err, "aegis: report of %s written to %s (open it in a browser)\n", b.Manifest.SessionID, *out)
 	}
 	v := b.Verification
 	switch v.Status {
@@ -65,10 +86,16 @@ func runReport(ctx context.Context, args []string, stdio Stdio) error {
 	case audit.StatusUnsealed:
 		return exitCode(ExitFailure, errors.New("the bundle is unsealed; the report says so at the top"))
 	}
-	if *out != "-" {
-		fmt.Fprintf(stdio.Err, "aegis: report of %s written to %s\n", b.Manifest.SessionID, *out)
-	}
 	return nil
+}
+
+// reportPath is where the report of bundle goes without -o when stdout
+// is a terminal: beside the bundle (never inside, where it would be a
+// file the ledger does not record), named after it: DIR.report.html, or
+// NAME.report.html for NAME.tar.zst.
+func reportPath(bundle string) string {
+	p := strings.TrimSuffix(filepath.Clean(bundle), ".tar.zst")
+	return p + ".report.html"
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same

@@ -92,7 +92,8 @@ egress filter: a value the page echoes shows as its placeholder.
 Approvals (--approve): the policy pauses high-risk actions (payments,
 deletions, typing text of the model's own into sensitive fields) for a
 human. ask prompts on the terminal (only when stdin is one; the default
-then); deny (the default without a terminal) refuses them all;
+then); deny refuses them all; without a terminal and without --approve
+nobody can be asked, and each is refused, saying so;
 low-and-medium-only approves what the policy rates low or medium risk and
 refuses high risk: with the default preset it approves nothing, with
 --preset balanced it confirms ordinary input and navigation. An approval
@@ -105,7 +106,19 @@ and a web console at http://ADDR/ that shows the steps and asks for the
 approvals (--approve live, the default with --listen) and can abort. ADDR
 is PORT or HOST:PORT, loopback unless a host is named. Every connection
 needs the bearer token aegis prints to stderr and writes to a 0600 file
-(--listen-token-file); live/PROTOCOL.md documents the wire.
+(--listen-token-file); live/PROTOCOL.md documents the wire. When the run
+ends, the console stays available for --linger (default 5m), until Ctrl-C;
+--linger 0 exits at once.
+
+Witness (--witness URL|file:PATH): the bundle's writer sends a signed
+checkpoint of its ledger (size, Merkle root, head hash) every
+--checkpoint-every entries and at the seal to a witness, aegis witness
+serve or an append-only log file on another path, so that aegis verify
+--witness can later tell a truncated or re-signed bundle. The checkpoints
+are signed with --sign-key, else with a key made for the session. A
+checkpoint the witness does not take never holds the session up: it is
+recorded in the bundle (an error event) and reported; with
+--witness-required it aborts the run and the run fails (exit 6).
 
 Presets (--preset): power (default: full permission; high risk still
 needs approval), balanced (every navigate, click, type and select needs
@@ -119,6 +132,9 @@ line, for machines). Its "status" is seed 003's; a failed session says
 "evidence" member names the bundle: dir, sealed, headHash. The bundle goes
 to --evidence DIR/SESSION-ID (default ./` + DefaultEvidenceDir + `); verify it with
 aegis verify DIR/SESSION-ID.
+
+Ctrl-C (or SIGTERM) prints "stopping..." and ends the session aborted,
+its bundle sealed; a second Ctrl-C quits at once, the bundle unsealed.
 
 Exit status: 0 completed, 3 aborted, 4 duration_exceeded,
 5 action_limit_exceeded, 6 failed, 2 usage (bad flags or task, unreadable
@@ -149,6 +165,11 @@ type runOptions struct {
 	signKey      string
 	listen       string
 	tokenFile    string
+	linger       time.Duration
+	// witness, witnessRequired, checkpointEvery: cli/witness.go.
+	witness         string
+	witnessRequired bool
+	checkpointEvery int
 }
 
 // stringList is a repeatable string flag.
@@ -175,6 +196,10 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
 	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
 	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
+	fs.DurationVar(&o.linger, "linger", DefaultLinger, "with --listen: keep serving the console for `DURATION` after the run ends, until Ctrl-C (0: exit at once)")
+	fs.StringVar(&o.witness, "witness", "", "send signed checkpoints of the bundle's ledger to the witness at `URL` (http(s)://, aegis witness serve) or file:PATH (an append-only log file)")
+	fs.BoolVar(&o.witnessRequired, "witness-required", false, "fail closed: a checkpoint the witness does not take aborts the run, and the run fails (exit 6)")
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, fmt.Sprintf("send a checkpoint every `N` ledger entries, and at the seal (default %d)", evidence.DefaultCheckpointEvery))
 }
 
 func runRun(ctx context.Context, args []string, stdio Stdio) error {
@@ -207,6 +232,8 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 // budget flags.
 func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 	var in contract.Input
+	var file string // the TASK.json, and its bytes
+	var doc []byte
 	switch {
 	case len(pos) > 1:
 		return in, usageError("run takes one TASK.json, got %d arguments", len(pos))
@@ -219,8 +246,9 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 			return in, usageError("read %s: %v", pos[0], err)
 		}
 		if err := contract.Decode(schemas.KindInput, data, &in); err != nil {
-			return in, usageError("%s is not a valid task (ComputerUseInput): %v", pos[0], err)
+			return in, taskError(err, pos[0], data, &runOptions{}) // the flags are not applied yet
 		}
+		file, doc = pos[0], data
 	default:
 		if o.goal == "" || len(o.urls) == 0 {
 			return in, usageError("run needs a TASK.json, or --goal and at least one --url (aegis help run)")
@@ -234,21 +262,13 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 		ms := int(o.maxDuration.Milliseconds())
 		in.MaxDurationMs = &ms
 	}
+	if err := checkTaskURLs(in.URLs, file); err != nil {
+		return in, err
+	}
 	if _, err := contract.Encode(schemas.KindInput, in); err != nil {
-		return in, usageError("invalid task: %v", err)
+		return in, taskError(err, file, doc, o)
 	}
 	return in, nil
-}
-
-// isTerminal reports whether r is a character device (an interactive
-// terminal).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // runApprover picks the approver of --approve; nil means the live
@@ -274,6 +294,10 @@ func runApprover(o *runOptions, stdio Stdio) (session.Approver, error) {
 	mode, err := session.ParseApproveMode(flagValue)
 	if err != nil {
 		return nil, usageError("--approve: %v", err)
+	}
+	if o.approve == "" && !tty {
+		// Nobody chose to refuse: nobody can be asked.
+		return nobodyApprover{out: stdio.Err}, nil
 	}
 	if mode != session.ApproveAsk {
 		return session.PolicyApprover{Mode: mode}, nil
@@ -310,7 +334,7 @@ func agents(o *runOptions, in contract.Input, set *secrets.Set) (planner.Planner
 		case hasHint(in, "script"):
 			agent = "script"
 		default:
-			return nil, nil, "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script", EnvModel)
+			return nil, nil, "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script%s", EnvModel, hintTypo(in))
 		}
 		o.agent = agent
 	}
@@ -391,6 +415,9 @@ type sessionHooks struct {
 // prints the progress and the output, and returns the exit code as an
 // error.
 func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
+	if err := checkSessionFlags(o); err != nil {
+		return err
+	}
 	mode := contract.DriverMode(o.driver)
 	if mode != contract.ModeSandbox && mode != contract.ModePlaywright {
 		return usageError("--driver %q: want sandbox or playwright", o.driver)
@@ -402,6 +429,9 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	}
 	if o.policy != "" && o.opaURL != "" {
 		return usageError("--policy and --opa-url are exclusive: the remote server holds its own policy")
+	}
+	if err := checkWitnessFlags(o); err != nil {
+		return err
 	}
 	environ := os.Environ()
 	if hooks != nil {
@@ -452,17 +482,29 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		}
 		cfg.Signer = signer
 	}
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	sw, err := openSessionWitness(o, &cfg, cancelRun)
+	if err != nil {
+		return err
+	}
 	var lc *liveChannel
 	if o.listen != "" {
 		var liveApprover *live.Approver
 		if approver == nil {
 			liveApprover = live.NewApprover()
-			cfg.Approver = liveApprover
+		}
+		if o.linger < 0 {
+			return usageError("--linger %s: want 0 or more", o.linger)
 		}
 		if lc, err = startLive(o.listen, o.tokenFile, liveApprover, stdio); err != nil {
 			return err
 		}
-		defer lc.close()
+		lc.lingerFor = o.linger
+		defer func() { lc.linger(ctx, stdio); lc.close() }()
+		if liveApprover != nil {
+			cfg.Approver = &announcedApprover{next: liveApprover, out: stdio.Err, timeout: o.approvalWait, console: lc.consoleURL}
+		}
 	}
 	s, err := session.New(cfg)
 	if err != nil {
@@ -490,6 +532,11 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		fmt.Fprintf(stdio.Out, "%s\n", b)
 	}
 	fmt.Fprintln(stdio.Err, endLine(res))
+	if sw != nil {
+		if err := sw.finish(stdio); err != nil {
+			return err
+		}
+	}
 	if hooks != nil && hooks.done != nil {
 		if err := hooks.done(res, stdio.Out); err != nil {
 			return err

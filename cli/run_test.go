@@ -49,9 +49,9 @@ func TestRunUsage(t *testing.T) {
 		{"goal without url", []string{"run", "--goal", "x"}, "needs a TASK.json, or --goal"},
 		{"missing file", []string{"run", filepath.Join(t.TempDir(), "none.json")}, "no such file"},
 		{"invalid task", []string{"run", invalid}, "not a valid task"},
-		{"budget too big", []string{"run", "--max-actions", "500", steps}, "invalid task"},
-		{"duration too short", []string{"run", "--max-duration", "10ms", steps}, "invalid task"},
-		{"bad url", []string{"run", "--goal", "x", "--url", "not a url"}, "invalid task"},
+		{"budget too big", []string{"run", "--max-actions", "500", steps}, "--max-actions 500: want 1 to 200"},
+		{"duration too short", []string{"run", "--max-duration", "10ms", steps}, "--max-duration 10ms: want 1s to 30m0s"},
+		{"bad url", []string{"run", "--goal", "x", "--url", "not a url"}, "--url not a url: not an absolute URL"},
 		{"no agent", []string{"run", bare}, "no agent"},
 		{"llm without model", []string{"run", "--agent", "llm", steps}, "needs a model"},
 		{"unknown agent", []string{"run", "--agent", "magic", steps}, "unknown --agent"},
@@ -81,8 +81,8 @@ func TestRunUsage(t *testing.T) {
 		})
 	}
 	var out, errb bytes.Buffer
-	if got := Run(context.Background(), []string{"help", "run"}, Stdio{Out: &out, Err: &errb}); got != ExitOK || !strings.Contains(errb.String(), "Exit status: 0 completed, 3 aborted") {
-		t.Errorf("help run: %d %q", got, errb.String())
+	if got := Run(context.Background(), []string{"help", "run"}, Stdio{Out: &out, Err: &errb}); got != ExitOK || !strings.Contains(out.String(), "Exit status: 0 completed, 3 aborted") || errb.Len() != 0 {
+		t.Errorf("help run: %d, stdout %q, stderr %q", got, out.String(), errb.String())
 	}
 }
 

@@ -15,7 +15,12 @@
 // public key, who sealed it. A bundle left by a writer that was
 // killed verifies as unsealed, with the number of intact entries. Prove and
 // VerifyProof prove one entry without the rest of the bundle; Pack and
-// Unpack move a bundle as one deterministic .tar.zst file.
+// Unpack move a bundle as one deterministic .tar.zst file. With
+// Options.Checkpoint, the writer also hands the ledger's head (size,
+// Merkle root, head hash) to a Checkpointer every few entries and at the
+// seal, so that a witness outside the bundle holds it (package witness,
+// FORMAT.md section 14); ConsistencyProof and VerifyConsistency are the
+// RFC 6962 proofs a witness checks.
 //
 // The format is specified in FORMAT.md, precisely enough for an independent
 // verifier; the session loop writes through a Writer:

@@ -53,6 +53,10 @@ type Report struct {
 	// intact entries of an unsealed bundle.
 	HeadHash   string `json:"headHash,omitempty"`
 	MerkleRoot string `json:"merkleRoot,omitempty"`
+	// EntryHashes are the entry hashes of the entries that verified, in
+	// order: a witness's checkpoint is checked against them (package
+	// witness). Not in the JSON report.
+	EntryHashes []Hash `json:"-"`
 	// Signer is the key id of the seal signature ("" when unsigned); the
 	// signature verified under the key the id names.
 	Signer string `json:"signer,omitempty"`

@@ -211,6 +211,7 @@ func (v *verifier) run() error {
 		return err
 	}
 	v.report.Entries = len(v.hashes)
+	v.report.EntryHashes = v.hashes
 	v.report.Counts = v.counts
 	if len(v.hashes) > 0 {
 		root, _ := MerkleRoot(v.hashes)

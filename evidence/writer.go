@@ -59,6 +59,16 @@ type Options struct {
 	// carries exactly events.jsonl. It is called with the writer's lock
 	// held: it must return quickly and must not call the writer.
 	OnEvent func(contract.StreamEvent)
+	// Checkpoint, when set, takes a checkpoint of the ledger's head every
+	// CheckpointEvery entries (0: DefaultCheckpointEvery) while the session
+	// runs, from a goroutine of its own (a slow witness never holds the
+	// writer up), and once more after the seal, each within
+	// CheckpointTimeout (0: DefaultCheckpointTimeout). Checkpoints not
+	// taken while running are recorded as an error event CodeWitnessFailed
+	// just before the seal; see Checkpointer.
+	Checkpoint        Checkpointer
+	CheckpointEvery   int
+	CheckpointTimeout time.Duration
 }
 
 // ImageMeta is what the caller knows about an image besides its bytes.
@@ -157,6 +167,7 @@ type Writer struct {
 	artDigest map[string]Hash              // artifacts/{id}.json -> D of its record
 	embedded  map[string]embeddedArtifact  // artifacts/{id}.json -> a copy embedded before the file
 	hook      func(stage string) error     // tests: fault injection between steps
+	cps       *checkpoints                 // nil without Options.Checkpoint
 }
 
 // Create starts the evidence bundle of a session in root/SESSIONID and
@@ -222,6 +233,7 @@ func Create(root string, m contract.Manifest, opts Options) (*Writer, error) {
 		images: map[string]Hash{}, allow: map[string]decided{}, apprv: map[string]bool{}, ran: map[string]bool{},
 		dirs: map[string]bool{}, synced: map[string]bool{},
 		arts: map[string]contract.Artifact{}, artDigest: map[string]Hash{}, embedded: map[string]embeddedArtifact{},
+		cps: newCheckpoints(opts),
 	}
 	// The genesis entry is not before the session's start.
 	if err := w.raiseFloor(start.StartedAt); err != nil {

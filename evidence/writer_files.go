@@ -205,6 +205,9 @@ func (w *Writer) commit(e pendingEntry) error {
 	w.used[foldPath(e.file)] = e.file
 	w.hashes = append(w.hashes, e.hash)
 	w.prev = e.hash
+	if w.cps != nil {
+		w.cps.committed(w.sid, w.hashes)
+	}
 	w.lastAt = e.time
 	_ = w.raiseFloor(e.time) // written by formatTime: it parses
 	return nil

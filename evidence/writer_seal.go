@@ -19,9 +19,12 @@ import (
 // (status, endTime, counts, and the signer's key id) as the last ledger
 // entry, provenance/manifest-end.json; fsyncs the bundle; signs the sealed
 // manifest with signer when it is not nil (provenance/seal.dsse.json); and
-// replaces manifest.json by the sealed manifest, which it returns. status
-// must be a final status. The writer is closed afterwards, whatever the
-// outcome.
+// replaces manifest.json by the sealed manifest, which it returns. With
+// Options.Checkpoint, it first records the checkpoints not taken (an error
+// event, before the manifest-end entry) and at last sends the sealed head,
+// waiting for the witness's answer; the bundle is sealed whatever that
+// answer (see Checkpointer). status must be a final status. The writer is
+// closed afterwards, whatever the outcome.
 func (w *Writer) Seal(ctx context.Context, status contract.SessionStatus, endTime time.Time, signer Signer) (*contract.Manifest, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -36,6 +39,12 @@ func (w *Writer) Seal(ctx context.Context, status contract.SessionStatus, endTim
 	if w.owed != nil {
 		w.done = true
 		return nil, fmt.Errorf("evidence: seal: %w", w.owed.owed("the seal"))
+	}
+	if w.cps != nil {
+		if err := w.recordFailures(); err != nil {
+			w.done = true
+			return nil, fmt.Errorf("evidence: seal: %w", err)
+		}
 	}
 	end := w.start
 	end.Status = status
@@ -93,6 +102,11 @@ func (w *Writer) Seal(ctx context.Context, status contract.SessionStatus, endTim
 	if err := w.writeAtomic(FileManifest, append(final, '\n')); err != nil {
 		return nil, w.fail(fmt.Errorf("seal: %s: %w", FileManifest, err))
 	}
+	if w.cps != nil {
+		// The bundle is sealed whatever the witness answers; the
+		// Checkpointer reports its own failure (see Checkpointer).
+		_ = w.sealCheckpoint(ctx)
+	}
 	return &sealed, nil
 }
 
@@ -139,6 +153,9 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.done = true
+	if w.cps != nil {
+		w.cps.drain()
+	}
 	return w.closeFiles()
 }
 

@@ -53,6 +53,9 @@ type client struct {
 	e    *entry
 	conn *websocket.Conn
 	name string
+	// decisions: the client asked for the session's decisions
+	// (?decisions=1), sent as DecisionFrame frames.
+	decisions bool
 
 	replies chan contract.StreamEvent // error events for this client only
 
@@ -111,6 +114,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		name = fmt.Sprintf("live client %d %q (%s)", n, v, r.RemoteAddr)
 	}
 	c := &client{srv: s, e: e, conn: conn, name: name, replies: make(chan contract.StreamEvent, 8)}
+	c.decisions = r.URL.Query().Get("decisions") == "1" && e.decisions != nil
 	s.logf("%s joined session %s", name, e.s.ID())
 	why := c.run(r.Context())
 	s.logf("%s left: %s", name, why)
@@ -156,6 +160,7 @@ func (c *client) write(ctx context.Context, sub *session.Subscription) string {
 	o := c.srv.opts
 	ping := time.NewTicker(o.PingInterval)
 	defer ping.Stop()
+	events, sent := 0, 0 // session events and decisions written
 	for {
 		select {
 		case ev, ok := <-sub.Events():
@@ -178,6 +183,17 @@ func (c *client) write(ctx context.Context, sub *session.Subscription) string {
 				c.shownID = ev.ActionID
 				c.mu.Unlock()
 			}
+			if c.decisions {
+				// The decisions recorded before this event, first.
+				if ds, ok := c.e.decisions.upTo(events); ok {
+					for ; sent < len(ds); sent++ {
+						if err := c.sendJSON(ds[sent]); err != nil {
+							return "dropped: " + err.Error()
+						}
+					}
+				}
+			}
+			events++
 			if err := c.send(ev); err != nil {
 				return "dropped: " + err.Error()
 			}
@@ -202,6 +218,20 @@ func (c *client) send(ev contract.StreamEvent) error {
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}
+	return c.write1(b)
+}
+
+// sendJSON writes one frame of the server's own (a decision).
+func (c *client) sendJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	return c.write1(b)
+}
+
+// write1 writes one text frame within the write timeout.
+func (c *client) write1(b []byte) error {
 	c.conn.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout))
 	if err := c.conn.WriteMessage(websocket.TextMessage, b); err != nil {
 		return fmt.Errorf("write: %w", err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/aegis-run/aegis/palette"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -99,9 +100,10 @@ type SessionOptions struct {
 	// an approvals_elsewhere error).
 	Approver *Approver
 	// Dir is the session's evidence bundle: its screenshots are served
-	// from Dir/artifacts; "" serves none.
+	// from Dir/artifacts, and its decision records go to the clients that
+	// ask for them (DecisionFrame); "" serves neither.
 	Dir string
-	// Goal is shown in the session list.
+	// Goal is shown in the session list and the console's header.
 	Goal string
 }
 
@@ -125,9 +127,10 @@ type Server struct {
 }
 
 type entry struct {
-	s     Session
-	opts  SessionOptions
-	added time.Time
+	s         Session
+	opts      SessionOptions
+	added     time.Time
+	decisions *decisionLog // nil without a bundle directory
 }
 
 // NewServer returns a server with the options' defaults filled in.
@@ -179,6 +182,7 @@ func NewServer(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /{$}", s.serveConsole)
 	s.mux.HandleFunc("GET /console.js", s.serveConsole)
 	s.mux.HandleFunc("GET /console.css", s.serveConsole)
+	s.mux.HandleFunc("GET /"+palette.FileName, s.serveConsole)
 	s.mux.HandleFunc("GET /v1/sessions", s.serveSessions)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/stream", s.serveStream)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/artifacts/{name}", s.serveArtifact)
@@ -201,7 +205,11 @@ func (s *Server) Add(sess Session, o SessionOptions) {
 	if _, ok := s.sessions[id]; !ok {
 		s.order = append(s.order, id)
 	}
-	s.sessions[id] = &entry{s: sess, opts: o, added: time.Now()}
+	e := &entry{s: sess, opts: o, added: time.Now()}
+	if o.Dir != "" {
+		e.decisions = newDecisionLog(o.Dir)
+	}
+	s.sessions[id] = e
 	for len(s.order) > MaxSessions {
 		delete(s.sessions, s.order[0])
 		s.order = s.order[1:]

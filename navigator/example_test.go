@@ -60,7 +60,7 @@ func ExampleSteps() {
 	// step2 type #password {{secret:PASSWORD}} true
 	// step3 click #sign-in  false
 	// continue
-	// done step 4: found "Signed in as alice"
+	// done hint 4: found "Signed in as alice"
 }
 
 // Step errors say where and what was expected.

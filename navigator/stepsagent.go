@@ -194,7 +194,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 				break // check it on the page these actions lead to
 			}
 			if containsFold(req.Observation.DOMText, st.Text) {
-				summary = append(summary, fmt.Sprintf("step %d: found %q", st.Line, clip(st.Text)))
+				summary = append(summary, fmt.Sprintf("hint %d: found %q", st.Line, clip(st.Text)))
 				s.next++
 				s.rounds = 0
 				continue
@@ -206,10 +206,10 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 			actions = append(actions, contract.Action{
 				ID:         fmt.Sprintf("step%d-wait%d", st.Line, s.rounds),
 				Type:       contract.ActWait,
-				Reason:     text.CutBytes(fmt.Sprintf("step %d: waiting for %q to appear (%d/%d)", st.Line, st.Text, s.rounds, s.opts.ExpectRounds), 2000),
+				Reason:     text.CutBytes(fmt.Sprintf("hint %d: waiting for %q to appear (%d/%d)", st.Line, st.Text, s.rounds, s.opts.ExpectRounds), 2000),
 				DurationMs: int(s.opts.ExpectWait / time.Millisecond),
 			})
-			summary = append(summary, fmt.Sprintf("step %d: waiting for %q", st.Line, clip(st.Text)))
+			summary = append(summary, fmt.Sprintf("hint %d: waiting for %q", st.Line, clip(st.Text)))
 			break
 		}
 		a, err := s.action(st, req.Observation)
@@ -217,7 +217,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 			return Response{}, &StepError{Step: st, Err: err}
 		}
 		actions = append(actions, a)
-		summary = append(summary, fmt.Sprintf("step %d: %s", st.Line, clip(neutralize(st.String()))))
+		summary = append(summary, fmt.Sprintf("hint %d: %s", st.Line, clip(neutralize(st.String()))))
 		s.next++
 		if a.Type != contract.ActType && a.Type != contract.ActSelect && a.Type != contract.ActExtract {
 			break
@@ -243,7 +243,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 func (s *Steps) action(st Step, obs contract.Observation) (contract.Action, error) {
 	a := contract.Action{
 		ID:     fmt.Sprintf("step%d", st.Line),
-		Reason: text.CutBytes(fmt.Sprintf("step %d: %s", st.Line, neutralize(st.String())), 2000),
+		Reason: text.CutBytes(fmt.Sprintf("hint %d: %s", st.Line, neutralize(st.String())), 2000),
 	}
 	target := func(what string, keep func(contract.Affordance) bool) (string, error) {
 		if st.Target.CSS != "" {

@@ -1,11 +1,21 @@
-// The aegis live console: shows one session's stream and sends its control
-// requests (seed 003). Every string from the stream comes from the model or
-// the page and is hostile: it is only ever set as textContent.
+// The aegis live console: shows one session's stream, step by step, and
+// sends its control requests (seed 003). Every string from the stream comes
+// from the model or the page and is hostile: it is only ever set as
+// textContent.
+//
+// Steps: "step N" is the stepIndex of the gate's decision, which the server
+// sends with the events (frames of type aegis.decision, ?decisions=1): the
+// number the CLI prints as "step N/BUDGET" and the report shows. An event
+// belongs to the step of the last decision recorded before it; the console
+// numbers nothing itself.
 "use strict";
 
 (function () {
   const $ = (id) => document.getElementById(id);
   const tokenKey = "aegis.live.token";
+  // A dropped connection is retried this many times, waiting 1, 2, 4, 8
+  // and 8 seconds; a refused token is never retried.
+  const maxRetries = 5;
 
   // The token comes in the URL's fragment (never sent to a server); it is
   // kept for this tab only and taken out of the address bar.
@@ -18,65 +28,198 @@
     return sessionStorage.getItem(tokenKey) || "";
   }
 
-  const state = { token: token(), id: "", ws: null, pending: null, ended: false, n: 0, retry: 0 };
+  const state = {
+    token: token(), id: "", ws: null, pending: null, ended: false, stopped: false, retries: 0,
+    step: 0, // the stepIndex of the last decision received
+    sections: new Map(), // stepIndex → tbody
+    rows: new Map(), // actionId → the row of the action's decision
+    notes: new Map(), // actionId → its last decision
+  };
 
-  function notice(text) {
-    const el = $("notice");
-    el.textContent = text;
-    el.hidden = !text;
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text != null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
   }
 
-  async function api(path) {
-    const res = await fetch(path, { headers: { Authorization: "Bearer " + state.token } });
-    if (!res.ok) throw new Error(path + ": HTTP " + res.status);
-    return res;
+  function notice(parts) {
+    const n = $("notice");
+    n.replaceChildren();
+    if (!parts) {
+      n.hidden = true;
+      return;
+    }
+    for (const p of parts) n.appendChild(typeof p === "string" ? document.createTextNode(p) : p);
+    n.hidden = false;
   }
 
-  async function pickSession() {
-    const want = new URLSearchParams(location.search).get("session");
-    if (want) return want;
-    const list = (await (await api("/v1/sessions")).json()).sessions || [];
-    if (!list.length) throw new Error("no session on this server yet");
-    const last = list[list.length - 1];
-    return last.id;
+  function badge(text, cls) {
+    $("conn").textContent = text;
+    $("conn").className = "badge" + (cls ? " " + cls : "");
   }
 
-  function cell(tr, text, cls) {
-    const td = document.createElement("td");
-    td.textContent = text == null ? "" : String(text);
-    if (cls) td.className = cls;
-    tr.appendChild(td);
-    return td;
+  // refused says, once and for good, that the token does not open this
+  // console; nothing is tried again.
+  function refused(why) {
+    state.stopped = true;
+    badge("refused", "bad");
+    $("abort").hidden = true;
+    $("session").textContent = "aegis live console · not connected";
+    notice([el("strong", why + " "),
+      "Each run of aegis makes a new token. Open the address the terminal printed after " +
+      "\"aegis: live console:\" (it ends in #token=…); this page will not try again."]);
   }
 
-  function row(ev, what, cls) {
-    const tr = document.createElement("tr");
-    tr.dataset.type = ev.type;
-    if (cls) tr.className = cls;
-    cell(tr, ++state.n);
-    cell(tr, (ev.timestamp || "").replace(/^.*T/, "").replace(/\..*$/, ""));
-    cell(tr, ev.type === "action" ? ev.actionType : ev.type);
-    cell(tr, ev.riskLevel || "", ev.riskLevel ? "risk-" + ev.riskLevel : "");
-    cell(tr, what, "what");
-    $("steps").tBodies[0].appendChild(tr);
-  }
-
-  async function screenshot(ev) {
-    const uri = String(ev.url || "");
-    if (!/^artifacts\/[A-Za-z0-9][A-Za-z0-9._-]*\.(png|jpg|webp)$/.test(uri)) return;
+  // check asks the server for its sessions: the list, "refused" (the
+  // token is wrong or stale) or "gone" (no answer).
+  async function check() {
+    let res;
     try {
-      const blob = await (await api("/v1/sessions/" + encodeURIComponent(state.id) + "/" + uri)).blob();
-      const img = document.createElement("img");
-      img.alt = "screenshot " + uri;
-      img.src = URL.createObjectURL(blob);
-      $("shots").appendChild(img);
+      res = await fetch("/v1/sessions", { headers: { Authorization: "Bearer " + state.token }, cache: "no-store" });
     } catch (e) {
-      row(ev, "screenshot not available: " + e.message, "error");
+      return "gone";
+    }
+    if (res.status === 401) return "refused";
+    if (!res.ok) return "gone";
+    try {
+      return (await res.json()).sessions || [];
+    } catch (e) {
+      return "gone";
     }
   }
 
-  function showApproval(ev) {
+  function showSession(list) {
+    const want = new URLSearchParams(location.search).get("session");
+    const s = want ? list.find((x) => x.id === want) : list[list.length - 1];
+    if (!s) return false;
+    state.id = s.id;
+    const goal = (s.goal || "").trim();
+    $("goal").textContent = goal || "aegis live console";
+    document.title = (goal ? goal + " · " : "") + "aegis live console";
+    const p = $("session");
+    p.replaceChildren(document.createTextNode("aegis live console · session "), el("code", s.id));
+    return true;
+  }
+
+  // section returns the table body of step n (0: before the first step),
+  // making it, in step order, when it is new.
+  function section(n) {
+    let body = state.sections.get(n);
+    if (body) return body;
+    const sec = el("section", null, "step");
+    sec.dataset.step = String(n);
+    const h = el("h2", n > 0 ? "Step " + n : "Start");
+    h.id = "step-" + n;
+    sec.setAttribute("aria-labelledby", h.id);
+    const table = el("table");
+    const head = table.createTHead().insertRow();
+    for (const t of ["time", "action", "risk", "decision", "details"]) {
+      const th = el("th", t);
+      th.scope = "col";
+      head.appendChild(th);
+    }
+    body = table.createTBody();
+    sec.append(h, table);
+    let before = null;
+    for (const [k, b] of state.sections) {
+      if (k > n && (before === null || k < before[0])) before = [k, b];
+    }
+    $("steps").insertBefore(sec, before ? before[1].closest("section") : null);
+    state.sections.set(n, body);
+    return body;
+  }
+
+  function time(ts) {
+    return String(ts || "").replace(/^.*T/, "").replace(/\..*$/, "").replace(/Z$/, "");
+  }
+
+  function setRisk(td, risk) {
+    td.textContent = risk || "";
+    td.className = risk ? "risk-" + risk : "";
+  }
+
+  function setResult(td, result) {
+    td.textContent = result || "";
+    td.className = result ? "result-" + result : "";
+  }
+
+  // row adds a row to step n: time, action, risk, decision, details.
+  function row(n, kind, cells) {
+    const tr = el("tr", null, kind);
+    tr.dataset.kind = kind;
+    tr.dataset.step = String(n);
+    tr.appendChild(el("td", time(cells.time)));
+    tr.appendChild(el("td", cells.action || ""));
+    const risk = el("td");
+    setRisk(risk, cells.risk);
+    tr.appendChild(risk);
+    const res = el("td");
+    setResult(res, cells.result);
+    tr.appendChild(res);
+    tr.appendChild(el("td", cells.what || "", "what"));
+    section(n).appendChild(tr);
+    return tr;
+  }
+
+  function onDecision(d) {
+    state.step = d.stepIndex;
+    const what = d.result === "denied" && d.rules ? "denied by " + d.rules.join(", ") : "";
+    if (d.actionId) state.notes.set(d.actionId, d);
+    let tr = !d.effect && d.actionId ? state.rows.get(d.actionId) : null;
+    if (tr && tr.dataset.step === String(d.stepIndex)) {
+      // The same action decided again (paused, then approved or denied):
+      // one row per action, as the CLI prints one line.
+      setRisk(tr.cells[2], d.risk);
+      setResult(tr.cells[3], d.result);
+      if (what) tr.cells[4].textContent = what;
+    } else {
+      // The action's id is the model's name for it, not a step number:
+      // kept out of sight (title), so that "step N" is the one number shown.
+      const label = (d.effect ? "effect of " : "") + (d.actionType || "action");
+      tr = row(d.stepIndex, "decision", { action: label, risk: d.risk, result: d.result, what: what });
+      if (d.actionId) tr.cells[1].title = "action id " + d.actionId;
+      tr.dataset.actionType = d.actionType || "";
+      tr.dataset.actionId = d.actionId || "";
+      if (d.effect) tr.dataset.effect = "true";
+      else if (d.actionId) state.rows.set(d.actionId, tr);
+    }
+    tr.dataset.result = d.result;
+  }
+
+  // stepOf is the step an event belongs to: its action's, else the last
+  // decision's.
+  function stepOf(ev) {
+    const d = ev.actionId && state.notes.get(ev.actionId);
+    return d ? d.stepIndex : state.step;
+  }
+
+  async function screenshot(ev, n) {
+    const uri = String(ev.url || "");
+    if (!/^artifacts\/[A-Za-z0-9][A-Za-z0-9._-]*\.(png|jpg|webp)$/.test(uri)) return;
+    const size = ev.width ? ev.width + "×" + ev.height : "";
+    const tr = row(n, "screenshot", { time: ev.timestamp, action: "screenshot", what: "" });
+    const fig = el("figure");
+    tr.cells[4].appendChild(fig);
+    try {
+      const res = await fetch("/v1/sessions/" + encodeURIComponent(state.id) + "/" + uri, { headers: { Authorization: "Bearer " + state.token } });
+      if (!res.ok) throw new Error("HTTP " + res.status);
+      const img = el("img");
+      img.alt = "screenshot of step " + n + (size ? " (" + size + ")" : "");
+      img.src = URL.createObjectURL(await res.blob());
+      fig.append(img, el("figcaption", uri + (size ? ", " + size : "")));
+    } catch (e) {
+      fig.append(el("figcaption", "screenshot " + uri + " not available: " + e.message));
+    }
+  }
+
+  function showApproval(ev, n) {
     state.pending = ev;
+    const d = state.notes.get(ev.actionId);
+    $("approval-title").textContent = "Approval required" + (n > 0 ? " for step " + n : "");
+    const risk = $("approval-risk");
+    risk.textContent = d && d.risk ? d.risk + " risk" : "";
+    risk.className = d && d.risk ? "risk-" + d.risk : "";
     $("approval-summary").textContent = ev.actionType + ": " + ev.summary;
     $("approval-url").textContent = ev.url || "";
     $("approve").disabled = $("deny").disabled = false;
@@ -89,41 +232,56 @@
   }
 
   function onEvent(ev) {
+    const n = stepOf(ev);
+    const d = ev.actionId ? state.notes.get(ev.actionId) : null;
     switch (ev.type) {
       case "session.started":
-        row(ev, "session " + ev.computerUseSessionId + " started");
+        row(n, "event", { time: ev.timestamp, action: "start", what: "session " + ev.computerUseSessionId + " started" });
         break;
-      case "action":
-        row(ev, ev.summary + (ev.url ? "  — " + ev.url : ""));
+      case "action": {
+        const what = ev.summary + (ev.url ? " — " + ev.url : "");
+        const tr = state.rows.get(ev.actionId);
+        if (tr) {
+          tr.cells[0].textContent = time(ev.timestamp);
+          tr.cells[4].textContent = what;
+          tr.dataset.ran = "true";
+        } else {
+          row(n, "action", { time: ev.timestamp, action: ev.actionType, risk: ev.riskLevel, what: what }).dataset.actionType = ev.actionType;
+        }
         break;
+      }
       case "screenshot":
-        row(ev, "screenshot " + (ev.width ? ev.width + "×" + ev.height : ""));
-        screenshot(ev);
+        screenshot(ev, n);
         break;
       case "approval_required":
-        row(ev, "approval required: " + ev.summary, "approval");
-        showApproval(ev);
+        row(n, "approval", { time: ev.timestamp, action: "approval", risk: d ? d.risk : "", result: "paused", what: "approval required: " + ev.actionType + ": " + ev.summary });
+        showApproval(ev, n);
         break;
       case "approval_resolved":
-        row(ev, "approval " + (ev.decision === "approve" ? "granted" : "refused") + " for " + ev.actionId, "approval");
+        row(n, "approval", {
+          time: ev.timestamp, action: "approval", risk: d ? d.risk : "",
+          result: ev.decision === "approve" ? "approved" : "denied",
+          what: "approval " + (ev.decision === "approve" ? "granted" : "refused"),
+        });
         if (state.pending && state.pending.actionId === ev.actionId) hideApproval();
         break;
       case "session.ended": {
         state.ended = true;
         hideApproval();
-        row(ev, "session ended: " + ev.status + ": " + ev.summary);
+        row(n, "event", { time: ev.timestamp, action: "end", what: "session ended — " + ev.summary });
         const st = $("status");
-        st.textContent = "Session " + ev.status + ": " + ev.summary;
-        st.className = ev.status === "completed" ? "" : "bad";
+        st.replaceChildren(el("h2", "Session " + ev.status), el("p", ev.summary));
+        st.className = ev.status === "completed" ? "ok" : "bad";
         st.hidden = false;
-        $("abort").disabled = true;
+        $("abort").hidden = true; // nothing left to abort
+        badge("ended");
         break;
       }
       case "error":
-        row(ev, ev.code + ": " + ev.message, "error");
+        row(n, "error", { time: ev.timestamp, action: "error", what: ev.code + ": " + ev.message });
         break;
       default:
-        row(ev, "unknown event");
+        row(n, "event", { time: ev.timestamp, action: String(ev.type), what: "unknown event" });
     }
   }
 
@@ -131,36 +289,65 @@
     if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(req));
   }
 
-  function connect() {
-    $("steps").tBodies[0].replaceChildren();
-    $("shots").replaceChildren();
-    state.n = 0;
+  function reset() {
+    $("steps").replaceChildren();
+    state.sections.clear();
+    state.rows.clear();
+    state.notes.clear();
+    state.step = 0;
+    $("abort").hidden = false;
     hideApproval();
-    const url = "ws://" + location.host + "/v1/sessions/" + encodeURIComponent(state.id) + "/stream?client=console";
+  }
+
+  function connect() {
+    reset();
+    const url = "ws://" + location.host + "/v1/sessions/" + encodeURIComponent(state.id) + "/stream?client=console&decisions=1";
     const ws = new WebSocket(url, ["aegis.v1", "aegis.token." + state.token]);
     state.ws = ws;
     ws.onopen = () => {
-      state.retry = 0;
-      $("conn").textContent = "live";
-      $("conn").className = "badge live";
+      badge("live", "live");
       $("abort").disabled = state.ended;
-      notice("");
+      notice(null);
     };
     ws.onmessage = (m) => {
+      state.retries = 0; // the stream answers: a drop later starts the count again
       let ev;
       try { ev = JSON.parse(m.data); } catch (e) { return; }
-      onEvent(ev);
+      if (ev && ev.type === "aegis.decision") onDecision(ev);
+      else if (ev) onEvent(ev);
     };
     ws.onclose = (c) => {
-      $("conn").textContent = "offline";
-      $("conn").className = "badge";
       $("abort").disabled = true;
-      if (state.ended) return;
-      // Reconnect with backoff: the stream replays the session from its start.
-      state.retry = Math.min(state.retry + 1, 5);
-      notice("disconnected (" + c.code + (c.reason ? ": " + c.reason : "") + "); reconnecting…");
-      setTimeout(connect, 500 * state.retry);
+      if (state.ended) {
+        badge("ended");
+        return;
+      }
+      dropped(c.code, c.reason);
     };
+  }
+
+  // dropped retries a lost connection a bounded number of times, asking
+  // first whether the token still opens the server: a refusal stops.
+  function dropped(code, reason) {
+    badge("offline", "bad");
+    if (state.stopped) return;
+    if (state.retries >= maxRetries) {
+      state.stopped = true;
+      notice([el("strong", "Lost the connection to aegis."),
+        " Tried " + maxRetries + " times: the run may have ended and its console closed. Reload this page to try again."]);
+      return;
+    }
+    state.retries++;
+    const wait = Math.min(1000 * 2 ** (state.retries - 1), 8000);
+    notice(["Connection lost" + (code ? " (" + code + (reason ? ": " + reason : "") + ")" : "") +
+      "; trying again in " + wait / 1000 + " s (attempt " + state.retries + " of " + maxRetries + ")…"]);
+    setTimeout(async () => {
+      const r = await check();
+      if (r === "refused") refused("The server no longer accepts this page's token.");
+      else if (r === "gone") dropped(0, "");
+      else if (state.id || showSession(r)) connect();
+      else dropped(0, "");
+    }, wait);
   }
 
   function decide(decision) {
@@ -178,16 +365,23 @@
 
   (async () => {
     if (!state.token) {
-      notice("No token: open the address aegis printed, which ends in #token=…");
+      refused("This address carries no token.");
       return;
     }
-    try {
-      state.id = await pickSession();
-    } catch (e) {
-      notice(e.message);
+    const r = await check();
+    if (r === "refused") {
+      refused("The server refused this page's token: it is wrong, or from an earlier run.");
       return;
     }
-    $("session").textContent = "session " + state.id;
+    if (r === "gone") {
+      dropped(0, "");
+      return;
+    }
+    if (!showSession(r)) {
+      badge("offline", "bad");
+      notice(["This server has no such session (yet). Open the address the terminal printed for this run."]);
+      return;
+    }
     connect();
   })();
 })();

@@ -1,0 +1,146 @@
+package audit
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aegis-run/aegis/contract"
+)
+
+// TestExtractedViews: each extracted artifact is rendered by its type: a
+// table as its header and rows, links as a list of text and address, text
+// (and anything that does not parse as its type) as text; screenshots are
+// left to the images.
+func TestExtractedViews(t *testing.T) {
+	long := strings.Repeat("x", MaxReportText+10)
+	tests := []struct {
+		name string
+		art  contract.Artifact
+		want extractView
+	}{
+		{"table", contract.Artifact{ID: "t", Type: contract.ArtifactTable, Value: `[["Order","Total"],["A-1",42],["A-2",null]]`},
+			extractView{ID: "t", Type: "table", Head: []string{"Order", "Total"}, Rows: [][]string{{"A-1", "42"}, {"A-2", ""}}}},
+		{"table of a header only", contract.Artifact{ID: "t", Type: contract.ArtifactTable, Value: `[["Order"]]`},
+			extractView{ID: "t", Type: "table", Head: []string{"Order"}}},
+		{"a table that is not one", contract.Artifact{ID: "t", Type: contract.ArtifactTable, Value: `{"rows": 1}`},
+			extractView{ID: "t", Type: "table", Text: `{"rows": 1}`}},
+		{"an empty table", contract.Artifact{ID: "t", Type: contract.ArtifactTable, Value: `[]`},
+			extractView{ID: "t", Type: "table", Text: `[]`}},
+		{"links", contract.Artifact{ID: "l", Type: contract.ArtifactLink, Value: `[{"text":"Home","href":"https://shop.example/"},{"text":"","href":"javascript:alert(1)"}]`},
+			extractView{ID: "l", Type: "link", Links: []linkView{{"Home", "https://shop.example/"}, {"", "javascript:alert(1)"}}}},
+		{"text", contract.Artifact{ID: "x", Type: contract.ArtifactText, Value: "Thank you, Ada", SourceSelector: "h1", SourceURL: "https://shop.example/done"},
+			extractView{ID: "x", Type: "text", Text: "Thank you, Ada", Source: "h1", URL: "https://shop.example/done"}},
+		{"long text", contract.Artifact{ID: "x", Type: contract.ArtifactText, Value: long},
+			extractView{ID: "x", Type: "text", Text: clip(long, MaxReportText), Cut: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Step{Artifacts: []contract.Artifact{{ID: "shot", Type: contract.ArtifactScreenshot, Value: "artifacts/shot.png"}, tt.art}}
+			got := extracted(s, 4, "step-4")
+			tt.want.Number, tt.want.Anchor = 4, "step-4"
+			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
+				t.Errorf("got %+v, want [%+v]", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestExtractedTableBound: a long table shows its first rows and counts
+// the rest.
+func TestExtractedTableBound(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`[["n"]`)
+	for i := 0; i < MaxReportTableRows+5; i++ {
+		b.WriteString(`,["r"]`)
+	}
+	b.WriteString("]")
+	got := extracted(&Step{Artifacts: []contract.Artifact{{Type: contract.ArtifactTable, Value: b.String()}}}, 1, "step-1")
+	if len(got) != 1 || len(got[0].Rows) != MaxReportTableRows || got[0].More != 5 {
+		t.Errorf("got %d rows and %d more, want %d and 5", len(got[0].Rows), got[0].More, MaxReportTableRows)
+	}
+}
+
+// TestThumbnail: a screenshot is scaled down into the thumbnail box,
+// keeping its aspect, as a JPEG; a small one is not scaled up; what is not
+// a PNG or JPEG gets none.
+func TestThumbnail(t *testing.T) {
+	shot := func(w, h int) []byte {
+		img := image.NewRGBA(image.Rect(0, 0, w, h))
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				img.Set(x, y, color.RGBA{uint8(x), uint8(y), 128, 255})
+			}
+		}
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	tests := []struct {
+		name         string
+		data         []byte
+		ok           bool
+		wantW, wantH int
+	}{
+		{"viewport", shot(1280, 800), true, 320, 200},
+		{"tall", shot(400, 1600), true, 50, 200},
+		{"small", shot(100, 50), true, 100, 50},
+		{"not an image", []byte("GIF89a nope"), false, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			th, ok := thumbnail(tt.data)
+			if ok != tt.ok {
+				t.Fatalf("ok = %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				return
+			}
+			if th.width != tt.wantW || th.height != tt.wantH || th.mime != contract.MIMEJPEG {
+				t.Errorf("got %dx%d %s, want %dx%d %s", th.width, th.height, th.mime, tt.wantW, tt.wantH, contract.MIMEJPEG)
+			}
+			cfg, err := jpeg.DecodeConfig(bytes.NewReader(th.data))
+			if err != nil || cfg.Width != tt.wantW || cfg.Height != tt.wantH {
+				t.Errorf("the thumbnail decodes as %+v, %v", cfg, err)
+			}
+		})
+	}
+}
+
+// TestApproverText: who approved, and through which channel when the
+// record names one.
+func TestApproverText(t *testing.T) {
+	got := approverText(&contract.ApprovalRef{Approver: "alice"})
+	if want := "alice"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestResultClass: one colour per decision result, the palette's.
+func TestResultClass(t *testing.T) {
+	tests := []struct {
+		result string
+		failed bool
+		want   string
+	}{
+		{"allowed", false, "ok"},
+		{"approved", false, "ok"},
+		{"allowed", true, "warn"},
+		{"paused", false, "warn"},
+		{"denied", false, "bad"},
+		{"denied", true, "bad"},
+		{"", false, "bad"},
+	}
+	for _, tt := range tests {
+		if got := resultClass(tt.result, tt.failed); got != tt.want {
+			t.Errorf("resultClass(%q, %v) = %q, want %q", tt.result, tt.failed, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/schemas"
+)
+
+// TestHelpTopics: help a person asks for is on stdout, for every topic; an
+// unknown topic or command is a usage error on stderr that says what is
+// known (and what was likely meant).
+func TestHelpTopics(t *testing.T) {
+	tests := []struct {
+		args            []string
+		code            int
+		inOut, inErr    string
+		emptyOut, noErr bool
+	}{
+		{[]string{"help"}, ExitOK, "Commands:", "", false, true},
+		{[]string{"help", "help"}, ExitOK, "Commands:", "", false, true},
+		{[]string{"help", "version"}, ExitOK, "Usage: aegis version", "", false, true},
+		{[]string{"help", "run"}, ExitOK, "Exit status: 0 completed, 3 aborted", "", false, true},
+		{[]string{"help", "demo"}, ExitOK, "Usage: aegis demo", "", false, true},
+		{[]string{"help", "report"}, ExitOK, "BUNDLE.report.html", "", false, true},
+		{[]string{"help", "policy"}, ExitOK, "Subcommands:", "", false, true},
+		{[]string{"help", "policy", "eval"}, ExitOK, "Usage: aegis policy eval", "", false, true},
+		{[]string{"run", "-h"}, ExitOK, "Flags:", "", false, true},
+		{[]string{"help", "frobnicate"}, ExitUsage, "", `aegis: no help topic "frobnicate"; the topics are: demo, extension, help, host,`, true, false},
+		{[]string{"help", "verfy"}, ExitUsage, "", `no help topic "verfy" (did you mean "verify"?); the topics are: `, true, false},
+		{[]string{"verfy", "x"}, ExitUsage, "", "aegis: unknown command \"verfy\" (did you mean \"verify\"?)\nUsage: aegis COMMAND [flags] [args]\nRun \"aegis help\" for the commands.\n", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := run(t, "", tt.args...)
+			if got, want := code, tt.code; got != want {
+				t.Errorf("exit %d, want %d; stderr %q", got, want, errOut)
+			}
+			if !strings.Contains(out, tt.inOut) || tt.emptyOut && out != "" {
+				t.Errorf("stdout %q, want it to contain %q", out, tt.inOut)
+			}
+			if !strings.Contains(errOut, tt.inErr) || tt.noErr && errOut != "" {
+				t.Errorf("stderr %q, want it to contain %q", errOut, tt.inErr)
+			}
+		})
+	}
+}
+
+// TestBadFlagIsShort: a wrong flag prints the flag package's reason, the
+// command's synopsis and where its help is; not the whole help.
+func TestBadFlagIsShort(t *testing.T) {
+	for _, c := range []string{"run", "demo", "verify", "report", "replay", "policy eval"} {
+		args := append(strings.Fields(c), "--nope")
+		code, out, errOut := run(t, "", args...)
+		if code != ExitUsage || out != "" {
+			t.Errorf("aegis %s --nope: exit %d, stdout %q", c, code, out)
+		}
+		for _, want := range []string{"flag provided but not defined: -nope\nUsage: aegis " + c + " ", "Run \"aegis help " + c + "\" for the flags and what they do.\n"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("aegis %s --nope: stderr %q lacks %q", c, errOut, want)
+			}
+		}
+		if got := strings.Count(errOut, "\n"); got > 5 || strings.Contains(errOut, "Flags:") || strings.Contains(errOut, "Exit status") {
+			t.Errorf("aegis %s --nope: %d lines, want the short usage:\n%s", c, got, errOut)
+		}
+	}
+}
+
+// TestTaskErrors: what is wrong with a task is said for the flag or the
+// member the person typed, with a hint: the scheme a URL lacks, the bounds
+// of a budget in the flag's unit, the field a misspelt one likely is.
+func TestTaskErrors(t *testing.T) {
+	t.Setenv(EnvModel, "")
+	file := func(body string) string { return writeFile(t, "task.json", body, 0o644) }
+	tests := []struct {
+		name string
+		args []string
+		want string // stderr, FILE for the task file
+	}{
+		{"url without scheme", []string{"--goal", "x", "--url", "example.com"},
+			"aegis: --url example.com: an allowed URL needs a scheme: add https:// (--url https://example.com)\n"},
+		{"host and port", []string{"--goal", "x", "--url", "https://a.example", "--url", "localhost:8080"},
+			"aegis: --url localhost:8080: an allowed URL needs a scheme: add http:// (--url http://localhost:8080)\n"},
+		{"not a URL", []string{"--goal", "x", "--url", "not a url"},
+			"aegis: --url not a url: not an absolute URL (such as https://example.com)\n"},
+		{"another scheme", []string{"--goal", "x", "--url", "ftp://a.example/"},
+			"aegis: --url ftp://a.example/: only http and https pages can be allowed, not ftp:\n"},
+		{"no host", []string{"--goal", "x", "--url", "https://"},
+			"aegis: --url https://: the URL names no host (such as https://example.com/)\n"},
+		{"user info", []string{"--goal", "x", "--url", "https://bob:pw@a.example/"},
+			"aegis: --url https://bob:pw@a.example/: an allowed URL carries no user name or password (give credentials as secrets: aegis help run)\n"},
+		{"too many actions", []string{"--goal", "x", "--url", "https://a.example", "--max-actions", "500"},
+			"aegis: --max-actions 500: want 1 to 200\n"},
+		{"negative actions", []string{"--goal", "x", "--url", "https://a.example", "--max-actions", "-1"},
+			"aegis: --max-actions -1: want 1 to 200\n"},
+		{"too long", []string{"--goal", "x", "--url", "https://a.example", "--max-duration", "1h"},
+			"aegis: --max-duration 1h0m0s: want 1s to 30m0s\n"},
+		{"goal too long", []string{"--goal", strings.Repeat("g", 1001), "--url", "https://a.example"},
+			"aegis: --goal: length must be <= 1000, but got 1001\n"},
+		{"misspelt field", []string{file(`{"gaol":"x","urls":["https://a.example"]}`)},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  unknown field \"gaol\" (did you mean \"goal\"?)\n"},
+		{"singular urls", []string{file(`{"goal":"x","url":["https://a.example"]}`)},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  unknown field \"url\" (did you mean \"urls\"?)\n"},
+		{"unknown field", []string{file(`{"goal":"x","urls":["https://a.example"],"colour":"red"}`)},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  unknown field \"colour\" (a task has goal, urls, maxActions, maxDurationMs, hints)\n"},
+		{"missing field", []string{file(`{"urls":["https://a.example"]}`)},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  missing field \"goal\"\n"},
+		{"file url without scheme", []string{file(`{"goal":"x","urls":["a.example"],"maxActions":0}`)},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  maxActions: must be >= 1 but found 0\n  urls[0] \"a.example\": an allowed URL needs a scheme: add https:// (https://a.example)\n"},
+		{"file host and port", []string{file(`{"goal":"x","urls":["localhost:8080"]}`)},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  urls[0] \"localhost:8080\": an allowed URL needs a scheme: add http:// (http://localhost:8080)\n"},
+		{"file and flag", []string{"--max-actions", "201", file(`{"goal":"x","urls":["https://a.example"]}`)},
+			"aegis: --max-actions 201: want 1 to 200\n"},
+		{"misspelt hint", []string{file(`{"goal":"x","urls":["https://a.example"],"hints":{"step":["extract text"]}}`)},
+			"aegis: no agent: configure a model (--model or $AEGIS_MODEL) or give the task hints.steps or hints.script (the task's hints have \"step\": did you mean \"steps\"?)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"run"}, tt.args...)
+			code, out, errOut := run(t, "", args...)
+			if code != ExitUsage || out != "" {
+				t.Errorf("exit %d, stdout %q", code, out)
+			}
+			want := tt.want
+			if n := len(tt.args); n > 0 && strings.HasSuffix(tt.args[n-1], "task.json") {
+				want = strings.ReplaceAll(want, "FILE", tt.args[n-1])
+			}
+			if got := errOut; got != want {
+				t.Errorf("stderr\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+// TestBudgetBoundsMatchSchema: the bounds the budget flags' errors state
+// are the schema's.
+func TestBudgetBoundsMatchSchema(t *testing.T) {
+	valid := func(actions, ms int) bool {
+		in := contract.Input{Goal: "x", URLs: []string{"https://a.example"}, MaxActions: &actions, MaxDurationMs: &ms}
+		_, err := contract.Encode(schemas.KindInput, in)
+		return err == nil
+	}
+	ms := func(d time.Duration) int { return int(d.Milliseconds()) }
+	tests := []struct {
+		name       string
+		actions, d int
+		want       bool
+	}{
+		{"least", minActions, ms(minDuration), true},
+		{"most", maxActions, ms(maxDuration), true},
+		{"too few actions", minActions - 1, ms(minDuration), false},
+		{"too many actions", maxActions + 1, ms(minDuration), false},
+		{"too short", minActions, ms(minDuration) - 1, false},
+		{"too long", minActions, ms(maxDuration) + 1, false},
+	}
+	for _, tt := range tests {
+		if got := valid(tt.actions, tt.d); got != tt.want {
+			t.Errorf("%s: valid = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	known := []string{"goal", "urls", "maxActions", "maxDurationMs", "hints"}
+	tests := []struct{ got, want string }{
+		{"gaol", "goal"},
+		{"url", "urls"},
+		{"URLS", "urls"},
+		{"maxaction", "maxActions"},
+		{"max_actions", "maxActions"},
+		{"maxDuration", "maxDurationMs"},
+		{"maxDurationSeconds", ""},
+		{"hint", "hints"},
+		{"colour", ""},
+		{"goal", ""}, // itself is no suggestion
+		{"x", ""},
+	}
+	for _, tt := range tests {
+		if got := closest(tt.got, known); got != tt.want {
+			t.Errorf("closest(%q) = %q, want %q", tt.got, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"a", "", 1}, {"gaol", "goal", 1}, {"kitten", "sitting", 3}, {"abc", "abc", 0}, {"ab", "ba", 1}} {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// TestFlagErrors: the flags of run, demo, replay and report whose values
+// cannot work are refused before anything starts, in the words of the
+// flag as typed, with the fix.
+func TestFlagErrors(t *testing.T) {
+	bundle := copyBundle(t)
+	task := []string{"run", "--goal", "x", "--url", "https://a.example"}
+	tests := []struct {
+		name string
+		env  string // AEGIS_LLM_BASE_URL
+		args []string
+		want string // stderr
+	}{
+		{"no approval time", "", append(task, "--approval-timeout", "0"),
+			"aegis: --approval-timeout 0s: want a positive duration, such as 5m (the default)\n"},
+		{"negative approval time", "", []string{"demo", "--approval-timeout", "-1s"},
+			"aegis: --approval-timeout -1s: want a positive duration, such as 5m (the default)\n"},
+		{"endpoint without scheme", "", append(task, "--browser-endpoint", "localhost:3000"),
+			"aegis: --browser-endpoint localhost:3000: want the Playwright server's WebSocket address: add ws:// (--browser-endpoint ws://localhost:3000)\n"},
+		{"model URL without scheme", "", append(task, "--llm-base-url", "api.example.com/v1", "--model", "m"),
+			"aegis: --llm-base-url api.example.com/v1: the URL needs a scheme: add https:// (--llm-base-url https://api.example.com/v1)\n"},
+		{"local model URL", "", append(task, "--llm-base-url", "localhost:11434/v1", "--model", "m"),
+			"aegis: --llm-base-url localhost:11434/v1: the URL needs a scheme: add http:// (--llm-base-url http://localhost:11434/v1)\n"},
+		{"model URL of another scheme", "", append(task, "--llm-base-url", "ftp://a.example/v1", "--model", "m"),
+			"aegis: --llm-base-url ftp://a.example/v1: want the endpoint's http(s) URL up to /v1, such as https://api.openai.com/v1\n"},
+		{"model URL from the environment", "127.0.0.1:8000/v1", []string{"demo"},
+			"aegis: $AEGIS_LLM_BASE_URL=127.0.0.1:8000/v1: the URL needs a scheme: add http:// ($AEGIS_LLM_BASE_URL=http://127.0.0.1:8000/v1)\n"},
+		{"origin without scheme", "", []string{"replay", bundle, "--map-origin", "example.com=localhost:8080"},
+			"invalid value \"example.com=localhost:8080\" for flag -map-origin: an origin needs its scheme: --map-origin https://example.com=http://localhost:8080\n"},
+		{"report into nowhere", "", []string{"report", bundle, "-o", "/nonexistent/dir/r.html"},
+			"aegis: -o /nonexistent/dir/r.html: the directory /nonexistent/dir does not exist\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvLLMBaseURL, tt.env)
+			code, out, errOut := run(t, "", tt.args...)
+			if code != ExitUsage || out != "" {
+				t.Errorf("exit %d, stdout %q", code, out)
+			}
+			if !strings.HasPrefix(errOut, tt.want) {
+				t.Errorf("stderr\n got %q\nwant %q", errOut, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startWitness runs "aegis witness serve" on a free loopback port and
+// returns its base URL; the server stops with the test.
+func startWitness(t *testing.T, dir string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"witness", "serve", "--dir", dir, "--listen", "127.0.0.1:0"}, Stdio{Err: pw})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read the witness's address: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != ExitOK {
+			t.Errorf("witness serve exited %d", code)
+		}
+	})
+	url, _, ok := strings.Cut(strings.TrimPrefix(line, "aegis: witness serving "), " ")
+	if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("printed %q, want the witness's URL", line)
+	}
+	return url
+}
+
+// runCommand runs aegis and returns its exit code, stdout and stderr.
+func runCommand(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := Run(ctx, args, Stdio{Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+// TestRunWithWitness: a run sends its checkpoints to "aegis witness
+// serve"; verify --witness accepts its bundle and refuses the bundle cut
+// short; a required witness that cannot be reached fails the run.
+func TestRunWithWitness(t *testing.T) {
+	site := demoSite(t)
+	task := writeFile(t, "task.json", `{"goal":"Type a name","urls":["`+site+`/login"],"hints":{"steps":["type \"bob\" into \"Username\""]}}`, 0o644)
+	key := filepath.Join(t.TempDir(), "sign")
+	if code, _, errs := runCommand("keygen", "-o", key); code != ExitOK {
+		t.Fatalf("keygen: %s", errs)
+	}
+	url := startWitness(t, t.TempDir())
+	ev := t.TempDir()
+	code, o, stderr := runOutput(t, "run", "--evidence", ev, "--approve", "low-and-medium-only", "--preset", "developer",
+		"--sign-key", key+".key", "--witness", url, "--checkpoint-every", "4", task)
+	if code != ExitOK || !strings.Contains(stderr, "checkpoints taken, the last of the sealed bundle") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	bundle := verifyOutput(t, o)
+
+	code, out, errs := runCommand("verify", "--pubkey", key+".pub", "--witness", url, bundle)
+	if code != ExitOK || !strings.Contains(out, "witness: anchored: "+url+"checkpoint holds a checkpoint of aegis-evidence/1/") {
+		t.Fatalf("verify --witness: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runCommand("verify", "--json", "--witness", url, bundle)
+	if code != ExitOK || !strings.Contains(out, `"witness": {`) {
+		t.Errorf("verify --json --witness: exit %d\n%s", code, out)
+	}
+
+	// The bundle without its last entry (as a writer killed before the
+	// seal leaves it): its entries verify, but the witness holds more.
+	cut := filepath.Join(t.TempDir(), filepath.Base(bundle))
+	if err := os.CopyFS(cut, os.DirFS(bundle)); err != nil {
+		t.Fatal(err)
+	}
+	unseal(t, cut)
+	code, _, errs = runCommand("verify", "--allow-unsealed", "--witness", url, cut)
+	if code != ExitFailure || !strings.Contains(errs, "witness: NOT ANCHORED") || !strings.Contains(errs, "truncated") {
+		t.Errorf("truncated bundle: exit %d\n%s", code, errs)
+	}
+
+	// A required witness that cannot be reached: the run fails, its
+	// bundle sealed and saying why.
+	code, o, stderr = runOutput(t, "run", "--evidence", ev, "--approve", "low-and-medium-only", "--preset", "developer",
+		"--witness", "http://127.0.0.1:1", "--witness-required", "--checkpoint-every", "2", task)
+	if code != ExitSessionFailed || !strings.Contains(stderr, "the bundle is not anchored") {
+		t.Fatalf("required witness down: exit %d\n%s", code, stderr)
+	}
+	failed := verifyOutput(t, o)
+	if events, _ := os.ReadFile(filepath.Join(failed, "events.jsonl")); !bytes.Contains(events, []byte("evidence.witness_failed")) {
+		t.Errorf("the bundle does not record the checkpoints not taken")
+	}
+}
+
+// TestVerifyWitnessCommand: verify --witness against a witness that never
+// saw the bundle, one that cannot be reached, and bad flags.
+func TestVerifyWitnessCommand(t *testing.T) {
+	log := "file:" + filepath.Join(t.TempDir(), "witness.log")
+	code, _, errs := runCommand("verify", "--witness", log, exampleBundle)
+	if code != ExitFailure || !strings.Contains(errs, "holds no checkpoint of this session") {
+		t.Errorf("a witness that never saw the bundle: exit %d\n%s", code, errs)
+	}
+	code, _, errs = runCommand("verify", "--witness", "http://127.0.0.1:1", exampleBundle)
+	if code != ExitFailure || !strings.Contains(errs, "witness unavailable") {
+		t.Errorf("an unreachable witness: exit %d\n%s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"verify", "--witness", "ftp://x", exampleBundle},
+		{"verify", "--witness", log, "--proof", "p.json"},
+		{"run", "--witness-required", "--goal", "g", "--url", "https://example.com/"},
+		{"run", "--witness", "nowhere", "--goal", "g", "--url", "https://example.com/"},
+		{"witness"},
+		{"witness", "serve"},
+	} {
+		if code, _, errs := runCommand(args...); code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d\n%s", args, code, ExitUsage, errs)
+		}
+	}
+}
