@@ -1,13 +1,9 @@
 package nativehost
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/jpeg"
-	_ "image/png" // the evidence's screenshots
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/thumb"
 	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/session"
 )
@@ -31,8 +28,10 @@ const EventThumbnail = "session.thumbnail"
 // MaxOutbound (1 MiB): a thumbnail travels alone, and the result's
 // extracted values are bounded together.
 const (
-	// ThumbnailWidth is the largest width of a thumbnail, in pixels.
-	ThumbnailWidth = 320
+	// ThumbnailWidth is the largest width of a thumbnail, in pixels, and
+	// MaxThumbnailHeight its largest height (a tall page is narrower).
+	ThumbnailWidth     = 320
+	MaxThumbnailHeight = 960
 	// MaxThumbnailBytes bounds a thumbnail's JPEG; a larger one is not sent.
 	MaxThumbnailBytes = 256 << 10
 	// MaxResultValues bounds the extracted values of EndedEvent, in bytes
@@ -167,7 +166,8 @@ var shotURI = regexp.MustCompile(`^artifacts/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.(
 
 // thumbnail reads the screenshot uri of the bundle dir and returns its
 // thumbnail event: the image scaled to at most ThumbnailWidth wide, as a
-// JPEG, with the action that took it (from its image record).
+// JPEG (package internal/thumb, the report's too), with the action that
+// took it (from its image record).
 func thumbnail(dir, uri string) (ThumbnailEvent, error) {
 	if !shotURI.MatchString(uri) {
 		return ThumbnailEvent{}, fmt.Errorf("not a screenshot of the bundle: %q", bound(uri, 100))
@@ -176,53 +176,18 @@ func thumbnail(dir, uri string) (ThumbnailEvent, error) {
 	if err != nil {
 		return ThumbnailEvent{}, err
 	}
-	img, _, err := image.Decode(bytes.NewReader(b))
-	if err != nil {
-		return ThumbnailEvent{}, fmt.Errorf("decode %s: %w", uri, err)
+	small, ok := thumb.Make(b, ThumbnailWidth, MaxThumbnailHeight, 70)
+	if !ok {
+		return ThumbnailEvent{}, fmt.Errorf("%s: not a PNG or JPEG of at most %d pixels", uri, thumb.MaxPixels)
 	}
-	small := downscale(img, ThumbnailWidth)
-	var out bytes.Buffer
-	if err := jpeg.Encode(&out, small, &jpeg.Options{Quality: 70}); err != nil {
-		return ThumbnailEvent{}, err
+	if len(small.Data) > MaxThumbnailBytes {
+		return ThumbnailEvent{}, fmt.Errorf("the thumbnail of %s is %d bytes", uri, len(small.Data))
 	}
-	if out.Len() > MaxThumbnailBytes {
-		return ThumbnailEvent{}, fmt.Errorf("the thumbnail of %s is %d bytes", uri, out.Len())
-	}
-	ev := ThumbnailEvent{URI: uri, Mime: "image/jpeg", Data: base64.StdEncoding.EncodeToString(out.Bytes()), Width: small.Bounds().Dx(), Height: small.Bounds().Dy()}
+	ev := ThumbnailEvent{URI: uri, Mime: "image/jpeg", Data: base64.StdEncoding.EncodeToString(small.Data), Width: small.Width, Height: small.Height}
 	var rec contract.ImageArtifact
 	recPath := strings.TrimSuffix(uri, filepath.Ext(uri)) + ".json"
 	if rb, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(recPath))); err == nil && json.Unmarshal(rb, &rec) == nil {
 		ev.ActionID = bound(rec.ActionID, 128)
 	}
 	return ev, nil
-}
-
-// downscale returns img at most width pixels wide (the aspect kept),
-// each pixel the average of the pixels it covers.
-func downscale(img image.Image, width int) image.Image {
-	b := img.Bounds()
-	w, h := b.Dx(), b.Dy()
-	if w <= width || w == 0 || h == 0 {
-		return img
-	}
-	nh := max(1, h*width/w)
-	out := image.NewRGBA(image.Rect(0, 0, width, nh))
-	for y := 0; y < nh; y++ {
-		y0, y1 := b.Min.Y+y*h/nh, b.Min.Y+max((y+1)*h/nh, y*h/nh+1)
-		for x := 0; x < width; x++ {
-			x0, x1 := b.Min.X+x*w/width, b.Min.X+max((x+1)*w/width, x*w/width+1)
-			var r, g, bl, n uint64
-			// At most 4 by 4 samples a pixel: enough for a thumbnail.
-			dy, dx := max(1, (y1-y0)/4), max(1, (x1-x0)/4)
-			for sy := y0; sy < y1; sy += dy {
-				for sx := x0; sx < x1; sx += dx {
-					cr, cg, cb, _ := img.At(sx, sy).RGBA()
-					r, g, bl, n = r+uint64(cr), g+uint64(cg), bl+uint64(cb), n+1
-				}
-			}
-			i := out.PixOffset(x, y)
-			out.Pix[i], out.Pix[i+1], out.Pix[i+2], out.Pix[i+3] = uint8(r/n>>8), uint8(g/n>>8), uint8(bl/n>>8), 0xff
-		}
-	}
-	return out
 }
