@@ -228,6 +228,7 @@ func TestPopupShowsWhatHappened(t *testing.T) {
 		if !strings.Contains(e, `"model" must be an object`) || strings.Contains(e, "Go struct") || strings.Count(r.text("body"), `"model" must be`) != 1 {
 			t.Errorf("error %q; notices %q", e, r.text("#notices"))
 		}
+		a11ytest.RequireClean(t, r.popup, "popup-error")
 		opts, err := b.Context.NewPage()
 		must(t, err)
 		t.Cleanup(func() { _ = opts.Close() })
