@@ -262,10 +262,10 @@ port.onMessage.addListener((m) => {
   }
 });
 
-let draftTimer = 0;
+// saveDraft hands the form to the worker as it is typed: the popup may be
+// closed at any moment.
 function saveDraft() {
-  clearTimeout(draftTimer);
-  draftTimer = setTimeout(() => port.postMessage({ cmd: 'draft', goal: $('goal').value, steps: $('steps').value, preset: $('preset').value }), 200);
+  port.postMessage({ cmd: 'draft', goal: $('goal').value, steps: $('steps').value, preset: $('preset').value });
 }
 for (const id of ['goal', 'steps', 'preset']) $(id).addEventListener('input', saveDraft);
 

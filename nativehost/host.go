@@ -527,11 +527,11 @@ func (h *host) start(p StartParams) (StartResult, error) {
 			Status:   result.Status,
 			Summary:  bound(result.Output.Summary, 2000),
 			Evidence: EvidenceInfo{Dir: result.Evidence.Dir, Sealed: result.Evidence.Sealed, HeadHash: result.Evidence.HeadHash},
-			Result:   resultView(result, set),
 		}
 		if err != nil {
 			ended.Error = bound(err.Error(), 2000)
 		}
+		ended.Result = resultFor(ended, result, set)
 		h.log.printf("session %s ended: %s, evidence %s (sealed %v)", id, result.Status, result.Evidence.Dir, result.Evidence.Sealed)
 		_ = conn.Notify(EventEnded, ended)
 		h.mu.Lock()

@@ -108,6 +108,41 @@ func TestPopupShowsWhatHappened(t *testing.T) {
 		}
 	})
 
+	// A goal typed but not started is there again when the popup reopens.
+	t.Run("DraftKept", func(t *testing.T) {
+		demo, err := b.Context.NewPage()
+		must(t, err)
+		t.Cleanup(func() { _ = demo.Close() })
+		_, err = demo.Goto(shop.URL + "/orders")
+		must(t, err)
+		tab := b.TabID(t, demo)
+		popup, err := b.Context.NewPage()
+		must(t, err)
+		_, err = popup.Goto(b.PopupURL(tab))
+		must(t, err)
+		r := &popupRun{t: t, b: b, demo: demo, popup: popup}
+		r.until("the popup knows its tab", func() bool { return strings.HasPrefix(r.text("#target"), "Runs on") })
+		const goal = "a goal I typed and did not start yet"
+		must(t, popup.Locator("#goal").Fill(goal))
+		_, err = popup.Locator("#preset").SelectOption(playwright.SelectOptionValues{Values: &[]string{"safe"}})
+		must(t, err)
+		r.until("the worker has the draft", func() bool {
+			v, _ := b.Worker.Evaluate(`state.draft.goal + '|' + state.draft.preset`)
+			return v == goal+"|safe"
+		})
+		must(t, popup.Close())
+		again, err := b.Context.NewPage()
+		must(t, err)
+		t.Cleanup(func() { _ = again.Close() })
+		_, err = again.Goto(b.PopupURL(tab))
+		must(t, err)
+		r.popup = again
+		r.until("the draft is back", func() bool { v, _ := again.Locator("#goal").InputValue(); return v == goal })
+		if v, _ := again.Locator("#preset").InputValue(); v != "safe" {
+			t.Errorf("preset %q, want safe", v)
+		}
+	})
+
 	t.Run("ApprovalAffordances", func(t *testing.T) {
 		r := startWithPreset(t, b, "balanced", shop.URL+"/login", "sign in",
 			`type "{{secret:SHOP_PASSWORD}}" into "Password"`,

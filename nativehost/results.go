@@ -85,9 +85,23 @@ type SubmitValue struct {
 	Value string `json:"value"`
 }
 
+// resultFor returns the result panel's data of a session's result whose
+// session.ended frame fits in MaxOutbound: the extracted values get less
+// room until it does (JSON escapes can make a value six times its size).
+func resultFor(ended EndedEvent, r session.Result, set *secrets.Set) *ResultView {
+	for budget := MaxResultValues; ; budget /= 2 {
+		ended.Result = resultView(r, set, budget)
+		b, err := json.Marshal(ended)
+		if err == nil && len(b) <= MaxOutbound-4096 || budget == 0 {
+			return ended.Result
+		}
+	}
+}
+
 // resultView returns the result panel's data of a session's result, with
-// every extracted value through the secrets' redaction and bounded.
-func resultView(r session.Result, set *secrets.Set) *ResultView {
+// every extracted value through the secrets' redaction and bounded: each
+// to MaxResultValue bytes, all to budget.
+func resultView(r session.Result, set *secrets.Set, budget int) *ResultView {
 	v := &ResultView{
 		ActionsExecuted: r.Output.ActionsExecuted, Denied: r.Denied, Approved: r.Approved,
 		DurationMs: int64(r.Output.DurationMs), Artifacts: []ArtifactView{},
@@ -95,7 +109,6 @@ func resultView(r session.Result, set *secrets.Set) *ResultView {
 	if r.Output.LastURL != nil {
 		v.LastURL = session.Sanitize(set.Redact(*r.Output.LastURL), 2048)
 	}
-	budget := MaxResultValues
 	for _, a := range r.Artifacts {
 		av := ArtifactView{ID: bound(a.ID, 128), Type: a.Type, SourceURL: session.Sanitize(set.Redact(a.SourceURL), 2048)}
 		limit := min(MaxResultValue, budget)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -174,6 +175,27 @@ func TestCutValue(t *testing.T) {
 				t.Errorf("got %q %v, want %q %v", got, cut, tc.want, tc.cut)
 			}
 		})
+	}
+}
+
+// TestResultFitsAFrame: extracted values that JSON escapes six times over
+// still end in a session.ended frame under MaxOutbound.
+func TestResultFitsAFrame(t *testing.T) {
+	big := strings.Repeat("<", MaxResultValue)
+	var r session.Result
+	for i := range 8 {
+		r.Artifacts = append(r.Artifacts, contract.Artifact{ID: fmt.Sprint("a", i), Type: contract.ArtifactText, Value: big})
+	}
+	set, _ := secrets.NewBoundSet(nil)
+	ended := EndedEvent{Session: "s", Status: contract.SessionCompleted}
+	ended.Result = resultFor(ended, r, set)
+	b, err := json.Marshal(ended)
+	if err != nil || len(b) > MaxOutbound-4096 {
+		t.Fatalf("%d bytes (%v), want at most %d", len(b), err, MaxOutbound-4096)
+	}
+	arts := ended.Result.Artifacts
+	if len(arts) != 8 || arts[0].Value == "" || !arts[7].Truncated {
+		t.Errorf("%d artifacts, the first of %d bytes, the last cut %v: want all, the first shown, the last cut", len(arts), len(arts[0].Value), arts[7].Truncated)
 	}
 }
 
