@@ -87,15 +87,20 @@ func runHost(ctx context.Context, args []string, stdio Stdio) error {
 	if err != nil {
 		return exitCode(ExitFailure, err)
 	}
+	// A configuration whose content does not load runs no session, but
+	// the host still answers: the popup shows why, and the options page
+	// may repair the model settings.
 	cfg, cerr := nativehost.LoadConfig(path)
-	if cerr != nil {
-		// Tell the extension why before exiting: the popup shows it.
+	var content *nativehost.ContentError
+	if cerr != nil && !errors.As(cerr, &content) {
+		// A file that may not be read (others may read it): tell the
+		// extension why before exiting; the popup shows it.
 		refuse(stdio, &nativehost.Error{Code: nativehost.CodeConfig, Message: cerr.Error()})
 		return exitCode(ExitFailure, cerr)
 	}
 	o := nativehost.Options{
 		In: stdio.In, Out: stdio.Out, Log: stdio.Err,
-		Origin: origin, Config: cfg, ConfigPath: path, Version: Version,
+		Origin: origin, Config: cfg, ConfigPath: path, ConfigErr: cerr, Version: Version,
 	}
 	if cfg.Listen != "" {
 		// The live channel's lines go to stderr (Chrome's log), never to

@@ -39,7 +39,7 @@ const CODE = Object.freeze({
   BadParams: 6, SessionRunning: 7, NoSession: 8, UnexpectedResponse: 9, ApprovalMismatch: 10,
   NoPendingApproval: 11, OriginRefused: 12, Config: 13, Internal: 14, Timeout: 15, TabClosed: 16,
   NavigationFailed: 17, OriginNotAllowed: 18, ScriptFailed: 19, Unsupported: 20, ShuttingDown: 21,
-  TargetChanged: 22,
+  TargetChanged: 22, ConfigRejected: 23,
 });
 
 class ProtoError extends Error {
@@ -509,9 +509,33 @@ let session = null;
 // state is what the popup shows; it survives the popup closing.
 let state = freshState();
 
-function freshState() {
-  return { phase: 'idle', tabId: 0, goal: '', sessionId: '', evidence: '', steps: [], approval: null, ended: null, error: '', notices: [] };
+// draft is the popup's form (goal, steps, preset) as the person left it:
+// the popup shows it again when it reopens.
+function freshState(draft) {
+  return { phase: 'idle', tabId: 0, goal: '', sessionId: '', evidence: '', steps: [], thumbs: [], approval: null, ended: null, error: '', notices: [], draft: draft || { goal: '', steps: '', preset: '' } };
 }
+
+// The popup's state outlives this worker (which Chrome stops when idle
+// after a session) in chrome.storage.session: memory only, gone when the
+// browser quits, not readable by content scripts. Model settings and
+// secrets are never stored by the extension (they live in the host).
+const STATE_KEY = 'popupState';
+
+function persist() {
+  chrome.storage.session.set({ [STATE_KEY]: state }).catch(() => {});
+}
+
+const stateLoaded = chrome.storage.session.get(STATE_KEY).then((v) => {
+  const saved = v && v[STATE_KEY];
+  if (!saved || typeof saved !== 'object' || session || state.phase !== 'idle' || state.draft.goal) return;
+  state = Object.assign(freshState(), saved, { approval: null });
+  if (state.phase === 'running' || state.phase === 'starting') {
+    state.phase = 'error';
+    state.error = 'The extension restarted during the session: it is over, and its evidence bundle says how it ended.';
+  }
+  broadcast();
+}, () => {});
+
 
 const popups = new Set();
 
@@ -519,6 +543,17 @@ function setState(patch) {
   Object.assign(state, patch);
   if (patch.error && state.phase !== 'ended') state.phase = 'error';
   broadcast();
+  if (state.phase !== 'running' && state.phase !== 'starting') persist();
+}
+
+// MAX_THUMBS bounds the screenshots kept for the popup (the oldest go).
+const MAX_THUMBS = 40;
+
+// thumbOf checks a session.thumbnail event: a small JPEG as base64.
+function thumbOf(d) {
+  if (!d || d.mime !== 'image/jpeg' || typeof d.data !== 'string' || d.data.length > 400000 || !/^[A-Za-z0-9+/]+=*$/.test(d.data)) return null;
+  if (typeof d.uri !== 'string' || d.uri.length > 200) return null;
+  return { uri: d.uri, actionId: typeof d.actionId === 'string' ? d.actionId.slice(0, 128) : '', src: 'data:image/jpeg;base64,' + d.data, width: d.width | 0, height: d.height | 0 };
 }
 
 function broadcast() {
@@ -543,7 +578,17 @@ function onHostEvent(h, name, data) {
       break;
     case 'approval.request':
       state.approval = data;
+      // When the host denies it for want of an answer (a clock of this
+      // worker's: the popup counts down to it).
+      state.approval.deadline = data.timeoutMs > 0 ? Date.now() + data.timeoutMs : 0;
       break;
+    case 'session.thumbnail': {
+      const th = thumbOf(data);
+      if (!th) return;
+      state.thumbs.push(th);
+      if (state.thumbs.length > MAX_THUMBS) state.thumbs.shift();
+      break;
+    }
     case 'session.event':
       if (data && data.type === 'approval_resolved') state.approval = null;
       if (data && data.type === 'error' && data.message) notice(data.message);
@@ -557,8 +602,12 @@ function onHostEvent(h, name, data) {
       // (Our own disconnect fires no onDisconnect here: clean up now.)
       if (session && session.host === h) session = null;
       closeHost(h);
+      persist();
       break;
     case 'host.error':
+      // While starting, the error is the start's own (shown once, as the
+      // popup's error).
+      if (state.phase === 'starting') return;
       notice('aegis host: ' + (data.message || data.name || 'error'));
       break;
     default:
@@ -581,7 +630,7 @@ async function start(cmd) {
   if (session) throw new Error('a session is already running');
   const tabId = cmd.tabId;
   if (!Number.isInteger(tabId) || tabId <= 0) throw new Error('no tab to run on');
-  state = freshState();
+  state = freshState(draftOf(cmd));
   state.phase = 'starting';
   state.tabId = tabId;
   state.goal = String(cmd.goal || '').slice(0, 4000);
@@ -627,14 +676,29 @@ async function popupCommand(cmd) {
       return null;
     }
     case 'reset':
-      if (!session) { state = freshState(); broadcast(); }
+      if (!session) { state = freshState(state.draft); broadcast(); persist(); }
+      return null;
+    case 'draft':
+      state.draft = draftOf(cmd);
+      persist();
       return null;
   }
   throw new Error('unknown command');
 }
 
+// draftOf is the form of a start or draft command, bounded.
+function draftOf(cmd) {
+  const str = (v, n) => (typeof v === 'string' ? v.slice(0, n) : '');
+  const steps = Array.isArray(cmd.steps) ? cmd.steps.filter((x) => typeof x === 'string').join('\n') : cmd.steps;
+  return { goal: str(cmd.goal, 4000), steps: str(steps, 20000), preset: str(cmd.preset, 32) };
+}
+
 chrome.runtime.onConnect.addListener((port) => {
   const s = port.sender || {};
+  if (port.name === 'options' && s.id === chrome.runtime.id && typeof s.url === 'string' && s.url.startsWith(chrome.runtime.getURL('options.html'))) {
+    optionsPort(port);
+    return;
+  }
   const popupURL = chrome.runtime.getURL('popup.html');
   if (port.name !== 'popup' || s.id !== chrome.runtime.id || typeof s.url !== 'string' || !s.url.startsWith(popupURL)) {
     port.disconnect();
@@ -647,7 +711,8 @@ chrome.runtime.onConnect.addListener((port) => {
       .then(() => popupCommand(cmd))
       .then(() => port.postMessage({ reply: cmd && cmd.cmd, ok: true }), (e) => port.postMessage({ reply: cmd && cmd.cmd, ok: false, error: String((e && e.message) || e) }));
   });
-  port.postMessage({ state });
+  // The saved state first, when this worker just started.
+  stateLoaded.then(() => { try { port.postMessage({ state }); } catch (e) { /* closed */ } });
 });
 
 // connectDriverPort opens a native port on which the host (a test or a
@@ -664,6 +729,10 @@ self.connectDriverPort = async function connectDriverPort() {
 // The session boundary (declarativeNetRequest rules, refusals, popups,
 // WebRTC): boundary.js, which uses what is defined above.
 importScripts('boundary.js');
+
+// The options page's model settings, read and written through the host:
+// settings.js.
+importScripts('settings.js');
 
 // The worker's top-level code has run: everything above is defined. A
 // harness that evaluates code in this worker (nativehost/nativehosttest)

@@ -77,7 +77,7 @@ const observerFile = "observer.js"
 // static are the extension's files other than the observer, as Chrome
 // loads them.
 //
-//go:embed manifest.json background.js boundary.js executor.js listeners.js webrtc.js popup.html popup.js popup.css
+//go:embed manifest.json background.js boundary.js settings.js executor.js listeners.js webrtc.js popup.html popup.js popup.css options.html options.js options.css
 var static embed.FS
 
 // DefaultGlobal is the name the observer installs its API under when it

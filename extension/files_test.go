@@ -56,7 +56,7 @@ func TestManifest(t *testing.T) {
 	if m.ManifestVersion != 3 {
 		t.Errorf("manifest_version %d", m.ManifestVersion)
 	}
-	if want := []string{"nativeMessaging", "scripting", "webNavigation", "declarativeNetRequest", "webRequest", "privacy"}; !slices.Equal(m.Permissions, want) {
+	if want := []string{"nativeMessaging", "scripting", "webNavigation", "declarativeNetRequest", "webRequest", "privacy", "storage"}; !slices.Equal(m.Permissions, want) {
 		t.Errorf("permissions %v, want %v", m.Permissions, want)
 	}
 	if want := []string{"<all_urls>"}; !slices.Equal(m.HostPermissions, want) {
@@ -70,7 +70,7 @@ func TestManifest(t *testing.T) {
 	if strings.Contains(m.CSP.ExtensionPages, "unsafe") || !strings.Contains(m.CSP.ExtensionPages, "script-src 'self'") {
 		t.Errorf("CSP %q", m.CSP.ExtensionPages)
 	}
-	for _, f := range []string{m.Background.ServiceWorker, m.Action.DefaultPopup, "observer.js", "executor.js", "listeners.js", "boundary.js", "popup.js", "popup.css"} {
+	for _, f := range []string{m.Background.ServiceWorker, m.Action.DefaultPopup, "observer.js", "executor.js", "listeners.js", "boundary.js", "settings.js", "popup.js", "popup.css", "options.html", "options.js", "options.css"} {
 		if _, err := ReadFile(f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -98,7 +98,7 @@ func TestNoExternalAssets(t *testing.T) {
 		if strings.Contains(s, "http://") && name != "background.js" && name != "observer.js" && name != "popup.js" && name != "executor.js" {
 			t.Errorf("%s refers to an http URL", name)
 		}
-		if (name == "popup.js" || name == "popup.html") && (strings.Contains(s, "innerHTML") || strings.Contains(s, "https://")) {
+		if (name == "popup.js" || name == "popup.html" || name == "options.js" || name == "options.html") && (strings.Contains(s, "innerHTML") || strings.Contains(s, "https://")) {
 			t.Errorf("%s uses innerHTML or an external URL", name)
 		}
 	}

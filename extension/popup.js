@@ -1,15 +1,27 @@
 // popup.js: the aegis popup. It shows and edits nothing but the session
 // form; the session itself lives in the host, its state in the service
-// worker (so closing the popup loses nothing). Everything shown that came
-// from a page or a model is set as text, never as markup.
+// worker (so closing the popup loses nothing: the worker sends the state,
+// the form as it was left included, whenever the popup opens). Everything
+// shown that came from a page or a model is set as text, never as markup;
+// pictures are the evidence's masked screenshots, as data: URLs the host
+// made.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
 const port = chrome.runtime.connect({ name: 'popup' });
 let state = null;
 let target = null; // {tabId, url}
+let formFilled = false;
+let ticker = 0;
 
 function text(el, s) { el.textContent = s == null ? '' : String(s); }
+
+function el(tag, cls, s) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (s != null) text(e, s);
+  return e;
+}
 
 function originOf(u) {
   try {
@@ -52,61 +64,192 @@ function describeTarget(t) {
   return s;
 }
 
+const RISKS = ['low', 'medium', 'high'];
+const riskClass = (r) => (RISKS.includes(r) ? 'risk-' + r : '');
+const DECISIONS = ['allowed', 'approved', 'denied', 'paused'];
+const decisionClass = (d) => (DECISIONS.includes(d) ? 'result-' + d : '');
+
+// fillForm shows the form as the person left it (the worker keeps it),
+// once, when the popup opens.
+function fillForm() {
+  if (formFilled || !state) return;
+  formFilled = true;
+  const d = state.draft || {};
+  if (d.goal) $('goal').value = d.goal;
+  if (d.steps) $('steps').value = d.steps;
+  if (d.preset && Array.from($('preset').options).some((o) => o.value === d.preset)) $('preset').value = d.preset;
+}
+
+function renderApproval() {
+  const a = state.approval;
+  $('approval').hidden = !a;
+  clearInterval(ticker);
+  ticker = 0;
+  if (!a) return;
+  text($('ap-action'), a.action);
+  text($('ap-target'), describeTarget(a.target));
+  const vals = $('ap-values');
+  vals.replaceChildren();
+  for (const v of a.values || []) {
+    const li = el('li');
+    li.append(el('span', '', v.name + ': '), el('code', '', v.value));
+    vals.append(li);
+  }
+  if (!vals.children.length) vals.append(el('li', 'ae-muted', 'no values: nothing is typed or sent'));
+  text($('ap-page'), a.page);
+  text($('ap-risk'), a.risk);
+  $('ap-risk').className = riskClass(a.risk);
+  const ul = $('ap-reasons');
+  ul.replaceChildren();
+  for (const r of a.reasons || []) ul.append(el('li', '', r.rule + ': ' + r.message));
+  $('approve').dataset.actionId = a.actionId;
+  $('approve').dataset.actionHash = a.actionHash;
+  const tick = () => {
+    if (!a.deadline) { text($('ap-countdown'), ''); return; }
+    const left = Math.max(0, Math.ceil((a.deadline - Date.now()) / 1000));
+    const mm = Math.floor(left / 60), ss = String(left % 60).padStart(2, '0');
+    text($('ap-countdown'), left > 0 ? 'Answer within ' + mm + ':' + ss + ', or it is denied.' : 'Time is up: it is being denied.');
+  };
+  tick();
+  if (a.deadline) ticker = setInterval(tick, 1000);
+}
+
+// renderArtifact shows one extracted artifact: a table as a table, text as
+// text. Screenshots are shown as the last screenshot.
+function renderArtifact(a) {
+  const box = el('div', 'artifact');
+  const from = a.sourceUrl ? ' from ' + a.sourceUrl : '';
+  if (a.type === 'table') {
+    let rows = null;
+    try { rows = JSON.parse(a.value); } catch (e) { rows = null; }
+    if (Array.isArray(rows) && rows.every((r) => Array.isArray(r))) {
+      box.append(el('h3', '', 'Table' + from + ' (' + Math.max(0, rows.length - 1) + ' rows' + (a.truncated ? ', cut' : '') + ')'));
+      const wrap = el('div', 'table-wrap');
+      wrap.tabIndex = 0;
+      wrap.setAttribute('role', 'region');
+      wrap.setAttribute('aria-label', 'Extracted table' + from);
+      const table = el('table');
+      rows.forEach((r, i) => {
+        const tr = el('tr');
+        for (const c of r) {
+          const cell = el(i === 0 ? 'th' : 'td', '', c);
+          if (i === 0) cell.scope = 'col';
+          tr.append(cell);
+        }
+        (i === 0 ? table.createTHead() : (table.tBodies[0] || table.createTBody())).append(tr);
+      });
+      wrap.append(table);
+      box.append(wrap);
+      return box;
+    }
+  }
+  const what = a.type === 'link' ? 'Link' : a.type === 'table' ? 'Table' : 'Text';
+  box.append(el('h3', '', what + from + (a.truncated ? ' (cut)' : '')));
+  const pre = el('pre', 'text', a.value);
+  pre.tabIndex = 0;
+  box.append(pre);
+  return box;
+}
+
+function renderResult() {
+  const ended = state.ended;
+  $('result').hidden = !ended && !state.evidence;
+  const status = ended ? ended.status : 'running';
+  const out = $('outcome');
+  out.dataset.status = status;
+  out.className = 'outcome ' + (status === 'completed' ? 'completed' : ended ? 'bad' : '');
+  text(out, 'Outcome: ' + status);
+  text($('summary'), ended ? ended.summary || ended.error : 'The session is running.');
+  text($('evidence'), state.evidence);
+  const r = ended && ended.result;
+  text($('done'), r ? [
+    r.actionsExecuted + ' action' + (r.actionsExecuted === 1 ? '' : 's') + ' executed',
+    r.approved + ' approved',
+    r.denied + ' denied',
+    (r.durationMs / 1000).toFixed(1) + ' s',
+  ].join(' · ') : '');
+  const box = $('extracted');
+  box.replaceChildren();
+  for (const a of (r && r.artifacts) || []) {
+    if (a.type !== 'screenshot') box.append(renderArtifact(a));
+  }
+  const last = ended && state.thumbs.length ? state.thumbs[state.thumbs.length - 1] : null;
+  $('last-shot').hidden = !last;
+  if (last) {
+    $('last-shot-img').src = last.src;
+    $('last-shot-img').alt = 'The last screenshot of the session, masked as the evidence holds it';
+    text($('last-shot-caption'), 'Last screenshot (' + last.uri + ')');
+  }
+}
+
+function stepLine(s) {
+  const line = el('span', 'line');
+  line.append(el('span', '', s.action + ' → '));
+  line.append(el('span', decisionClass(s.decision), s.decision || 'not judged'));
+  if (s.risk) {
+    line.append(' (');
+    line.append(el('span', riskClass(s.risk), s.risk));
+    line.append(')');
+  }
+  if (s.executed) line.append(s.ok ? ' ✓' : el('span', 'failed', ' ✗'));
+  if (s.error) line.append(' ' + s.error);
+  if (s.reasons && s.reasons.length) line.append(' [' + s.reasons.join('; ') + ']');
+  return line;
+}
+
+// renderSteps lists the steps under their number, the decision's
+// stepIndex (several decisions of one step under one number), with the
+// Navigator's reason once a batch and a thumbnail where the step took a
+// screenshot.
+function renderSteps() {
+  const ol = $('step-list');
+  ol.replaceChildren();
+  const shots = new Map();
+  for (const th of state.thumbs) if (th.actionId) shots.set(th.actionId, th);
+  let group = null, list = null, index = -1, batch = -1;
+  for (const s of state.steps) {
+    if (s.index !== index || !group) {
+      index = s.index;
+      group = el('li', 'group');
+      group.append(el('h3', '', 'Step ' + s.index));
+      list = el('ul');
+      group.append(list);
+      ol.append(group);
+    }
+    if (s.batch !== batch && s.reason && !s.effect) {
+      list.append(el('li', 'reason', 'Navigator: ' + s.reason));
+    }
+    if (!s.effect) batch = s.batch;
+    const li = el('li', 'step');
+    li.dataset.decision = s.decision || '';
+    li.append(stepLine(s));
+    const th = !s.effect && shots.get(s.actionId);
+    if (th) {
+      const img = el('img');
+      img.src = th.src;
+      img.alt = 'Screenshot taken by step ' + s.index;
+      li.append(img);
+    }
+    list.append(li);
+  }
+}
+
 function render() {
   if (!state) return;
+  fillForm();
   const running = state.phase === 'running' || state.phase === 'starting';
   text($('phase'), state.phase);
   $('start').disabled = running || !target;
   $('abort').disabled = !running;
   for (const id of ['goal', 'steps', 'origins', 'preset']) $(id).disabled = running;
-
-  const a = state.approval;
-  $('approval').hidden = !a;
-  if (a) {
-    text($('ap-action'), a.action);
-    text($('ap-target'), describeTarget(a.target));
-    text($('ap-page'), a.page);
-    text($('ap-risk'), a.risk);
-    $('ap-risk').className = a.risk === 'high' ? 'risk-high' : '';
-    const ul = $('ap-reasons');
-    ul.replaceChildren();
-    for (const r of a.reasons || []) {
-      const li = document.createElement('li');
-      text(li, r.rule + ': ' + r.message);
-      ul.append(li);
-    }
-    $('approve').dataset.actionId = a.actionId;
-    $('approve').dataset.actionHash = a.actionHash;
-  }
-
+  renderApproval();
   $('error').hidden = !state.error;
   text($('error'), state.error);
-
-  const ended = state.ended;
-  $('result').hidden = !ended && !state.evidence;
-  text($('summary'), ended ? ended.status + ': ' + ended.summary : 'running');
-  text($('evidence'), state.evidence);
-
-  const ol = $('step-list');
-  ol.replaceChildren();
-  for (const s of state.steps) {
-    const li = document.createElement('li');
-    li.className = 'step d-' + (s.decision || 'none') + (s.executed && !s.ok ? ' failed' : '');
-    let line = s.action + ' → ' + (s.decision || 'not judged');
-    if (s.risk) line += ' (' + s.risk + ')';
-    if (s.executed) line += s.ok ? ' ✓' : ' ✗';
-    if (s.error) line += ' ' + s.error;
-    if (s.reasons && s.reasons.length) line += ' [' + s.reasons.join('; ') + ']';
-    text(li, line);
-    ol.append(li);
-  }
+  renderResult();
+  renderSteps();
   const notes = $('notices');
   notes.replaceChildren();
-  for (const n of state.notices || []) {
-    const li = document.createElement('li');
-    text(li, n);
-    notes.append(li);
-  }
+  for (const n of state.notices || []) notes.append(el('li', '', n));
 }
 
 port.onMessage.addListener((m) => {
@@ -118,6 +261,13 @@ port.onMessage.addListener((m) => {
     text($('error'), m.error);
   }
 });
+
+// saveDraft hands the form to the worker as it is typed: the popup may be
+// closed at any moment.
+function saveDraft() {
+  port.postMessage({ cmd: 'draft', goal: $('goal').value, steps: $('steps').value, preset: $('preset').value });
+}
+for (const id of ['goal', 'steps', 'preset']) $(id).addEventListener('input', saveDraft);
 
 $('start-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
@@ -139,5 +289,6 @@ $('start-form').addEventListener('submit', (ev) => {
 $('abort').addEventListener('click', () => port.postMessage({ cmd: 'abort' }));
 $('approve').addEventListener('click', () => port.postMessage({ cmd: 'approve', actionId: $('approve').dataset.actionId, actionHash: $('approve').dataset.actionHash }));
 $('deny').addEventListener('click', () => port.postMessage({ cmd: 'deny', actionId: $('approve').dataset.actionId, actionHash: $('approve').dataset.actionHash }));
+$('open-options').addEventListener('click', () => chrome.runtime.openOptionsPage());
 
 findTarget().then((t) => { target = t; render(); });

@@ -186,50 +186,214 @@ var ErrConfigPermissions = errors.New("nativehost: the configuration file may be
 // the group or others may read or write (on Unix), one that is not a
 // regular file, and one over MaxConfigBytes; unknown members are refused.
 // Errors never quote the file's content.
+//
+// On an error in the file's content (a *ContentError) it returns, besides the error, a
+// configuration holding only the members the host needs to check its
+// caller (manifests), when they decode on their own: the host then still
+// answers the extension (which shows the error and may repair the model
+// settings, config.set) but runs no session.
 func LoadConfig(path string) (Config, error) {
+	b, err := readConfigFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	c, err := parseConfig(b)
+	if err != nil {
+		return salvage(b), &ContentError{Path: path, Err: err}
+	}
+	return c, nil
+}
+
+// ContentError is an error in the content of the configuration file (not
+// JSON, a member of the wrong type or unknown, a value Validate refuses),
+// as opposed to a file that may not be read (permissions, size, type): the
+// host still answers the extension with it (Options.ConfigErr), so that
+// the options page can show it and repair the model settings.
+type ContentError struct {
+	// Path is the configuration file.
+	Path string
+	// Err says what is wrong, naming members, never values.
+	Err error
+}
+
+// Error returns the file and what is wrong with it.
+func (e *ContentError) Error() string {
+	return "nativehost: configuration " + e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *ContentError) Unwrap() error { return e.Err }
+
+// salvage returns the manifests of a configuration that does not load,
+// when they decode on their own and are absolute paths.
+func salvage(b []byte) Config {
+	var raw map[string]json.RawMessage
 	var c Config
+	if json.Unmarshal(b, &raw) != nil || json.Unmarshal(raw["manifests"], &c.Manifests) != nil {
+		return Config{}
+	}
+	for _, m := range c.Manifests {
+		if !filepath.IsAbs(m) {
+			return Config{}
+		}
+	}
+	return c
+}
+
+// ErrKeyElsewhere refuses to keep the stored API key for a model at
+// another base URL: the key is sent only where it was saved for.
+var ErrKeyElsewhere = errors.New("the base URL changed: enter the API key again (a stored key is only ever sent to the base URL it was saved with)")
+
+// SetModel replaces the model settings of the configuration file at path
+// and writes it atomically (SaveConfig), keeping every other member. m nil
+// removes the model. With keepKey and an empty m.APIKey the stored key is
+// kept, but only for the same base URL (ErrKeyElsewhere otherwise). The
+// file's other members must load (a file that is not JSON is refused);
+// its model member may be broken: it is what this replaces. The result is
+// validated as a whole before anything is written.
+func SetModel(path string, m *ModelConfig, keepKey bool) (Config, error) {
+	b, err := readConfigFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	raw := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return Config{}, fmt.Errorf("nativehost: configuration %s: %w: fix the file by hand first", path, describeDecodeError(err))
+		}
+	}
+	if m != nil {
+		mc := *m
+		if keepKey && mc.APIKey == "" {
+			var old ModelConfig
+			if json.Unmarshal(raw["model"], &old) == nil && old.APIKey != "" {
+				if old.BaseURL != mc.BaseURL {
+					return Config{}, ErrKeyElsewhere
+				}
+				mc.APIKey = old.APIKey
+			}
+		}
+		enc, err := json.Marshal(mc)
+		if err != nil {
+			return Config{}, err
+		}
+		raw["model"] = enc
+	} else {
+		delete(raw, "model")
+	}
+	enc, err := json.Marshal(raw)
+	if err != nil {
+		return Config{}, err
+	}
+	c, err := parseConfig(enc)
+	if err != nil {
+		return Config{}, fmt.Errorf("nativehost: configuration %s: %w", path, err)
+	}
+	if err := SaveConfig(path, c); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// readConfigFile returns the bytes of the configuration file at path, nil
+// for a missing file, after the checks LoadConfig describes.
+func readConfigFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
+		return nil, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("nativehost: configuration: %w", err)
+		return nil, fmt.Errorf("nativehost: configuration: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return c, fmt.Errorf("nativehost: configuration: %w", err)
+		return nil, fmt.Errorf("nativehost: configuration: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return c, fmt.Errorf("nativehost: configuration %s is not a regular file", path)
+		return nil, fmt.Errorf("nativehost: configuration %s is not a regular file", path)
 	}
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return c, fmt.Errorf("%w: %s is %v", ErrConfigPermissions, path, st.Mode().Perm())
+		return nil, fmt.Errorf("%w: %s is %v", ErrConfigPermissions, path, st.Mode().Perm())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
 	if err != nil {
-		return c, fmt.Errorf("nativehost: configuration: %w", err)
+		return nil, fmt.Errorf("nativehost: configuration: %w", err)
 	}
 	if len(b) > MaxConfigBytes {
-		return c, fmt.Errorf("nativehost: configuration %s is over %d bytes", path, MaxConfigBytes)
+		return nil, fmt.Errorf("nativehost: configuration %s is over %d bytes", path, MaxConfigBytes)
 	}
+	return b, nil
+}
+
+// parseConfig decodes and validates the JSON of a configuration; empty
+// bytes are an empty configuration. Its errors name members, never values.
+func parseConfig(b []byte) (Config, error) {
+	var c Config
 	if len(bytes.TrimSpace(b)) == 0 {
 		return c, nil
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&c); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return Config{}, fmt.Errorf("nativehost: configuration %s is not valid JSON (at byte %d)", path, se.Offset)
-		}
-		// Type and unknown-field errors name fields, never values.
-		return Config{}, fmt.Errorf("nativehost: configuration %s: %v", path, err)
+		return Config{}, describeDecodeError(err)
+	}
+	if d.More() {
+		return Config{}, errors.New("data after the JSON object")
 	}
 	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("nativehost: configuration %s: %w", path, err)
+		return Config{}, err
 	}
 	return c, nil
+}
+
+// configShapes says what each member of the configuration holds, for
+// errors about a member of the wrong type.
+var configShapes = map[string]string{
+	"model":                  `an object: {"model": "gpt-4o-mini", "baseUrl": "https://api.openai.com/v1", "apiKey": "sk-..."}`,
+	"model.model":            `a string, the model id ("gpt-4o-mini")`,
+	"model.baseUrl":          `a string, the endpoint up to /v1 ("https://api.openai.com/v1")`,
+	"model.apiKey":           "a string",
+	"model.azure":            "true or false",
+	"model.apiVersion":       `a string ("2024-06-01")`,
+	"secrets":                `an object: {"NAME": {"value": "...", "origins": ["https://shop.example"]}}`,
+	"evidenceDir":            "a string, an absolute path",
+	"policy":                 "a string, an absolute path",
+	"manifests":              "a list of absolute paths",
+	"logFile":                "a string, an absolute path",
+	"approvalTimeoutSeconds": "a number of seconds, 0 to 3600",
+	"listen":                 `a string, an address ("127.0.0.1:7777")`,
+	"liveTokenFile":          "a string, an absolute path",
+}
+
+// configMembers lists the top-level members, for unknown-member errors.
+const configMembers = "model, secrets, evidenceDir, policy, manifests, logFile, approvalTimeoutSeconds, listen, liveTokenFile"
+
+// describeDecodeError turns a JSON decoding error into one a person can
+// act on: where the JSON breaks, which member has the wrong type and what
+// it should hold, which member is unknown. It names members, never values.
+func describeDecodeError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("not valid JSON (at byte %d)", se.Offset)
+	case errors.As(err, &te):
+		field := te.Field
+		if shape, ok := configShapes[field]; ok {
+			return fmt.Errorf("%q must be %s, not a JSON %s", field, shape, te.Value)
+		}
+		if field == "" {
+			return fmt.Errorf("the configuration must be a JSON object, not a JSON %s", te.Value)
+		}
+		return fmt.Errorf("%q has the wrong type: a JSON %s where %s belongs", field, te.Value, te.Type)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("unknown member %s (the members are %s; the model's are model, baseUrl, apiKey, azure, apiVersion)", strings.TrimPrefix(err.Error(), "json: unknown field "), configMembers)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return errors.New("not valid JSON (it ends too early)")
+	}
+	// Other errors (a secret's own) name no values either.
+	return err
 }
 
 // Validate checks the configuration's values.

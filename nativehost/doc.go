@@ -23,7 +23,13 @@
 //     where each browser looks for it (Linux, macOS; the Windows registry
 //     behind build tags).
 //   - config.go: the host's configuration file (0600): model settings and
-//     secrets, which never live in the extension.
+//     secrets, which never live in the extension; errors that name the
+//     member and what it should hold.
+//   - settings.go: config.get and config.set, the options page's model
+//     settings (the API key write-only).
+//   - results.go: what the popup shows besides the steps: thumbnails of
+//     the evidence's screenshots, the values an approval would submit,
+//     the result panel's data.
 //
 // stdout carries frames and nothing else: the host logs to stderr (which
 // Chrome forwards to its own log) or to a log file.

@@ -79,6 +79,13 @@ type popupRun struct {
 // goal and the steps, and clicks Start.
 func startFromPopup(t *testing.T, b *nativehosttest.Browser, url, goal string, steps ...string) *popupRun {
 	t.Helper()
+	return startWithPreset(t, b, "", url, goal, steps...)
+}
+
+// startWithPreset is startFromPopup with a permission preset ("" leaves
+// the popup's default).
+func startWithPreset(t *testing.T, b *nativehosttest.Browser, preset, url, goal string, steps ...string) *popupRun {
+	t.Helper()
 	demo, err := b.Context.NewPage()
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +114,11 @@ func startFromPopup(t *testing.T, b *nativehosttest.Browser, url, goal string, s
 	}
 	must(t, popup.Locator("#goal").Fill(goal))
 	must(t, popup.Locator("#steps").Fill(strings.Join(steps, "\n")))
+	if preset != "" {
+		if _, err := popup.Locator("#preset").SelectOption(playwright.SelectOptionValues{Values: &[]string{preset}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The popup shows the last session until the new one runs: wait for
 	// a bundle no earlier session had, so that nothing reads the old
 	// session's steps.
@@ -161,18 +173,17 @@ func (r *popupRun) visible(sel string) bool {
 }
 
 func (r *popupRun) steps() []string {
-	s, _ := r.popup.Locator("#step-list li").AllTextContents()
+	s, _ := r.popup.Locator("#step-list li.step").AllTextContents()
 	return s
 }
 
 // ended waits for the session's end and returns its status (from the
-// popup's summary) and its evidence bundle's directory.
+// popup's result panel) and its evidence bundle's directory.
 func (r *popupRun) ended() (contract.SessionStatus, string) {
 	r.t.Helper()
 	r.until("the session ends", func() bool { return r.text("#phase") == "ended" })
-	summary := r.text("#summary")
-	r.t.Logf("ended: %s; steps: %q", summary, r.steps())
-	status, _, _ := strings.Cut(summary, ":")
+	status, _ := r.popup.Locator("#outcome").GetAttribute("data-status")
+	r.t.Logf("ended: %s: %s; steps: %q", status, r.text("#summary"), r.steps())
 	return contract.SessionStatus(status), r.text("#evidence")
 }
 

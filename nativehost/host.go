@@ -50,8 +50,14 @@ type Options struct {
 	Origin string
 	// Config is the host's configuration (LoadConfig).
 	Config Config
-	// ConfigPath is where Config was read from, for messages.
+	// ConfigPath is where Config was read from, for messages, and the
+	// file config.get and config.set read and write.
 	ConfigPath string
+	// ConfigErr, when set, says why the configuration file did not load:
+	// the host then runs no session (session.start is refused with it,
+	// config) but answers config.get and config.set, so that the options
+	// page can show the error and repair the model settings.
+	ConfigErr error
 	// Executable is this host's path, which the installed manifest must
 	// name; "" means Executable().
 	Executable string
@@ -128,6 +134,9 @@ func Serve(ctx context.Context, o Options) error {
 		}
 	}
 	h.log.printf("started by %s (pid %d, aegis %s, config %s)", o.Origin, os.Getpid(), o.Version, o.ConfigPath)
+	if o.ConfigErr != nil {
+		h.log.printf("the configuration does not load, no session will run: %v", o.ConfigErr)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h.ctx = ctx
@@ -254,6 +263,17 @@ func (h *host) HandleRequest(ctx context.Context, method string, params json.Raw
 		h.mu.Unlock()
 		h.log.printf("hello from extension %s", bound(p.Extension, 32))
 		return HelloResult{Protocol: Version, Host: h.o.Version, Origin: h.o.Origin, Session: sid}, nil
+	case MethodConfigGet:
+		if err := DecodeParams(params, &struct{}{}); err != nil {
+			return nil, err
+		}
+		return h.configGet()
+	case MethodConfigSet:
+		var p ConfigSetParams
+		if err := DecodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		return h.configSet(p)
 	case MethodPing:
 		var p PingParams
 		if err := DecodeParams(params, &p); err != nil {
@@ -383,6 +403,9 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	if err != nil {
 		return res, err
 	}
+	if h.o.ConfigErr != nil {
+		return res, errorf(CodeConfig, "%s: fix the model settings in aegis's options page, or edit the file", configMessage(h.o.ConfigErr))
+	}
 	h.mu.Lock()
 	busy := h.run != nil
 	h.mu.Unlock()
@@ -413,7 +436,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		}
 	}
 	id := driver.NewSessionID()
-	approver := &popupApprover{conn: h.conn, name: "popup " + h.o.Origin}
+	approver := &popupApprover{conn: h.conn, name: "popup " + h.o.Origin, set: set}
 	var sessApprover session.Approver = approver
 	var liveApprover *live.Approver
 	if h.o.Live != nil {
@@ -478,6 +501,15 @@ func (h *host) start(p StartParams) (StartResult, error) {
 			if err := conn.Notify(EventSession, ev); err != nil && !errors.Is(err, ErrDisconnected) {
 				h.log.printf("event not sent: %v", err)
 			}
+			if ev.Type == contract.EventScreenshot && ev.URL != nil {
+				th, err := thumbnail(filepath.Join(root, id), *ev.URL)
+				if err == nil {
+					err = conn.Notify(EventThumbnail, th)
+				}
+				if err != nil && !errors.Is(err, ErrDisconnected) {
+					h.log.printf("thumbnail not sent: %v", err)
+				}
+			}
 		}
 	}()
 	go func() {
@@ -488,7 +520,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		bus.Close()
 		select {
 		case <-forwarded:
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(2 * time.Second):
 		}
 		ended := EndedEvent{
 			Session:  id,
@@ -499,6 +531,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		if err != nil {
 			ended.Error = bound(err.Error(), 2000)
 		}
+		ended.Result = resultFor(ended, result, set)
 		h.log.printf("session %s ended: %s, evidence %s (sealed %v)", id, result.Status, result.Evidence.Dir, result.Evidence.Sealed)
 		_ = conn.Notify(EventEnded, ended)
 		h.mu.Lock()
@@ -557,6 +590,7 @@ func stepEvent(r session.StepReport) StepEvent {
 		Effect:   r.Effect,
 		Decision: r.Decision, Risk: r.Risk, Executed: r.Executed, OK: r.OK,
 		Error: bound(r.Error, 1000), Ms: r.Duration.Milliseconds(),
+		Reason: bound(r.Action.Reason, MaxReason), Batch: r.Step,
 	}
 	if r.Effect != nil {
 		ev.Action = session.DescribeEffect(r.Action, r.Target, *r.Effect)
@@ -618,6 +652,8 @@ func typesText(method string, params any) bool {
 type popupApprover struct {
 	conn *Conn
 	name string
+	// set redacts the values shown (SubmitValue).
+	set *secrets.Set
 	// abort ends the session when the extension disconnects while an
 	// approval waits, before Approve returns: the session then ends as
 	// aborted, not as failed by the approver's error.
@@ -654,6 +690,10 @@ func (p *popupApprover) Approve(ctx context.Context, req session.ApprovalRequest
 		ActionID: req.Action.ID, ActionHash: req.ActionHash, Type: req.Action.Type,
 		Action: session.DescribeRequest(req), Target: req.Target,
 		Page: session.Sanitize(req.URL, 2048), Risk: req.Risk, Reasons: req.Reasons,
+		Values: submitValues(req, p.set),
+	}
+	if ev.Values == nil {
+		ev.Values = []SubmitValue{}
 	}
 	if ev.Reasons == nil {
 		ev.Reasons = []contract.Reason{}

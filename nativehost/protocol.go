@@ -245,6 +245,9 @@ const (
 	// changed before it ran (checked in the page, in the same turn as the
 	// action): nothing was done.
 	CodeTargetChanged Code = 22
+	// CodeConfigRejected: config.set's settings do not validate, or the
+	// configuration file cannot be read or written: nothing was changed.
+	CodeConfigRejected Code = 23
 )
 
 var codeNames = map[Code]string{
@@ -270,6 +273,7 @@ var codeNames = map[Code]string{
 	CodeUnsupported:        "unsupported",
 	CodeShuttingDown:       "shutting_down",
 	CodeTargetChanged:      "target_changed",
+	CodeConfigRejected:     "config_rejected",
 }
 
 // Codes returns every code, in order.
@@ -493,6 +497,12 @@ type StepEvent struct {
 	// (a request or navigation the page made): Decision, Risk and Reasons
 	// are the effect's, and Executed is false.
 	Effect *contract.Effect `json:"effect,omitempty"`
+	// Reason is the Navigator's reason for the action (model text, at
+	// most MaxReason characters), and Batch the Navigator call that
+	// proposed it (0 for the first navigation): the popup shows the
+	// reasoning once a batch.
+	Reason string `json:"reason,omitempty"`
+	Batch  int    `json:"batch"`
 }
 
 // ApprovalRequestEvent asks the person about one action: its id and hash
@@ -510,6 +520,9 @@ type ApprovalRequestEvent struct {
 	Risk       contract.RiskTag    `json:"risk"`
 	Reasons    []contract.Reason   `json:"reasons"`
 	TimeoutMs  int64               `json:"timeoutMs"`
+	// Values are what the action would submit (typed text, option, URL,
+	// a request's field names), secrets as {{secret:NAME}} placeholders.
+	Values []SubmitValue `json:"values"`
 }
 
 // EndedEvent says how the session ended: its id, status, summary, the
@@ -520,6 +533,9 @@ type EndedEvent struct {
 	Summary  string                 `json:"summary"`
 	Evidence EvidenceInfo           `json:"evidence"`
 	Error    string                 `json:"error,omitempty"`
+	// Result is what the session did and extracted, for the popup's
+	// result panel.
+	Result *ResultView `json:"result,omitempty"`
 }
 
 // EvidenceInfo locates the session's evidence bundle: its directory,

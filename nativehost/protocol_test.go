@@ -74,7 +74,7 @@ var wantCodes = []string{
 	"bad_params", "session_running", "no_session", "unexpected_response", "approval_mismatch",
 	"no_pending_approval", "origin_refused", "config", "internal", "timeout", "tab_closed",
 	"navigation_failed", "origin_not_allowed", "script_failed", "unsupported", "shutting_down",
-	"target_changed",
+	"target_changed", "config_rejected",
 }
 
 func TestCodesAppendOnly(t *testing.T) {

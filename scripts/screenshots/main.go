@@ -32,6 +32,7 @@ import (
 // writing its function and listing it here.
 var surfaces = []surface{
 	{"report-summary", "the HTML report of the demo run: the integrity banner and the summary", reportSummary},
+	{"popup-result", "the extension's popup at the end of a session: the result panel and the steps with thumbnails", popupResult},
 }
 
 // surface is one screenshot: its file name (without .png), what it shows,
