@@ -58,7 +58,7 @@ func TestFormatDocument(t *testing.T) {
 	want := []string{
 		string(record), d.String(), ch.String(), string(ledger[1]), eh.String(), LeafHash(eh).String(),
 		hex.EncodeToString(img[:]), hex.EncodeToString(snap[:]), hashes[len(hashes)-1].String(), root.String(),
-		strconv.Itoa(len(manifest)) + " bytes", pae[:strings.Index(pae, "{")+len(`{"counts":{`)], KeyID(testPub()),
+		strconv.Itoa(len(manifest)) + " bytes", pae[:strings.Index(pae, "{")+len(`{"approvalKey":"`)], KeyID(testPub()),
 		strconv.Itoa(len(hashes)) + " entries",
 		string(bytes.SplitN(read(FileModelCalls), []byte("\n"), 2)[0]),
 	}

@@ -49,6 +49,9 @@ type Report struct {
 	// Effects counts the decision records about effects of actions (also
 	// in Counts.Decisions); see FORMAT.md, "Effects".
 	Effects EffectCounts `json:"effects"`
+	// Approvals counts the approvals the decisions carry (FORMAT.md,
+	// section 8, rule 16).
+	Approvals ApprovalCounts `json:"approvals"`
 	// HeadHash and MerkleRoot are the seal's (recomputed), or those of the
 	// intact entries of an unsealed bundle.
 	HeadHash   string `json:"headHash,omitempty"`
@@ -61,6 +64,30 @@ type Report struct {
 	// Files and Bytes count the files and bytes verified.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
+}
+
+// ApprovalCounts counts the approvals the decisions of a bundle carry.
+type ApprovalCounts struct {
+	// Channels counts them by the channel they name.
+	Channels map[contract.ApprovalChannel]int `json:"channels,omitempty"`
+	// Unnamed counts those that name no channel (a bundle without an
+	// approval key).
+	Unnamed int `json:"unnamed,omitempty"`
+	// MACs counts the MACs checked under the revealed approval key: all
+	// of them in a sealed bundle with a key, none in an unsealed one
+	// (whose key was never revealed).
+	MACs int `json:"macs"`
+}
+
+func (c *ApprovalCounts) add(channel string) {
+	if channel == "" {
+		c.Unnamed++
+		return
+	}
+	if c.Channels == nil {
+		c.Channels = map[contract.ApprovalChannel]int{}
+	}
+	c.Channels[contract.ApprovalChannel(channel)]++
 }
 
 // EffectCounts counts the decision records about effects of actions.

@@ -63,6 +63,13 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	if err := d.check(w.sid, w.apprv, w.ran); err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
+	mark, err := checkApproval(r, w.opts.ApprovalKey != nil)
+	if err == nil && mark != nil {
+		err = mark.check(w.opts.ApprovalKey)
+	}
+	if err != nil {
+		return fmt.Errorf("evidence: decision: %w", err)
+	}
 	if err := w.appendLine(contract.LedgerDecision, FileDecisions, canon); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -47,6 +48,10 @@ func (w *Writer) Seal(ctx context.Context, status contract.SessionStatus, endTim
 	end.Counts = w.counts
 	if signer != nil {
 		end.Signer = signer.KeyID()
+	}
+	if w.opts.ApprovalKey != nil {
+		// Revealed now, so that every approval's MAC can be checked.
+		end.ApprovalKey = hex.EncodeToString(w.opts.ApprovalKey)
 	}
 	canon, _, _, err := w.prepare(string(schemas.KindManifest), end)
 	if err != nil {
