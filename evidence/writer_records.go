@@ -37,7 +37,10 @@ func (w *Writer) Plan(p contract.Plan) error {
 }
 
 // Decision records a policy decision record as a line of decisions.jsonl.
-// Its sessionId, when present, must be the bundle's.
+// Its sessionId, when present, must be the bundle's. An approval it
+// carries names its channel and carries a MAC that checks under
+// Options.ApprovalKey when the writer has one, and neither when it has
+// none (FORMAT.md, section 8, rule 16).
 func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -17,8 +17,8 @@ import (
 // unsealed.
 
 // Seal ends the session: it records the manifest as the session ended
-// (status, endTime, counts, and the signer's key id) as the last ledger
-// entry, provenance/manifest-end.json; fsyncs the bundle; signs the sealed
+// (status, endTime, counts, the signer's key id, and the approval key,
+// revealed: Options.ApprovalKey) as the last ledger entry, provenance/manifest-end.json; fsyncs the bundle; signs the sealed
 // manifest with signer when it is not nil (provenance/seal.dsse.json); and
 // replaces manifest.json by the sealed manifest, which it returns. status
 // must be a final status. The writer is closed afterwards, whatever the
