@@ -553,9 +553,9 @@ func decisionFacts(d contract.DecisionRecord) decisionView {
 	}
 	switch {
 	case d.Approval != nil && d.Result == contract.ResultApproved:
-		dv.Approval = "approved by " + d.Approval.Approver + " at " + d.Approval.ApprovedAt
+		dv.Approval = "approved by " + d.Approval.Approver + approvalChannel(d.Approval) + " at " + d.Approval.ApprovedAt
 	case d.Approval != nil:
-		dv.Approval = "an approval by " + d.Approval.Approver + " was presented and refused"
+		dv.Approval = "an approval by " + d.Approval.Approver + approvalChannel(d.Approval) + " was presented and refused"
 	case d.RequiresApproval:
 		dv.Approval = "required"
 	default:
@@ -579,4 +579,25 @@ func decisionFacts(d contract.DecisionRecord) decisionView {
 		dv.Facts = append(dv.Facts, kv{"Exception " + e.ID, string(e.Status) + ": " + e.Why})
 	}
 	return dv
+}
+
+// approvalChannel says where an approval was given, as its channel names
+// it (evidence/FORMAT.md, section 8, rule 16): such as " in the live
+// console"; "" for an approval of a bundle that names no channel.
+func approvalChannel(a *contract.ApprovalRef) string {
+	switch a.Channel {
+	case contract.ApprovalChannelTerminal:
+		return " at the terminal"
+	case contract.ApprovalChannelPopup:
+		return " in the extension's popup"
+	case contract.ApprovalChannelLive:
+		return " in the live console"
+	case contract.ApprovalChannelRule:
+		return " (a rule: no person was asked)"
+	case contract.ApprovalChannelProgram:
+		return " (through the program that embeds aegis)"
+	case "":
+		return ""
+	}
+	return " (channel " + string(a.Channel) + ")"
 }
