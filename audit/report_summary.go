@@ -222,30 +222,30 @@ func approvalLine(d contract.DecisionRecord) (string, bool) {
 }
 
 // approverText names who approved and, when the record says, through
-// which channel (the terminal, the popup, the live console, a rule).
+// which channel: "alice in the live console".
 func approverText(a *contract.ApprovalRef) string {
-	s := a.Approver
-	if c := approvalChannel(a); c != "" {
-		s += " (via " + c + ")"
-	}
-	return s
+	return a.Approver + approvalChannel(a)
 }
 
-// approvalChannel returns the channel an approval record names, "" when
-// it names none. It reads the record's JSON: bundles written before
-// approvals recorded their channel have none.
+// approvalChannel says where an approval was given, as its channel names
+// it (evidence/FORMAT.md, section 8, rule 16): such as " in the live
+// console"; "" for an approval of a bundle that names no channel.
 func approvalChannel(a *contract.ApprovalRef) string {
-	raw, err := json.Marshal(a)
-	if err != nil {
+	switch a.Channel {
+	case contract.ApprovalChannelTerminal:
+		return " at the terminal"
+	case contract.ApprovalChannelPopup:
+		return " in the extension's popup"
+	case contract.ApprovalChannelLive:
+		return " in the live console"
+	case contract.ApprovalChannelRule:
+		return " (a rule: no person was asked)"
+	case contract.ApprovalChannelProgram:
+		return " (through the program that embeds aegis)"
+	case "":
 		return ""
 	}
-	var c struct {
-		Channel string `json:"channel"`
-	}
-	if json.Unmarshal(raw, &c) != nil {
-		return ""
-	}
-	return c.Channel
+	return " (channel " + string(a.Channel) + ")"
 }
 
 // extracted renders what step s extracted (its screenshots are shown as

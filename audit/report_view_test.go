@@ -117,9 +117,19 @@ func TestThumbnail(t *testing.T) {
 // TestApproverText: who approved, and through which channel when the
 // record names one.
 func TestApproverText(t *testing.T) {
-	got := approverText(&contract.ApprovalRef{Approver: "alice"})
-	if want := "alice"; got != want {
-		t.Errorf("got %q, want %q", got, want)
+	tests := []struct {
+		channel contract.ApprovalChannel
+		want    string
+	}{
+		{"", "alice"},
+		{contract.ApprovalChannelLive, "alice in the live console"},
+		{contract.ApprovalChannelPopup, "alice in the extension's popup"},
+		{contract.ApprovalChannelRule, "alice (a rule: no person was asked)"},
+	}
+	for _, tt := range tests {
+		if got := approverText(&contract.ApprovalRef{Approver: "alice", Channel: tt.channel}); got != tt.want {
+			t.Errorf("approverText(channel %q) = %q, want %q", tt.channel, got, tt.want)
+		}
 	}
 }
 

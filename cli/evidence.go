@@ -11,7 +11,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/witness"
 )
@@ -219,6 +221,26 @@ func effectsNote(c evidence.EffectCounts) string {
 	return fmt.Sprintf("; %d effect decisions (%d denied, %d approved)", c.Decisions, c.Denied, c.Approved)
 }
 
+// approvalsNote says, for a verified bundle, how many approvals it holds by
+// channel and how many MACs were checked (evidence/FORMAT.md, section 8,
+// rule 16), such as "; approvals: 1 live (1 MAC checked)"; "" when none.
+func approvalsNote(c evidence.ApprovalCounts) string {
+	var parts []string
+	for _, ch := range []contract.ApprovalChannel{contract.ApprovalChannelTerminal, contract.ApprovalChannelPopup,
+		contract.ApprovalChannelLive, contract.ApprovalChannelRule, contract.ApprovalChannelProgram} {
+		if n := c.Channels[ch]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, ch))
+		}
+	}
+	if c.Unnamed > 0 {
+		parts = append(parts, fmt.Sprintf("%d without a channel", c.Unnamed))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; approvals: %s (%d MAC checked)", strings.Join(parts, ", "), c.MACs)
+}
+
 // printVerify writes the human-readable verdict: successes on stdout,
 // failures on stderr.
 func printVerify(stdio Stdio, res verifyResult, bundleErr, proofErr error, proofGiven bool) {
@@ -238,8 +260,8 @@ func printVerify(stdio Stdio, res verifyResult, bundleErr, proofErr error, proof
 					sig = "signed by " + r.Signer + ", authenticated"
 				}
 			}
-			fmt.Fprintf(stdio.Out, "%s: valid: session %s %s, sealed, %d entries, merkle root %s, %s%s\n",
-				res.Path, r.SessionID, r.Status, r.Entries, r.MerkleRoot, sig, effectsNote(r.Effects))
+			fmt.Fprintf(stdio.Out, "%s: valid: session %s %s, sealed, %d entries, merkle root %s, %s%s%s\n",
+				res.Path, r.SessionID, r.Status, r.Entries, r.MerkleRoot, sig, effectsNote(r.Effects), approvalsNote(r.Approvals))
 		default:
 			msg := fmt.Sprintf("%s: unsealed, %d intact entries, all verified", res.Path, r.Entries)
 			if r.Incomplete != "" {

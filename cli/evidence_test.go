@@ -86,6 +86,7 @@ func TestVerifyCommand(t *testing.T) {
 	}{
 		{"valid", []string{"verify", good}, ExitOK, "valid: session cus_01HZX4K9 completed, sealed, 27 entries", nil},
 		{"valid, not authenticated", []string{"verify", good}, ExitOK, "not authenticated: no --pubkey", nil},
+		{"valid, approvals by channel", []string{"verify", good}, ExitOK, "; approvals: 1 live (1 MAC checked)", nil},
 		{"valid and authenticated", []string{"verify", "--pubkey", examplePub, good}, ExitOK, "authenticated", nil},
 		{"flag after the bundle", []string{"verify", good, "--pubkey", examplePub}, ExitOK, "authenticated", nil},
 		{"another key", []string{"verify", "--pubkey", otherPub + ".pub", good}, ExitFailure, "", []string{"INVALID", "provenance/seal.dsse.json", "not by the trusted key"}},

@@ -309,6 +309,9 @@ func TestLiveConsoleApprovesWhileOthersWatch(t *testing.T) {
 	if !strings.Contains(string(decisions), `live client`) || !strings.Contains(string(decisions), `console`) {
 		t.Errorf("the decisions do not name the console as the approver")
 	}
+	if !strings.Contains(string(decisions), `"channel":"live"`) {
+		t.Errorf("the approval does not name the live console as its channel")
+	}
 	rep, err := evidence.Verify(context.Background(), bundle, evidence.VerifyOptions{})
 	if err != nil || rep.Status != "completed" {
 		t.Fatalf("verify: %v %+v", err, rep)

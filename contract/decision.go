@@ -201,6 +201,28 @@ type ExceptionUse struct {
 	Why string `json:"why"`
 }
 
+// ApprovalChannel names the channel an approval was given on, as the
+// evidence records it (evidence/FORMAT.md, section 8, rule 16).
+type ApprovalChannel string
+
+// The approval channels.
+const (
+	// ApprovalChannelTerminal: a person at the terminal aegis runs in.
+	ApprovalChannelTerminal ApprovalChannel = "terminal"
+	// ApprovalChannelPopup: a person in the extension's popup.
+	ApprovalChannelPopup ApprovalChannel = "popup"
+	// ApprovalChannelLive: a person in the live console.
+	ApprovalChannelLive ApprovalChannel = "live"
+	// ApprovalChannelRule: no person: the --approve rule answered (its
+	// approver is "policy:" and the mode); it approves no high-risk
+	// action.
+	ApprovalChannelRule ApprovalChannel = "rule"
+	// ApprovalChannelProgram: an approver the program embedding aegis
+	// supplied (an API caller, a test), which named none of the channels
+	// above.
+	ApprovalChannelProgram ApprovalChannel = "program"
+)
+
 // ApprovalRef is a human approval as a decision used (or refused) it.
 type ApprovalRef struct {
 	// ID identifies the approval.
@@ -213,4 +235,14 @@ type ApprovalRef struct {
 	ExpiresAt string `json:"expiresAt"`
 	// ActionHash is the hash of the action the approval is bound to.
 	ActionHash string `json:"actionHash"`
+	// Channel is the channel the approval was given on; "" (absent) in a
+	// bundle whose manifest commits to no approval key (written before
+	// channels were recorded, or by a writer without one, such as a
+	// replay).
+	Channel ApprovalChannel `json:"channel,omitempty"`
+	// MAC is the HMAC-SHA-256 (64 lowercase hex digits) of the approval
+	// and its decision's id under the session's approval key, which only
+	// the session's process holds until the bundle is sealed
+	// (evidence.ApprovalMAC); present exactly when Channel is.
+	MAC string `json:"mac,omitempty"`
 }

@@ -57,6 +57,15 @@ type Manifest struct {
 	// (provenance/seal.dsse.json); "" (absent) for an unsigned bundle and
 	// while running. It is a hint naming the key, never a trust anchor.
 	Signer string `json:"signer,omitempty"`
+	// ApprovalKeyHash is the commitment to the session's approval key:
+	// the SHA-256 (hex) of its 32 bytes; "" (absent) when the session has
+	// none (evidence/FORMAT.md, section 8, rule 16).
+	ApprovalKeyHash string `json:"approvalKeyHash,omitempty"`
+	// ApprovalKey is the session's approval key in 64 lowercase hex
+	// digits, revealed in the manifest as the session ended (never while
+	// it runs), so that a verifier can check every approval's MAC; ""
+	// (absent) when the session has none.
+	ApprovalKey string `json:"approvalKey,omitempty"`
 	// Seal seals the ledger; nil until the session is over and sealed.
 	Seal *Seal `json:"seal,omitempty"`
 }

@@ -40,8 +40,15 @@ var post = contract.Effect{Kind: contract.EffectRequest, Method: "POST", Origin:
 
 // insertDecision adds a decision record as entry i, at the time of the
 // entry before it.
+//
+// An approval it carries is given the fixture's channel and MAC (rule 16),
+// as the session would, so that the vectors test what they forge, not a
+// missing MAC.
 func insertDecision(f *forgery, i int, d contract.DecisionRecord) {
 	f.t.Helper()
+	if d.Approval != nil && d.Approval.MAC == "" {
+		d = withChannel(f.t, d, contract.ApprovalChannelLive, testApprovalKey())
+	}
 	b, err := canonjson.Marshal(d)
 	if err != nil {
 		f.t.Fatal(err)

@@ -139,7 +139,7 @@ func checkStartManifest(r rec) error {
 	if s := r.at("status").str(); s != string(contract.SessionRunning) {
 		return fmt.Errorf("status %q, want running", s)
 	}
-	for _, k := range []string{"endedAt", "signer", "seal"} {
+	for _, k := range []string{"endedAt", "signer", "seal", "approvalKey"} {
 		if r.at(k).present() {
 			return fmt.Errorf("%s present in the manifest of a running session", k)
 		}

@@ -147,7 +147,7 @@ func TestCrossRecordVectors(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range append(crossVectors(), bindingVectors()...) {
+	for _, v := range append(append(crossVectors(), bindingVectors()...), approvalVectors()...) {
 		t.Run(v.name, func(t *testing.T) {
 			f := forge(t, bundles[v.artifacts])
 			v.change(f)

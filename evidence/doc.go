@@ -11,8 +11,10 @@
 // aegis verify): that nothing was changed, added, removed or reordered,
 // that every executed action was allowed by a decision before it and has
 // its action event after it, that times never go backwards, that the
-// artifacts observations embed are their files, and, with the signer's
-// public key, who sealed it. A bundle left by a writer that was
+// artifacts observations embed are their files, that every approval names
+// the channel it came on and carries a MAC under the session's approval
+// key (committed at the start, revealed at the seal: Options.ApprovalKey,
+// ApprovalMAC), and, with the signer's public key, who sealed it. A bundle left by a writer that was
 // killed verifies as unsealed, with the number of intact entries. Prove and
 // VerifyProof prove one entry without the rest of the bundle; Pack and
 // Unpack move a bundle as one deterministic .tar.zst file. With
@@ -27,7 +29,8 @@
 // path and SHA-256. A VerifyError names the rule of FORMAT.md its check
 // enforces (RuleRef). The session loop writes through a Writer:
 //
-//	w, err := evidence.Create(root, manifest, evidence.Options{Secrets: secrets})
+//	key, err := evidence.NewApprovalKey()
+//	w, err := evidence.Create(root, manifest, evidence.Options{Secrets: secrets, ApprovalKey: key})
 //	w.Plan(plan)
 //	w.Observation(step, obs)
 //	w.Decision(record)         // every evaluated action, allowed or not

@@ -162,6 +162,36 @@ func effectDecision(id string, a contract.Action, result contract.DecisionResult
 	return d
 }
 
+// testApprovalKey is a fixed approval key (bytes 0xa0, 0xa1, ...): the
+// fixture's bundle commits to it and reveals it (FORMAT.md, section 8,
+// rule 16).
+func testApprovalKey() []byte {
+	key := make([]byte, ApprovalKeySize)
+	for i := range key {
+		key[i] = byte(0xa0 + i)
+	}
+	return key
+}
+
+// withChannel gives the approval of d the channel it was given on and its
+// MAC under key, as the session does; with no key it leaves d as it is (a
+// bundle without an approval key).
+func withChannel(t testing.TB, d contract.DecisionRecord, ch contract.ApprovalChannel, key []byte) contract.DecisionRecord {
+	t.Helper()
+	if key == nil || d.Approval == nil {
+		return d
+	}
+	a := *d.Approval
+	a.Channel = ch
+	mac, err := ApprovalMAC(key, d.DecisionID, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.MAC = mac
+	d.Approval = &a
+	return d
+}
+
 func result(a contract.Action, ok bool) contract.ToolResult {
 	r := contract.ToolResult{
 		ActionID: a.ID, Action: a.PolicyName(), RiskTag: contract.RiskLow, SessionID: testSession, OK: ok,
@@ -238,7 +268,7 @@ func writeSession(t testing.TB, w *Writer, f fixture) {
 	must(w.Decision(decision("click-paused", click, contract.ResultPaused)))
 	must(w.Event(contract.StreamEvent{Type: contract.EventApprovalRequired, ActionID: "a3", ActionType: contract.ActClick, Summary: "buy needs approval", Timestamp: ts}))
 	must(w.Event(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: "a3", Decision: contract.ApprovalApprove, Timestamp: ts}))
-	must(w.Decision(decision("click-approved", click, contract.ResultApproved)))
+	must(w.Decision(withChannel(t, decision("click-approved", click, contract.ResultApproved), contract.ApprovalChannelLive, w.opts.ApprovalKey)))
 	must(w.Action(click, result(click, false)))
 	must(w.Event(actionEvent(click, "the element did not appear", ts)))
 	bad := contract.Action{ID: "a4", Type: contract.ActNavigate, Reason: "leave", PolicyTags: []string{}, URL: "https://evil.example/"}
@@ -266,7 +296,7 @@ func writeSession(t testing.TB, w *Writer, f fixture) {
 // directory.
 func buildBundle(t testing.TB, root string, f fixture) string {
 	t.Helper()
-	w, err := Create(root, testManifest(), Options{Clock: fixedClock(), Secrets: f.secrets})
+	w, err := Create(root, testManifest(), Options{Clock: fixedClock(), Secrets: f.secrets, ApprovalKey: testApprovalKey()})
 	if err != nil {
 		t.Fatal(err)
 	}

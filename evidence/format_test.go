@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -58,7 +59,7 @@ func TestFormatDocument(t *testing.T) {
 	want := []string{
 		string(record), d.String(), ch.String(), string(ledger[1]), eh.String(), LeafHash(eh).String(),
 		hex.EncodeToString(img[:]), hex.EncodeToString(snap[:]), hashes[len(hashes)-1].String(), root.String(),
-		strconv.Itoa(len(manifest)) + " bytes", pae[:strings.Index(pae, "{")+len(`{"counts":{`)], KeyID(testPub()),
+		strconv.Itoa(len(manifest)) + " bytes", pae[:strings.Index(pae, "{")+len(`{"approvalKey":"`)], KeyID(testPub()),
 		strconv.Itoa(len(hashes)) + " entries",
 		string(bytes.SplitN(read(FileModelCalls), []byte("\n"), 2)[0]),
 	}
@@ -83,6 +84,9 @@ func TestFormatDocument(t *testing.T) {
 		t.Errorf("actions.jsonl line 3 does not hold the decided action %s", ran)
 	}
 	want = append(want, string(hashed), "printf '%s' '"+string(hashed)+"' | sha256sum", dec.ActionHash+"  -", "\n    "+string(ran)+"\n")
+	// Rule 16's worked example: the commitment, the revealed key, and the
+	// MAC of the approval on decision line 4.
+	want = append(want, approvalExample(t, read)...)
 	for _, w := range want {
 		if !bytes.Contains(doc, []byte(w)) {
 			t.Errorf("FORMAT.md does not quote %q", w)
@@ -90,5 +94,52 @@ func TestFormatDocument(t *testing.T) {
 	}
 	if len(ContentPrefix) != 26 || ContentPrefix[18] != 'c' || EntryPrefix[18] != 'e' || ContentPrefix[:18] != EntryPrefix[:18] {
 		t.Error("FORMAT.md's description of the prefixes is out of date")
+	}
+}
+
+// approvalExample returns what rule 16's worked example quotes, recomputed
+// from the example bundle: the commitment and the key, the message of the
+// MAC of decision line 4's approval, and the MAC.
+func approvalExample(t *testing.T, read func(string) []byte) []string {
+	t.Helper()
+	var start, end contract.Manifest
+	if err := jsonUnmarshal(read(FileManifestStart), &start); err != nil {
+		t.Fatal(err)
+	}
+	if err := jsonUnmarshal(read(FileManifestEnd), &end); err != nil {
+		t.Fatal(err)
+	}
+	key, err := hex.DecodeString(end.ApprovalKey)
+	if err != nil || ApprovalKeyHash(key) != start.ApprovalKeyHash {
+		t.Fatalf("approvalKey %q does not hash to approvalKeyHash %s", end.ApprovalKey, start.ApprovalKeyHash)
+	}
+	line := bytes.Split(read(FileDecisions), []byte("\n"))[3]
+	var dec contract.DecisionRecord
+	if err := jsonUnmarshal(line, &dec); err != nil {
+		t.Fatal(err)
+	}
+	if dec.Approval == nil || dec.Approval.Channel == "" {
+		t.Fatalf("decision line 4 carries no approval with a channel: %s", line)
+	}
+	bare := *dec.Approval
+	bare.MAC = ""
+	msg, err := canonjson.Marshal(struct {
+		Approval   contract.ApprovalRef `json:"approval"`
+		DecisionID string               `json:"decisionId"`
+	}{bare, dec.DecisionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(ApprovalMACPrefix))
+	h.Write(msg)
+	if mac := hex.EncodeToString(h.Sum(nil)); mac != dec.Approval.MAC {
+		t.Errorf("decision line 4: mac %s, want the HMAC of %s: %s", dec.Approval.MAC, msg, mac)
+	}
+	return []string{
+		"\n    " + start.ApprovalKeyHash + "\n", "\n    " + end.ApprovalKey + "\n", start.ApprovalKeyHash + "  -",
+		"\n    " + string(msg) + "\n",
+		"printf '" + ApprovalMACPrefix + "%s' '" + string(msg) + "' | openssl dgst -sha256 -mac HMAC -macopt hexkey:" + end.ApprovalKey,
+		"SHA2-256(stdin)= " + dec.Approval.MAC, "\n    " + dec.Approval.MAC + "\n",
 	}
 }

@@ -49,6 +49,9 @@ type Report struct {
 	// Effects counts the decision records about effects of actions (also
 	// in Counts.Decisions); see FORMAT.md, "Effects".
 	Effects EffectCounts `json:"effects"`
+	// Approvals counts the approvals the decisions carry (FORMAT.md,
+	// section 8, rule 16).
+	Approvals ApprovalCounts `json:"approvals"`
 	// HeadHash and MerkleRoot are the seal's (recomputed), or those of the
 	// intact entries of an unsealed bundle.
 	HeadHash   string `json:"headHash,omitempty"`
@@ -82,6 +85,30 @@ func (v *verifier) unchecked() []string {
 	}
 	return []string{fmt.Sprintf("decided = executed not checked: format %s does not require a decision to record the action it judged (%s does), so an executed action rewritten with its decision's action removed would verify; %d of %d executed actions had no decided action to compare with",
 		v.format, contract.ManifestFormatVersion, v.uncompared, v.counts.Actions)}
+}
+
+// ApprovalCounts counts the approvals the decisions of a bundle carry.
+type ApprovalCounts struct {
+	// Channels counts them by the channel they name.
+	Channels map[contract.ApprovalChannel]int `json:"channels,omitempty"`
+	// Unnamed counts those that name no channel (a bundle without an
+	// approval key).
+	Unnamed int `json:"unnamed,omitempty"`
+	// MACs counts the MACs checked under the revealed approval key: all
+	// of them in a sealed bundle with a key, none in an unsealed one
+	// (whose key was never revealed).
+	MACs int `json:"macs"`
+}
+
+func (c *ApprovalCounts) add(channel string) {
+	if channel == "" {
+		c.Unnamed++
+		return
+	}
+	if c.Channels == nil {
+		c.Channels = map[contract.ApprovalChannel]int{}
+	}
+	c.Channels[contract.ApprovalChannel(channel)]++
 }
 
 // EffectCounts counts the decision records about effects of actions.

@@ -62,6 +62,8 @@ type verifier struct {
 	owed      *pendingAction              // the action line waiting for its event
 	artDigest map[string]Hash             // artifacts/{id}.json -> D of its record
 	embedded  map[string]embeddedArtifact // artifacts/{id}.json -> a copy embedded before the file
+	keyHash   string                      // the manifest's approvalKeyHash, "" when none
+	approvals []*approvalMark             // the approvals whose MACs the revealed key checks
 }
 
 func newVerifier(ctx context.Context, fsys fs.FS, opts VerifyOptions) *verifier {

@@ -36,6 +36,7 @@ func (v *verifier) record(p *prepared) error {
 			return bad("time", err)
 		}
 		v.sid = r.at("sessionId").str()
+		v.keyHash = r.at("approvalKeyHash").str()
 		v.report.SessionID = v.sid
 		v.format = r.at("formatVersion").str()
 		v.strict = requiresAction(v.format)
@@ -57,6 +58,17 @@ func (v *verifier) record(p *prepared) error {
 		}
 		if err := d.check(v.sid, v.consumed, v.ran); err != nil {
 			return bad("decision", err)
+		}
+		mark, err := checkApproval(r, v.keyHash != "")
+		if err != nil {
+			return bad("approval", err)
+		}
+		if mark != nil {
+			mark.line, mark.entry = e.Line, e.Index
+			v.approvals = append(v.approvals, mark)
+		}
+		if a := r.at("approval"); a.present() {
+			v.report.Approvals.add(a.at("channel").str())
 		}
 		d.apply(v.allow, v.consumed)
 		v.counts.Decisions++
@@ -151,6 +163,13 @@ func (v *verifier) record(p *prepared) error {
 		if err := v.checkEndManifest(tree); err != nil {
 			return bad("manifest", err)
 		}
+		key, err := checkApprovalKey(r, v.keyHash)
+		if err != nil {
+			return bad("manifest", err)
+		}
+		if err := v.checkApprovalMACs(key); err != nil {
+			return err
+		}
 		v.endTree = tree
 	}
 	return nil
@@ -235,7 +254,7 @@ func (v *verifier) checkEndManifest(tree any) error {
 	sort.Strings(names)
 	for _, k := range names {
 		switch k {
-		case "status", "endedAt", "counts", "signer":
+		case "status", "endedAt", "counts", "signer", "approvalKey":
 			continue
 		}
 		if !schemas.Equal(end[k], start[k]) {
@@ -248,6 +267,19 @@ func (v *verifier) checkEndManifest(tree any) error {
 	}
 	if counts != v.counts {
 		return fmt.Errorf("counts %+v, but the bundle holds %+v", counts, v.counts)
+	}
+	return nil
+}
+
+// checkApprovalMACs checks, at the manifest-end record, every approval's
+// MAC under the approval key it reveals (rule 16); a MAC that does not
+// check is reported at its decision.
+func (v *verifier) checkApprovalMACs(key []byte) error {
+	for _, m := range v.approvals {
+		if err := m.check(key); err != nil {
+			return fault(FileDecisions, m.line, m.entry, "approval", err)
+		}
+		v.report.Approvals.MACs++
 	}
 	return nil
 }

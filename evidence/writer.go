@@ -69,6 +69,15 @@ type Options struct {
 	Checkpoint        Checkpointer
 	CheckpointEvery   int
 	CheckpointTimeout time.Duration
+	// ApprovalKey, when set, is the session's approval key
+	// (ApprovalKeySize bytes, NewApprovalKey): Create records its
+	// commitment (ApprovalKeyHash) in the manifest as approvalKeyHash,
+	// Decision requires every approval to name its channel and carry a MAC
+	// that checks under it (ApprovalMAC), and Seal reveals it in the
+	// manifest as the session ended (FORMAT.md, section 8, rule 16). The
+	// writer keeps it in memory only until then. nil: no approval may name
+	// a channel or carry a MAC.
+	ApprovalKey []byte
 }
 
 // ImageMeta is what the caller knows about an image besides its bytes.
@@ -211,6 +220,21 @@ func Create(root string, m contract.Manifest, opts Options) (*Writer, error) {
 		return nil, errors.New("evidence: create: counts must start at zero")
 	case m.Goal != m.Task.Goal:
 		return nil, errors.New("evidence: create: goal differs from task.goal")
+	case m.ApprovalKey != "":
+		return nil, errors.New("evidence: create: the approval key is revealed at the seal, never at the start")
+	}
+	if opts.ApprovalKey != nil {
+		if len(opts.ApprovalKey) != ApprovalKeySize {
+			return nil, fmt.Errorf("evidence: create: an approval key is %d bytes, not %d", ApprovalKeySize, len(opts.ApprovalKey))
+		}
+		opts.ApprovalKey = append([]byte(nil), opts.ApprovalKey...)
+		h := ApprovalKeyHash(opts.ApprovalKey)
+		if m.ApprovalKeyHash != "" && m.ApprovalKeyHash != h {
+			return nil, errors.New("evidence: create: approvalKeyHash is not the commitment to the approval key")
+		}
+		m.ApprovalKeyHash = h
+	} else if m.ApprovalKeyHash != "" {
+		return nil, errors.New("evidence: create: approvalKeyHash without the approval key (Options.ApprovalKey)")
 	}
 	canon, r, _, err := prepareRecord(string(schemas.KindManifest), m, mask)
 	if err != nil {

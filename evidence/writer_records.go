@@ -37,7 +37,10 @@ func (w *Writer) Plan(p contract.Plan) error {
 }
 
 // Decision records a policy decision record as a line of decisions.jsonl.
-// Its sessionId, when present, must be the bundle's.
+// Its sessionId, when present, must be the bundle's. An approval it
+// carries names its channel and carries a MAC that checks under
+// Options.ApprovalKey when the writer has one, and neither when it has
+// none (FORMAT.md, section 8, rule 16).
 func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -61,6 +64,13 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
 	if err := d.check(w.sid, w.apprv, w.ran); err != nil {
+		return fmt.Errorf("evidence: decision: %w", err)
+	}
+	mark, err := checkApproval(r, w.opts.ApprovalKey != nil)
+	if err == nil && mark != nil {
+		err = mark.check(w.opts.ApprovalKey)
+	}
+	if err != nil {
 		return fmt.Errorf("evidence: decision: %w", err)
 	}
 	if err := w.appendLine(contract.LedgerDecision, FileDecisions, canon); err != nil {

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,8 +17,8 @@ import (
 // unsealed.
 
 // Seal ends the session: it records the manifest as the session ended
-// (status, endTime, counts, and the signer's key id) as the last ledger
-// entry, provenance/manifest-end.json; fsyncs the bundle; signs the sealed
+// (status, endTime, counts, the signer's key id, and the approval key,
+// revealed: Options.ApprovalKey) as the last ledger entry, provenance/manifest-end.json; fsyncs the bundle; signs the sealed
 // manifest with signer when it is not nil (provenance/seal.dsse.json); and
 // replaces manifest.json by the sealed manifest, which it returns. With
 // Options.Checkpoint, it first records the checkpoints not taken (an error
@@ -56,6 +57,10 @@ func (w *Writer) Seal(ctx context.Context, status contract.SessionStatus, endTim
 	end.Counts = w.counts
 	if signer != nil {
 		end.Signer = signer.KeyID()
+	}
+	if w.opts.ApprovalKey != nil {
+		// Revealed now, so that every approval's MAC can be checked.
+		end.ApprovalKey = hex.EncodeToString(w.opts.ApprovalKey)
 	}
 	canon, _, _, err := w.prepare(string(schemas.KindManifest), end)
 	if err != nil {

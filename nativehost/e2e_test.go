@@ -270,7 +270,11 @@ func TestPopupEndToEnd(t *testing.T) {
 		if status != contract.SessionCompleted {
 			t.Fatalf("status %s: %s", status, r.text("#summary"))
 		}
-		verify(t, dir, contract.SessionCompleted)
+		// The approval names the popup, and its MAC checked under the key
+		// the seal revealed (evidence/FORMAT.md, section 8, rule 16).
+		if rep := verify(t, dir, contract.SessionCompleted); rep.Approvals.Channels[contract.ApprovalChannelPopup] != 1 || rep.Approvals.MACs != 1 {
+			t.Errorf("approvals %+v, want one from the popup, its MAC checked", rep.Approvals)
+		}
 		if got := shop.count("POST /form") - posts; got != 1 {
 			t.Errorf("%d orders placed, want 1", got)
 		}

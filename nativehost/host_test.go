@@ -321,7 +321,8 @@ func TestApprovalApproved(t *testing.T) {
 	for _, d := range decisions(t, files["decisions.jsonl"]) {
 		if d.Result == contract.ResultApproved {
 			approved++
-			if d.Approval == nil || d.Approval.ActionHash != req.ActionHash || !strings.HasPrefix(d.Approval.Approver, "popup chrome-extension://") {
+			if d.Approval == nil || d.Approval.ActionHash != req.ActionHash || !strings.HasPrefix(d.Approval.Approver, "popup chrome-extension://") ||
+				d.Approval.Channel != contract.ApprovalChannelPopup || len(d.Approval.MAC) != 64 {
 				t.Errorf("approval = %+v", d.Approval)
 			}
 		}

@@ -87,4 +87,7 @@ func TestLiveChannelInHostMode(t *testing.T) {
 	if !strings.Contains(string(decisions), `\"ci-bot\"`) {
 		t.Errorf("the approval does not name the live client ci-bot:\n%s", decisions)
 	}
+	if !strings.Contains(string(decisions), `"channel":"live"`) {
+		t.Errorf("the approval does not name the live console as its channel:\n%s", decisions)
+	}
 }

@@ -84,7 +84,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 		Policy: cfg.Policy,
 		Now:    r.now(),
 	}
-	d, end := r.decide(req)
+	d, end := r.decide(req, nil)
 	if end != nil {
 		return outcome{}, end
 	}
@@ -310,11 +310,18 @@ func activeURL(cur string, target *contract.Element) string {
 	return o.Origin + "/"
 }
 
-// decide asks the gate and records the decision.
-func (r *run) decide(req gate.Request) (gate.Decision, *ending) {
+// decide asks the gate and records the decision; from is the answer the
+// approval req presents was granted from (nil when it presents none).
+func (r *run) decide(req gate.Request, from *ApprovalAnswer) (gate.Decision, *ending) {
 	t0 := time.Now()
 	d := r.cfg.Gate.Decide(r.ctx, req)
 	r.t.Gate += time.Since(t0)
+	if from != nil {
+		if err := r.stampApproval(&d.DecisionRecord, req.ApprovalID, *from); err != nil {
+			end := r.fail("evidence", "cannot record the approval", err)
+			return d, &end
+		}
+	}
 	if e := r.record(func() error { return r.w.Decision(d.DecisionRecord) }); e != nil {
 		end := r.fail("evidence", "cannot record the decision", e)
 		return d, &end

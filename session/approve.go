@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/evidence"
 )
 
 // Approver decides whether an action the gate paused may run (seed 002).
@@ -82,7 +83,9 @@ type ApprovalAnswer struct {
 	// reads, who answered and where: "a person at the terminal", "a person
 	// in the popup", "a person in the live console", or a rule such as
 	// "the --approve=deny rule (no person was asked)". "" when the
-	// approver does not say; messages then name Approver.
+	// approver does not say; messages then name Approver. The evidence
+	// records the channel of an approval by name (see via): terminal,
+	// popup, live, rule or program.
 	Channel string
 }
 
@@ -101,6 +104,26 @@ func (ans ApprovalAnswer) person() bool {
 		return true
 	}
 	return false
+}
+
+// via names the channel ans came on, as the evidence records it (the
+// approval's channel): the terminal, the popup or the live console when
+// Channel says so; the rule when the approver is named "policy:" and a
+// mode (PolicyApprover); else the program that supplied the approver (an
+// API caller, a test).
+func (ans ApprovalAnswer) via() contract.ApprovalChannel {
+	switch ans.Channel {
+	case ChannelTerminal:
+		return contract.ApprovalChannelTerminal
+	case ChannelPopup:
+		return contract.ApprovalChannelPopup
+	case ChannelLive:
+		return contract.ApprovalChannelLive
+	}
+	if strings.HasPrefix(ans.Approver, evidence.RulePrefix) {
+		return contract.ApprovalChannelRule
+	}
+	return contract.ApprovalChannelProgram
 }
 
 // who says who gave ans, for messages: its Channel, or "the approver"
@@ -202,7 +225,7 @@ type PolicyApprover struct {
 // Approve approves a low- or medium-risk request in ApproveLowAndMedium
 // mode and refuses everything else.
 func (p PolicyApprover) Approve(ctx context.Context, req ApprovalRequest) (ApprovalAnswer, error) {
-	name := "policy:" + string(p.Mode)
+	name := evidence.RulePrefix + string(p.Mode)
 	channel := "the --approve=" + string(p.Mode) + " rule (no person was asked)"
 	if p.Mode == ApproveLowAndMedium && (req.Risk == contract.RiskLow || req.Risk == contract.RiskMedium) {
 		return ApprovalAnswer{Approved: true, Approver: name, Channel: channel}, nil

@@ -297,12 +297,21 @@ func (e *effects) approve(ctx context.Context, req gate.Request, paused gate.Dec
 		}
 	}
 	if ans.Approved {
-		id, rl, m := r.grantFor(paused.ActionHash, ans)
+		id, rl, m := r.grantFor(paused, ans)
 		if rl != "" {
 			rule, msg = rl, m
 		} else {
 			req.ApprovalID, req.Now = id, e.now()
 			d := e.decide(ctx, req)
+			if err := r.stampApproval(&d.DecisionRecord, id, ans); err != nil {
+				// The key is the session's own: this cannot happen; the
+				// effect is refused all the same.
+				rule, msg = RuleApprovalUnavailable, "the approval could not be recorded: "+err.Error()
+				d = deniedCopy(paused, rule, msg, e.now())
+				note.recs = append(note.recs, d.DecisionRecord)
+				e.queue(contract.StreamEvent{Type: contract.EventApprovalResolved, ActionID: bound(a.ID, 128), Decision: contract.ApprovalDeny})
+				return d
+			}
 			note.recs = append(note.recs, d.DecisionRecord)
 			decision := contract.ApprovalDeny
 			if d.Allow {

@@ -282,7 +282,7 @@ func TestEffectApproval(t *testing.T) {
 			}
 			final := effs[1]
 			if approveEffect {
-				if final.Result != contract.ResultApproved || final.Approval == nil || final.Approval.ActionHash != req.ActionHash || final.Approval.Approver != "alice" {
+				if final.Result != contract.ResultApproved || final.Approval == nil || final.Approval.ActionHash != req.ActionHash || final.Approval.Approver != "alice" || final.Approval.Channel != contract.ApprovalChannelProgram {
 					t.Errorf("final %+v", final)
 				}
 				if p := site.reachedPaths(); fmt.Sprint(p) != "[POST http://shop.test/pay]" {

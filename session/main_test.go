@@ -274,6 +274,15 @@ func verify(t testing.TB, res session.Result) map[string][]byte {
 	if rep.Status != res.Status || rep.HeadHash != res.Evidence.HeadHash {
 		t.Errorf("verified status %s head %s, want %s %s", rep.Status, rep.HeadHash, res.Status, res.Evidence.HeadHash)
 	}
+	// Every approval names its channel, and its MAC checked under the key
+	// the seal revealed (evidence/FORMAT.md, section 8, rule 16).
+	named := 0
+	for _, n := range rep.Approvals.Channels {
+		named += n
+	}
+	if rep.Approvals.Unnamed != 0 || rep.Approvals.MACs != named {
+		t.Errorf("approvals %+v: want every one with its channel and its MAC checked", rep.Approvals)
+	}
 	files := map[string][]byte{}
 	err = filepath.WalkDir(res.Evidence.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

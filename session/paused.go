@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/gate"
 	"github.com/aegis-run/aegis/navigator"
 )
@@ -72,13 +73,13 @@ func (r *run) approve(req gate.Request, paused gate.Decision, target *contract.E
 		}
 	}
 	if ans.Approved {
-		id, rl, m := r.grantFor(paused.ActionHash, ans)
+		id, rl, m := r.grantFor(paused, ans)
 		if rl != "" {
 			rule, msg = rl, m
 		} else {
 			req.ApprovalID = id
 			req.Now = r.now()
-			d, end := r.decide(req)
+			d, end := r.decide(req, &ans)
 			if end != nil {
 				return d, end
 			}
@@ -121,18 +122,48 @@ func (r *run) refusal(ans ApprovalAnswer, err error, timedOut bool, what string)
 	return "", ""
 }
 
-// grantFor grants the approval an approver gave for a decision's action
-// hash and returns its id; rule and msg say why when it cannot be granted.
-func (r *run) grantFor(hash string, ans ApprovalAnswer) (id, rule, msg string) {
+// grantFor grants the approval an approver gave for a paused decision's
+// action hash and returns its id; rule and msg say why when it cannot be
+// granted. A rule (no person) cannot approve a high-risk action. The
+// approver's name is recorded with the secret values in it masked, as
+// the evidence writer would mask them, so that the approval's MAC covers
+// the approval as recorded.
+func (r *run) grantFor(paused gate.Decision, ans ApprovalAnswer) (id, rule, msg string) {
+	if ans.via() == contract.ApprovalChannelRule && paused.Risk == contract.RiskHigh {
+		return "", RuleApprovalUnavailable, "the approval of " + ans.who() + " was not granted: no rule approves a high-risk action, only a person"
+	}
 	approver := ans.Approver
 	if approver == "" {
 		approver = "unnamed approver"
 	}
-	grant, err := r.cfg.Approvals.Grant(hash, Sanitize(approver, 256), r.now(), ApprovalTTL)
+	if r.cfg.Secrets.Len() > 0 {
+		approver = r.cfg.Secrets.Redact(approver)
+	}
+	grant, err := r.cfg.Approvals.Grant(paused.ActionHash, Sanitize(approver, 256), r.now(), ApprovalTTL)
 	if err != nil {
 		return "", RuleApprovalUnavailable, "the approval could not be granted: " + err.Error()
 	}
 	return grant.ID, "", ""
+}
+
+// stampApproval gives the approval decision d carries, when it is the one
+// granted as id from ans, the channel ans came on and its MAC under the
+// session's approval key (evidence.ApprovalMAC): what the bundle's
+// verifier checks once the seal reveals the key (evidence/FORMAT.md,
+// section 8, rule 16).
+func (r *run) stampApproval(d *contract.DecisionRecord, id string, ans ApprovalAnswer) error {
+	if d.Approval == nil || d.Approval.ID != id {
+		return nil
+	}
+	a := *d.Approval
+	a.Channel = ans.via()
+	mac, err := evidence.ApprovalMAC(r.approvalKey, d.DecisionID, a)
+	if err != nil {
+		return err
+	}
+	a.MAC = mac
+	d.Approval = &a
+	return nil
 }
 
 // sessionDenial records a denial the session adds to a gate decision (an

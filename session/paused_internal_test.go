@@ -1,9 +1,13 @@
 package session
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/gate"
 )
 
 // TestIntentKey: what the model or the page may vary at will (the
@@ -37,5 +41,40 @@ func TestIntentKey(t *testing.T) {
 	}
 	if intentKey(click("button#pay"), nil, "http://shop.test/bill", nil) == intentKey(click("#pay"), nil, "http://shop.test/bill", nil) {
 		t.Error("without a resolved element, two selectors made one key")
+	}
+}
+
+// TestApprovalChannel: the channel an answer is recorded under, and what
+// a rule may not approve.
+func TestApprovalChannel(t *testing.T) {
+	for _, tt := range []struct {
+		ans  ApprovalAnswer
+		want contract.ApprovalChannel
+	}{
+		{ApprovalAnswer{Approver: "terminal:alice", Channel: ChannelTerminal}, contract.ApprovalChannelTerminal},
+		{ApprovalAnswer{Approver: "popup chrome-extension://abc", Channel: ChannelPopup}, contract.ApprovalChannelPopup},
+		{ApprovalAnswer{Approver: "alice", Channel: ChannelLive}, contract.ApprovalChannelLive},
+		{ApprovalAnswer{Approver: "policy:low-and-medium-only", Channel: "the --approve=low-and-medium-only rule (no person was asked)"}, contract.ApprovalChannelRule},
+		{ApprovalAnswer{Approver: "tester"}, contract.ApprovalChannelProgram},
+		{ApprovalAnswer{Approver: "bob", Channel: "a person somewhere"}, contract.ApprovalChannelProgram},
+	} {
+		if got := tt.ans.via(); got != tt.want {
+			t.Errorf("%+v: channel %q, want %q", tt.ans, got, tt.want)
+		}
+	}
+	ans, _ := PolicyApprover{Mode: ApproveLowAndMedium}.Approve(context.Background(), ApprovalRequest{Risk: contract.RiskMedium})
+	if got := ans.via(); !ans.Approved || got != contract.ApprovalChannelRule {
+		t.Errorf("the low-and-medium-only rule's yes: approved %v, channel %q; want a yes on the rule channel", ans.Approved, got)
+	}
+	// A rule's yes to a high-risk action is not granted, whoever claims to
+	// be one.
+	r := &run{cfg: &Config{Approvals: gate.NewApprovals(), Clock: time.Now}}
+	paused := gate.Decision{DecisionRecord: contract.DecisionRecord{ActionHash: strings.Repeat("a", 64), Risk: contract.RiskHigh}}
+	id, rule, msg := r.grantFor(paused, ApprovalAnswer{Approved: true, Approver: "policy:mine"})
+	if id != "" || rule != RuleApprovalUnavailable || !strings.Contains(msg, "no rule approves a high-risk action") {
+		t.Errorf("grantFor a rule's yes at high risk: id %q, rule %q, msg %q", id, rule, msg)
+	}
+	if id, rule, _ := r.grantFor(paused, ApprovalAnswer{Approved: true, Approver: "alice", Channel: ChannelLive}); id == "" || rule != "" {
+		t.Errorf("grantFor a person's yes at high risk: id %q, rule %q", id, rule)
 	}
 }

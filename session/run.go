@@ -75,6 +75,12 @@ type run struct {
 	// it, not failed (refusedEnding).
 	refused     map[string]*refusal
 	lastRefusal *refusal
+
+	// approvalKey is the session's approval key (evidence.NewApprovalKey),
+	// in this process's memory only: the bundle commits to it as the
+	// session starts and reveals it at the seal, and every approval the
+	// session grants carries a MAC under it (stampApproval).
+	approvalKey []byte
 }
 
 func newRun(s *Session) *run {
@@ -215,8 +221,13 @@ func (r *run) execute() ending {
 		StartedAt: stamp(r.start),
 		Versions:  contract.Versions{Aegis: cfg.Version, Policy: cfg.Gate.PolicyVersion(), Model: model},
 	}
+	key, err := evidence.NewApprovalKey()
+	if err != nil {
+		return r.fail("evidence", "cannot draw the approval key", err)
+	}
+	r.approvalKey = key
 	t0 := time.Now()
-	w, err := cfg.Evidence(m, evidence.Options{Secrets: cfg.Secrets.Values(), Clock: cfg.Clock, OnEvent: r.publish})
+	w, err := cfg.Evidence(m, evidence.Options{Secrets: cfg.Secrets.Values(), Clock: cfg.Clock, OnEvent: r.publish, ApprovalKey: key})
 	r.t.Evidence += time.Since(t0)
 	var re *rootError
 	switch {

@@ -22,7 +22,10 @@
 //     element through the driver (driver.Describe); ask the gate, with that
 //     element; when the gate pauses the action, ask the approver and, on a
 //     yes, grant an approval bound to the action's hash and ask the gate
-//     again; run the allowed action (secret placeholders resolved only in
+//     again (the decision records the approval with the channel it came
+//     on and a MAC under the session's approval key, a key drawn at the
+//     start that the bundle commits to and reveals at the seal:
+//     evidence/FORMAT.md, section 8, rule 16); run the allowed action (secret placeholders resolved only in
 //     the copy handed to driver.Act); record everything. The batch runs
 //     on while each next target is still the element the Navigator saw in
 //     the observation the batch was planned on, as it was seen there

@@ -116,6 +116,10 @@ func TestStepsAgentCompletes(t *testing.T) {
 			approved++
 			if d.Approval == nil || d.Approval.Approver != "tester" || d.Approval.ActionHash != d.ActionHash {
 				t.Errorf("approved decision without its approval: %+v", d)
+			} else if d.Approval.Channel != contract.ApprovalChannelProgram || len(d.Approval.MAC) != 64 {
+				// The approver is the test's own (an ApproverFunc that
+				// names no channel): the program's.
+				t.Errorf("approval channel %q, MAC %q; want program and a MAC", d.Approval.Channel, d.Approval.MAC)
 			}
 		}
 	}
