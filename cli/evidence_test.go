@@ -234,8 +234,14 @@ func TestProveCommand(t *testing.T) {
 	var pj map[string]any
 	json.Unmarshal(p, &pj)
 	path := pj["path"].([]any)
+	// Another hex digit, so that the proof still parses and fails on
+	// its root (a flipped bit could make it no hex digit at all).
 	h := []byte(path[0].(string))
-	h[0] ^= 1
+	if h[0] == '0' {
+		h[0] = '1'
+	} else {
+		h[0] = '0'
+	}
 	path[0] = string(h)
 	bad, _ := json.Marshal(pj)
 	badFile := filepath.Join(tmp, "bad.json")

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -360,5 +361,38 @@ func TestDescribedElementSensitiveSelector(t *testing.T) {
 		if err == nil && got.SensitiveSelector != tt.reported {
 			t.Errorf("reported %q: got %q", tt.reported, got.SensitiveSelector)
 		}
+	}
+}
+
+// TestRunCtxOwnedReleases: what a call makes after its caller gave up is
+// released; what the caller took is not.
+func TestRunCtxOwnedReleases(t *testing.T) {
+	released := make(chan int, 1)
+	release := func(v int) { released <- v }
+
+	v, err := runCtxOwned(context.Background(), func() (int, error) { return 7, nil }, release)
+	if got, want := fmt.Sprint(v, err), "7 <nil>"; got != want {
+		t.Fatalf("taken: got %s, want %s", got, want)
+	}
+	select {
+	case v := <-released:
+		t.Fatalf("released %d that the caller took", v)
+	default: // release runs only on the ctx.Done branch, which was not taken
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	started, proceed := make(chan struct{}), make(chan struct{})
+	go func() { <-started; cancel() }()
+	_, err = runCtxOwned(ctx, func() (int, error) {
+		close(started)
+		<-proceed // made only after the caller gave up
+		return 8, nil
+	}, release)
+	if err == nil {
+		t.Fatal("the caller did not give up on a cancelled context")
+	}
+	close(proceed)
+	if got, want := <-released, 8; got != want {
+		t.Errorf("released %d, want %d", got, want)
 	}
 }

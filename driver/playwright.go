@@ -143,7 +143,8 @@ func (d *pwDriver) start(ctx context.Context) error {
 		d.proxy = px
 		opts.Proxy = &playwright.Proxy{Server: px.URL()}
 	}
-	bctx, err := runCtx(ctx, func() (playwright.BrowserContext, error) { return d.browser.browser.NewContext(opts) })
+	bctx, err := runCtxOwned(ctx, func() (playwright.BrowserContext, error) { return d.browser.browser.NewContext(opts) },
+		func(c playwright.BrowserContext) { c.Close() })
 	if err != nil {
 		return fmt.Errorf("driver: new browser context: %w", err)
 	}
@@ -163,7 +164,7 @@ func (d *pwDriver) start(ctx context.Context) error {
 		}
 	}
 	bctx.OnPage(d.adopt)
-	p, err := runCtx(ctx, func() (playwright.Page, error) { return bctx.NewPage() })
+	p, err := runCtxOwned(ctx, func() (playwright.Page, error) { return bctx.NewPage() }, func(p playwright.Page) { p.Close() })
 	if err != nil {
 		return fmt.Errorf("driver: new page: %w", err)
 	}
@@ -342,6 +343,16 @@ type result[T any] struct {
 // runCtx runs f and returns its result, or gives up when ctx is done (f
 // goes on in the background; playwright-go calls cannot be cancelled).
 func runCtx[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	return runCtxOwned(ctx, f, nil)
+}
+
+// runCtxOwned is runCtx for a call that makes something its caller must
+// release (a browser context): when ctx ends first, what f makes once it
+// returns is released with release, so that nothing made after the caller
+// gave up is left open. Releasing it from the goroutine that received it
+// also orders playwright-go's own bookkeeping of the new object before its
+// close event (which the library reads on its dispatch goroutine).
+func runCtxOwned[T any](ctx context.Context, f func() (T, error), release func(T)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, ctxErr(ctx)
@@ -355,6 +366,13 @@ func runCtx[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
+		if release != nil {
+			go func() {
+				if r := <-ch; r.err == nil {
+					release(r.v)
+				}
+			}()
+		}
 		return zero, ctxErr(ctx)
 	}
 }
