@@ -95,6 +95,12 @@ func approvalVectors() []crossVector {
 		{name: "a person's approval claimed by the rule channel", change: func(f *forgery) {
 			editApproval(f, approvedLine, func(a map[string]any) { a["channel"] = "rule" })
 		}, file: FileDecisions, line: approvedLine, entry: approvedEntry, check: "approval", says: `names approver "alice": a rule is named "policy:"`},
+		{name: "a person's approval named like a rule's", change: func(f *forgery) {
+			// Still the live console's, its MAC under the session's key:
+			// only the name poses as the rule.
+			editApproval(f, approvedLine, func(a map[string]any) { a["approver"] = "policy:low-and-medium-only" })
+			macUnder(f, approvedLine, testApprovalKey())
+		}, file: FileDecisions, line: approvedLine, entry: approvedEntry, check: "approval", says: `on the live channel names approver "policy:low-and-medium-only": only a rule is named "policy:"`},
 		{name: "a rule's approval of a high-risk action", change: func(f *forgery) {
 			setMember(f, FileDecisions, approvedLine, "risk", "high")
 			editApproval(f, approvedLine, func(a map[string]any) { a["channel"], a["approver"] = "rule", "policy:low-and-medium-only" })
@@ -222,6 +228,11 @@ func TestWriterApprovals(t *testing.T) {
 		{"an approval with a channel, in a bundle without a key", nil, approved(contract.ApprovalChannelPopup, testApprovalKey()), "commits to no approval key"},
 		{"an approval without a channel, in a bundle without a key", nil, decision("click-approved", click, contract.ResultApproved), ""},
 		{"a person's approval on the rule channel", testApprovalKey(), approved(contract.ApprovalChannelRule, testApprovalKey()), "is not a person"},
+		{"a person's approval named like a rule's", testApprovalKey(), func() contract.DecisionRecord {
+			d := decision("click-approved", click, contract.ResultApproved)
+			d.Approval.Approver = RulePrefix + "low-and-medium-only"
+			return withChannel(t, d, contract.ApprovalChannelPopup, testApprovalKey())
+		}(), "only a rule is named"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := open(t, tt.key)
