@@ -317,3 +317,36 @@ func TestVerifyUnsealedKeyRevealed(t *testing.T) {
 		t.Errorf("got %v, want a VerifyError at %s", err, FileManifestStart)
 	}
 }
+
+// TestVerifyNotesApprovalsWithoutKey: a bundle whose approvals name no
+// channel (no approval key) verifies, and the report says what was not
+// checked; with a key, no note.
+func TestVerifyNotesApprovalsWithoutKey(t *testing.T) {
+	click := buyClick()
+	for _, tt := range []struct {
+		name string
+		key  []byte
+		want string
+	}{
+		{"without an approval key", nil, "approval channels not checked: the manifest commits to no approval key (approvalKeyHash), so the bundle's 1 approval(s) name no channel"},
+		{"with one", testApprovalKey(), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := Create(t.TempDir(), testManifest(), Options{Clock: fixedClock(), ApprovalKey: tt.key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Decision(withChannel(t, decision("ap", click, contract.ResultApproved), contract.ApprovalChannelLive, tt.key)); err != nil {
+				t.Fatal(err)
+			}
+			sealTest(t, w)
+			rep, err := Verify(context.Background(), w.Dir(), VerifyOptions{PubKey: testPub()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(rep.Unchecked, "\n"); !strings.HasPrefix(got, tt.want) || (tt.want == "") != (got == "") {
+				t.Errorf("unchecked %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
