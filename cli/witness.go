@@ -189,5 +189,9 @@ func printWitness(stdio Stdio, a *witness.Anchored, err error) {
 		fmt.Fprintf(stdio.Err, "witness: NOT ANCHORED: %v\n", err)
 		return
 	}
-	fmt.Fprintf(stdio.Out, "witness: anchored: %s holds a checkpoint of %s with its %d entries, signed by %s\n", a.Witness, a.Origin, a.Size, a.KeyID)
+	rest := ""
+	if int(a.Size) < a.Entries {
+		rest = fmt.Sprintf("; entries %d..%d are not", a.Size, a.Entries-1)
+	}
+	fmt.Fprintf(stdio.Out, "witness: anchored: %s%s: %s holds a checkpoint of %s with %d entries, signed by %s\n", a.Range(), rest, a.Witness, a.Origin, a.Size, a.KeyID)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aegis-run/aegis/witness"
 )
 
 // startWitness runs "aegis witness serve" on a free loopback port and
@@ -70,7 +72,7 @@ func TestRunWithWitness(t *testing.T) {
 	bundle := verifyOutput(t, o)
 
 	code, out, errs := runCommand("verify", "--pubkey", key+".pub", "--witness", url, bundle)
-	if code != ExitOK || !strings.Contains(out, "witness: anchored: "+url+"checkpoint holds a checkpoint of aegis-evidence/1/") {
+	if code != ExitOK || !strings.Contains(out, "witness: anchored: entries 0..") || !strings.Contains(out, ": "+url+"checkpoint holds a checkpoint of aegis-evidence/1/") {
 		t.Fatalf("verify --witness: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, _ = runCommand("verify", "--json", "--witness", url, bundle)
@@ -125,6 +127,27 @@ func TestVerifyWitnessCommand(t *testing.T) {
 	} {
 		if code, _, errs := runCommand(args...); code != ExitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, code, ExitUsage, errs)
+		}
+	}
+}
+
+// TestPrintWitnessRange: verify --witness says which entries the witness
+// anchors: all of a sealed bundle's, or the first ones of an unsealed
+// bundle and which are not.
+func TestPrintWitnessRange(t *testing.T) {
+	for _, tt := range []struct {
+		a    witness.Anchored
+		want string
+	}{
+		{witness.Anchored{Witness: "file:w.log", Origin: "aegis-evidence/1/s", Size: 27, Entries: 27, KeyID: "ed25519:k"},
+			"witness: anchored: entries 0..26 of 27: file:w.log holds a checkpoint of aegis-evidence/1/s with 27 entries, signed by ed25519:k\n"},
+		{witness.Anchored{Witness: "file:w.log", Origin: "aegis-evidence/1/s", Size: 8, Entries: 11, KeyID: "ed25519:k"},
+			"witness: anchored: entries 0..7 of 11; entries 8..10 are not: file:w.log holds a checkpoint of aegis-evidence/1/s with 8 entries, signed by ed25519:k\n"},
+	} {
+		var out bytes.Buffer
+		printWitness(Stdio{Out: &out, Err: &out}, &tt.a, nil)
+		if got := out.String(); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
 		}
 	}
 }
