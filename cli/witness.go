@@ -28,9 +28,10 @@ func init() {
 const witnessUsage = `serve --dir DIR [--listen ADDR] [--keys FILE] [--max-origins N]
 
 Serves a witness for evidence bundles over HTTP: sessions run with
---witness http://ADDR send it signed checkpoints of their ledger (every
---checkpoint-every entries and at the seal), and "aegis verify --witness
-http://ADDR BUNDLE" checks a bundle against the latest one it holds.
+--witness http://ADDR send it signed checkpoints of their ledger (as they
+start, after every approval, every --checkpoint-every entries and at the
+seal), and "aegis verify --witness http://ADDR BUNDLE" checks a bundle
+against the latest one it holds.
 
 The witness keeps, in DIR, one append-only log file per origin (a
 session), and accepts a checkpoint only when it is signed by the key of
@@ -42,7 +43,8 @@ GET /checkpoint?origin=ORIGIN.
 With --keys FILE it takes only checkpoints signed by the keys FILE names
 (PEM public keys, as aegis keygen writes them, or ed25519: key ids, one a
 line): anyone else who reaches it cannot start the log of a session before
-that session does. It keeps at most --max-origins logs (default 10000); the
+that session does (the sessions then run with --sign-key and one of those
+keys). It keeps at most --max-origins logs (default 10000); the
 first checkpoint of one more is refused (HTTP 507).
 
 ADDR is PORT or HOST:PORT, loopback unless a host is named (default
