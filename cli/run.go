@@ -111,8 +111,9 @@ ends, the console stays available for --linger (default 5m), until Ctrl-C;
 --linger 0 exits at once.
 
 Witness (--witness URL|file:PATH): the bundle's writer sends a signed
-checkpoint of its ledger (size, Merkle root, head hash) every
---checkpoint-every entries and at the seal to a witness, aegis witness
+checkpoint of its ledger (size, Merkle root, head hash) as the session
+starts, after every approval, every --checkpoint-every entries and at
+the seal to a witness, aegis witness
 serve or an append-only log file on another path, so that aegis verify
 --witness can later tell a truncated or re-signed bundle. The checkpoints
 are signed with --sign-key, else with a key made for the session. A
@@ -199,7 +200,7 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.DurationVar(&o.linger, "linger", DefaultLinger, "with --listen: keep serving the console for `DURATION` after the run ends, until Ctrl-C (0: exit at once)")
 	fs.StringVar(&o.witness, "witness", "", "send signed checkpoints of the bundle's ledger to the witness at `URL` (http(s)://, aegis witness serve) or file:PATH (an append-only log file)")
 	fs.BoolVar(&o.witnessRequired, "witness-required", false, "fail closed: a checkpoint the witness does not take aborts the run, and the run fails (exit 6)")
-	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, fmt.Sprintf("send a checkpoint every `N` ledger entries, and at the seal (default %d)", evidence.DefaultCheckpointEvery))
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, fmt.Sprintf("send a checkpoint every `N` ledger entries, besides those at the start, after each approval and at the seal (default %d)", evidence.DefaultCheckpointEvery))
 }
 
 func runRun(ctx context.Context, args []string, stdio Stdio) error {

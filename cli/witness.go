@@ -25,12 +25,13 @@ func init() {
 	register(command{name: "witness", summary: "serve a witness that keeps the checkpoints of evidence bundles", run: runWitness})
 }
 
-const witnessUsage = `serve --dir DIR [--listen ADDR]
+const witnessUsage = `serve --dir DIR [--listen ADDR] [--keys FILE] [--max-origins N]
 
 Serves a witness for evidence bundles over HTTP: sessions run with
---witness http://ADDR send it signed checkpoints of their ledger (every
---checkpoint-every entries and at the seal), and "aegis verify --witness
-http://ADDR BUNDLE" checks a bundle against the latest one it holds.
+--witness http://ADDR send it signed checkpoints of their ledger (as they
+start, after every approval, every --checkpoint-every entries and at the
+seal), and "aegis verify --witness http://ADDR BUNDLE" checks a bundle
+against the latest one it holds.
 
 The witness keeps, in DIR, one append-only log file per origin (a
 session), and accepts a checkpoint only when it is signed by the key of
@@ -39,8 +40,16 @@ proof from the latest size, never a smaller size or another root.
 evidence/FORMAT.md, section 14, documents the API: POST /checkpoint and
 GET /checkpoint?origin=ORIGIN.
 
+With --keys FILE it takes only checkpoints signed by the keys FILE names
+(PEM public keys, as aegis keygen writes them, or ed25519: key ids, one a
+line): anyone else who reaches it cannot start the log of a session before
+that session does (the sessions then run with --sign-key and one of those
+keys). It keeps at most --max-origins logs (default 10000); the
+first checkpoint of one more is refused (HTTP 507).
+
 ADDR is PORT or HOST:PORT, loopback unless a host is named (default
-127.0.0.1:8744). It serves until interrupted.`
+127.0.0.1:8744). It serves until interrupted; serve it over https (behind a
+TLS proxy) when sessions or verifiers reach it over a network.`
 
 // defaultWitnessAddr is where "aegis witness serve" listens by default.
 const defaultWitnessAddr = "127.0.0.1:8744"
@@ -56,6 +65,8 @@ func runWitness(ctx context.Context, args []string, stdio Stdio) error {
 	fs := newFlagSet("witness serve", witnessUsage, stdio)
 	dir := fs.String("dir", "", "keep the checkpoints in `DIR` (created when missing)")
 	addr := fs.String("listen", defaultWitnessAddr, "listen on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
+	keysFile := fs.String("keys", "", "take only checkpoints signed by the keys in `FILE` (PEM public keys or ed25519: key ids)")
+	maxOrigins := fs.Int("max-origins", witness.DefaultMaxOrigins, "keep at most `N` origins (sessions)")
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return err
@@ -64,18 +75,35 @@ func runWitness(ctx context.Context, args []string, stdio Stdio) error {
 		fs.Usage()
 		return usageError("witness serve needs --dir DIR and takes no arguments")
 	}
+	if *maxOrigins < 1 {
+		return usageError("--max-origins %d: want 1 or more (default %d)", *maxOrigins, witness.DefaultMaxOrigins)
+	}
+	adm := witness.Admission{MaxOrigins: *maxOrigins}
+	if *keysFile != "" {
+		data, err := os.ReadFile(*keysFile)
+		if err != nil {
+			return usageError("--keys: %v", err)
+		}
+		if adm.Keys, err = witness.ParseKeys(data); err != nil {
+			return usageError("--keys %s: %v", *keysFile, err)
+		}
+	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return usageError("--dir: %v", err)
+	}
+	log, err := witness.NewAdmittingLog(witness.DirStore{Dir: *dir}, adm)
+	if err != nil {
+		return fmt.Errorf("witness: %w", err)
 	}
 	l, loopback, err := live.Listen(*addr)
 	if err != nil {
 		return usageError("--listen: %v", err)
 	}
-	if !loopback {
-		fmt.Fprintf(stdio.Err, "aegis: warning: the witness listens on %s, beyond this machine: anyone who reaches it can start a log for a session id not yet used\n", l.Addr())
+	if !loopback && adm.Keys == nil {
+		fmt.Fprintf(stdio.Err, "aegis: warning: the witness listens on %s, beyond this machine, and takes any key (no --keys): anyone who reaches it can start a log for a session id not yet used\n", l.Addr())
 	}
 	hs := &http.Server{
-		Handler:           witness.Server{Log: witness.NewLog(witness.DirStore{Dir: *dir})},
+		Handler:           witness.Server{Log: log},
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -83,7 +111,11 @@ func runWitness(ctx context.Context, args []string, stdio Stdio) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(l) }()
-	fmt.Fprintf(stdio.Err, "aegis: witness serving http://%s/ (checkpoints in %s)\n", l.Addr(), *dir)
+	keys := "any key"
+	if adm.Keys != nil {
+		keys = fmt.Sprintf("%d key(s) of %s", len(adm.Keys), *keysFile)
+	}
+	fmt.Fprintf(stdio.Err, "aegis: witness serving http://%s/ (checkpoints in %s; %s; at most %d origins)\n", l.Addr(), *dir, keys, adm.MaxOrigins)
 	select {
 	case err := <-served:
 		return fmt.Errorf("witness: %w", err)
@@ -189,5 +221,9 @@ func printWitness(stdio Stdio, a *witness.Anchored, err error) {
 		fmt.Fprintf(stdio.Err, "witness: NOT ANCHORED: %v\n", err)
 		return
 	}
-	fmt.Fprintf(stdio.Out, "witness: anchored: %s holds a checkpoint of %s with its %d entries, signed by %s\n", a.Witness, a.Origin, a.Size, a.KeyID)
+	rest := ""
+	if int(a.Size) < a.Entries {
+		rest = fmt.Sprintf("; entries %d..%d are not", a.Size, a.Entries-1)
+	}
+	fmt.Fprintf(stdio.Out, "witness: anchored: %s%s: %s holds a checkpoint of %s with %d entries, signed by %s\n", a.Range(), rest, a.Witness, a.Origin, a.Size, a.KeyID)
 }

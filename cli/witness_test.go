@@ -4,23 +4,27 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/witness"
 )
 
 // startWitness runs "aegis witness serve" on a free loopback port and
 // returns its base URL; the server stops with the test.
-func startWitness(t *testing.T, dir string) string {
+func startWitness(t *testing.T, dir string, flags ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"witness", "serve", "--dir", dir, "--listen", "127.0.0.1:0"}, Stdio{Err: pw})
+		done <- Run(ctx, append([]string{"witness", "serve", "--dir", dir, "--listen", "127.0.0.1:0"}, flags...), Stdio{Err: pw})
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
@@ -70,7 +74,7 @@ func TestRunWithWitness(t *testing.T) {
 	bundle := verifyOutput(t, o)
 
 	code, out, errs := runCommand("verify", "--pubkey", key+".pub", "--witness", url, bundle)
-	if code != ExitOK || !strings.Contains(out, "witness: anchored: "+url+"checkpoint holds a checkpoint of aegis-evidence/1/") {
+	if code != ExitOK || !strings.Contains(out, "witness: anchored: entries 0..") || !strings.Contains(out, ": "+url+"checkpoint holds a checkpoint of aegis-evidence/1/") {
 		t.Fatalf("verify --witness: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, _ = runCommand("verify", "--json", "--witness", url, bundle)
@@ -122,9 +126,76 @@ func TestVerifyWitnessCommand(t *testing.T) {
 		{"run", "--witness", "nowhere", "--goal", "g", "--url", "https://example.com/"},
 		{"witness"},
 		{"witness", "serve"},
+		{"witness", "serve", "--dir", t.TempDir(), "--max-origins", "0"},
+		{"witness", "serve", "--dir", t.TempDir(), "--keys", filepath.Join(t.TempDir(), "missing")},
+		{"witness", "serve", "--dir", t.TempDir(), "--keys", writeFile(t, "keys", "# no key\n", 0o644)},
 	} {
 		if code, _, errs := runCommand(args...); code != ExitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, code, ExitUsage, errs)
 		}
+	}
+}
+
+// TestPrintWitnessRange: verify --witness says which entries the witness
+// anchors: all of a sealed bundle's, or the first ones of an unsealed
+// bundle and which are not.
+func TestPrintWitnessRange(t *testing.T) {
+	for _, tt := range []struct {
+		a    witness.Anchored
+		want string
+	}{
+		{witness.Anchored{Witness: "file:w.log", Origin: "aegis-evidence/1/s", Size: 27, Entries: 27, KeyID: "ed25519:k"},
+			"witness: anchored: entries 0..26 of 27: file:w.log holds a checkpoint of aegis-evidence/1/s with 27 entries, signed by ed25519:k\n"},
+		{witness.Anchored{Witness: "file:w.log", Origin: "aegis-evidence/1/s", Size: 8, Entries: 11, KeyID: "ed25519:k"},
+			"witness: anchored: entries 0..7 of 11; entries 8..10 are not: file:w.log holds a checkpoint of aegis-evidence/1/s with 8 entries, signed by ed25519:k\n"},
+	} {
+		var out bytes.Buffer
+		printWitness(Stdio{Out: &out, Err: &out}, &tt.a, nil)
+		if got := out.String(); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// TestWitnessServeKeys: "aegis witness serve --keys FILE" takes the
+// checkpoints of the keys FILE names and refuses another key's, so that a
+// stranger cannot claim a session's log first; --max-origins bounds the
+// logs it starts.
+func TestWitnessServeKeys(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "sign")
+	if code, _, errs := runCommand("keygen", "-o", key); code != ExitOK {
+		t.Fatalf("keygen: %s", errs)
+	}
+	url := startWitness(t, t.TempDir(), "--keys", key+".pub", "--max-origins", "1")
+	w, err := witness.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := evidence.LoadSigner(key + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := []evidence.Hash{{1}, {2}}
+	head := func(sid string) evidence.Head {
+		root, _ := evidence.MerkleRoot(hs)
+		return evidence.Head{SessionID: sid, Size: 2, Root: root, Last: hs[1], Hashes: hs}
+	}
+	ctx := context.Background()
+	stranger, err := witness.NewAnchor(w, nil) // a key of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stranger.Checkpoint(ctx, head("s1")); !errors.Is(err, witness.ErrSignature) {
+		t.Errorf("a stranger's checkpoint: %v, want ErrSignature", err)
+	}
+	mine, err := witness.NewAnchor(w, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.Checkpoint(ctx, head("s1")); err != nil {
+		t.Errorf("the session's checkpoint: %v", err)
+	}
+	if err := mine.Checkpoint(ctx, head("s2")); !errors.Is(err, witness.ErrFull) {
+		t.Errorf("one origin too many: %v, want ErrFull", err)
 	}
 }

@@ -31,7 +31,8 @@ const ApprovalKeySize = 32
 const ApprovalMACPrefix = "aegis.evidence.v1.approval:"
 
 // RulePrefix starts the approver of an approval given on the rule channel:
-// "policy:" and the approve mode, such as "policy:low-and-medium-only".
+// "policy:" and the approve mode, such as "policy:low-and-medium-only";
+// the approver of an approval on any other channel never starts with it.
 const RulePrefix = "policy:"
 
 // NewApprovalKey returns a new random approval key (crypto/rand).
@@ -109,7 +110,8 @@ type approvalMark struct {
 // checkApproval applies the rules of rule 16 that need no key to a
 // decision record: an approval names its channel and carries a MAC exactly
 // when the manifest commits to an approval key (committed); a rule
-// approval names its rule as approver and approves no high-risk action.
+// approval names its rule as approver and approves no high-risk action;
+// an approval on another channel is not named like a rule.
 // It returns the approval whose MAC is to be checked, nil when there is
 // none.
 func checkApproval(r rec, committed bool) (*approvalMark, error) {
@@ -127,8 +129,12 @@ func checkApproval(r rec, committed bool) (*approvalMark, error) {
 	if !ch.present() || !a.at("mac").present() {
 		return nil, fmt.Errorf("approval %s names no channel or carries no MAC, but the manifest commits to an approval key: every approval names its channel and carries its MAC", id)
 	}
+	who := a.at("approver").str()
+	if !ch.is(string(contract.ApprovalChannelRule)) && strings.HasPrefix(who, RulePrefix) {
+		return nil, fmt.Errorf("approval %s on the %s channel names approver %q: only a rule is named %q, and a person's approval does not pose as one", id, ch.str(), who, RulePrefix)
+	}
 	if ch.is(string(contract.ApprovalChannelRule)) {
-		if who := a.at("approver").str(); !strings.HasPrefix(who, RulePrefix) {
+		if !strings.HasPrefix(who, RulePrefix) {
 			return nil, fmt.Errorf("approval %s on the rule channel names approver %q: a rule is named %q and its mode, and is not a person", id, who, RulePrefix)
 		}
 		if r.at("risk").is(string(contract.RiskHigh)) {

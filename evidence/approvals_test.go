@@ -95,6 +95,12 @@ func approvalVectors() []crossVector {
 		{name: "a person's approval claimed by the rule channel", change: func(f *forgery) {
 			editApproval(f, approvedLine, func(a map[string]any) { a["channel"] = "rule" })
 		}, file: FileDecisions, line: approvedLine, entry: approvedEntry, check: "approval", says: `names approver "alice": a rule is named "policy:"`},
+		{name: "a person's approval named like a rule's", change: func(f *forgery) {
+			// Still the live console's, its MAC under the session's key:
+			// only the name poses as the rule.
+			editApproval(f, approvedLine, func(a map[string]any) { a["approver"] = "policy:low-and-medium-only" })
+			macUnder(f, approvedLine, testApprovalKey())
+		}, file: FileDecisions, line: approvedLine, entry: approvedEntry, check: "approval", says: `on the live channel names approver "policy:low-and-medium-only": only a rule is named "policy:"`},
 		{name: "a rule's approval of a high-risk action", change: func(f *forgery) {
 			setMember(f, FileDecisions, approvedLine, "risk", "high")
 			editApproval(f, approvedLine, func(a map[string]any) { a["channel"], a["approver"] = "rule", "policy:low-and-medium-only" })
@@ -222,6 +228,11 @@ func TestWriterApprovals(t *testing.T) {
 		{"an approval with a channel, in a bundle without a key", nil, approved(contract.ApprovalChannelPopup, testApprovalKey()), "commits to no approval key"},
 		{"an approval without a channel, in a bundle without a key", nil, decision("click-approved", click, contract.ResultApproved), ""},
 		{"a person's approval on the rule channel", testApprovalKey(), approved(contract.ApprovalChannelRule, testApprovalKey()), "is not a person"},
+		{"a person's approval named like a rule's", testApprovalKey(), func() contract.DecisionRecord {
+			d := decision("click-approved", click, contract.ResultApproved)
+			d.Approval.Approver = RulePrefix + "low-and-medium-only"
+			return withChannel(t, d, contract.ApprovalChannelPopup, testApprovalKey())
+		}(), "only a rule is named"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := open(t, tt.key)
@@ -304,5 +315,38 @@ func TestVerifyUnsealedKeyRevealed(t *testing.T) {
 	var ve *VerifyError
 	if !errors.As(err, &ve) || ve.File != FileManifestStart {
 		t.Errorf("got %v, want a VerifyError at %s", err, FileManifestStart)
+	}
+}
+
+// TestVerifyNotesApprovalsWithoutKey: a bundle whose approvals name no
+// channel (no approval key) verifies, and the report says what was not
+// checked; with a key, no note.
+func TestVerifyNotesApprovalsWithoutKey(t *testing.T) {
+	click := buyClick()
+	for _, tt := range []struct {
+		name string
+		key  []byte
+		want string
+	}{
+		{"without an approval key", nil, "approval channels not checked: the manifest commits to no approval key (approvalKeyHash), so the bundle's 1 approval(s) name no channel"},
+		{"with one", testApprovalKey(), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := Create(t.TempDir(), testManifest(), Options{Clock: fixedClock(), ApprovalKey: tt.key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Decision(withChannel(t, decision("ap", click, contract.ResultApproved), contract.ApprovalChannelLive, tt.key)); err != nil {
+				t.Fatal(err)
+			}
+			sealTest(t, w)
+			rep, err := Verify(context.Background(), w.Dir(), VerifyOptions{PubKey: testPub()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(rep.Unchecked, "\n"); !strings.HasPrefix(got, tt.want) || (tt.want == "") != (got == "") {
+				t.Errorf("unchecked %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -59,7 +59,8 @@ type decided struct {
 	action   []byte
 	id       string // the decision's decisionId, for messages
 	// approvals counts the decisions with result approved about the
-	// action id since its last action line (rule 2).
+	// action id since its last action line or the last decision about it
+	// that allowed nothing, whichever came later (rule 2).
 	approvals int
 }
 
@@ -242,12 +243,13 @@ const ruleEffectRefused = "effect_refused"
 // checkDecided checks an action line against what the latest decision
 // about its id decided: the action it records is the decided one, byte
 // for byte (both masked alike), and an action let run by an approval was
-// approved exactly once since its last action line. A decision that
+// approved exactly once since its last action line or the last decision
+// about it that allowed nothing. A decision that
 // records no action (an aegis-evidence/1 bundle) is not compared: compared
 // says whether it was.
 func checkDecided(line rec, d decided) (compared bool, err error) {
 	if d.approved && d.approvals != 1 {
-		return false, fmt.Errorf("action approved by %d decisions since its last run, want exactly one (decision %s)", d.approvals, d.id)
+		return false, fmt.Errorf("action approved by %d decisions since its last run or refusal, want exactly one (decision %s)", d.approvals, d.id)
 	}
 	if d.action == nil {
 		return false, nil

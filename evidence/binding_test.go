@@ -183,7 +183,7 @@ func bindingVectors() []crossVector {
 		}, file: FileDecisions, line: 4, entry: 16, check: "schema", says: "approval"},
 		{name: "two approvals for one run of an action", change: func(f *forgery) {
 			insertDecision(f, f.find(FileActions, 3), reapproved("second", "apr-"+sha("second")[:32]))
-		}, file: FileActions, line: 3, entry: 18, check: "decided action", says: "action approved by 2 decisions since its last run, want exactly one"},
+		}, file: FileActions, line: 3, entry: 18, check: "decided action", says: "action approved by 2 decisions since its last run or refusal, want exactly one"},
 		{name: "an approval reused on a second action, bound to its hash", change: func(f *forgery) {
 			other := contract.Action{ID: "a5", Type: contract.ActClick, Reason: "confirm", PolicyTags: []string{}, Selector: "#confirm"}
 			d := decision("other", other, contract.ResultApproved)
@@ -403,4 +403,87 @@ func TestWriterRequiresDecidedAction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestApprovedAgainAfterRefusal: ids repeat, and an approved action may
+// not run; when the same id is proposed again, a decision that allows
+// nothing starts the count of its approvals again (FORMAT.md, section 8,
+// rule 2). The writer records the run without an error and the bundle
+// verifies; two approvals with nothing refused between them still do not.
+func TestApprovedAgainAfterRefusal(t *testing.T) {
+	click := buyClick()
+	denied := func(id string) contract.DecisionRecord {
+		// The session's own denial of an approved action (a secret it
+		// could not judge): a copy of the approved decision, denied.
+		d := decision(id, click, contract.ResultDenied)
+		d.RequiresApproval = true
+		d.Reasons = []contract.Reason{{Rule: "secret_unjudged", Message: "the text holds a secret the policy did not judge"}}
+		return d
+	}
+	for _, tt := range []struct {
+		name      string
+		decisions func(key []byte) []contract.DecisionRecord
+		says      string // "" when the run verifies
+	}{
+		{"approved, the session's denial, proposed again, paused, approved", func(key []byte) []contract.DecisionRecord {
+			return []contract.DecisionRecord{
+				decision("p1", click, contract.ResultPaused),
+				withChannel(t, decision("ap1", click, contract.ResultApproved), contract.ApprovalChannelLive, key),
+				denied("den1"),
+				decision("p2", click, contract.ResultPaused),
+				withChannel(t, decision("ap2", click, contract.ResultApproved), contract.ApprovalChannelLive, key),
+			}
+		}, ""},
+		{"approved, refused at run time (nothing recorded), proposed again, paused, approved", func(key []byte) []contract.DecisionRecord {
+			return []contract.DecisionRecord{
+				decision("p1", click, contract.ResultPaused),
+				withChannel(t, decision("ap1", click, contract.ResultApproved), contract.ApprovalChannelLive, key),
+				decision("p2", click, contract.ResultPaused),
+				withChannel(t, decision("ap2", click, contract.ResultApproved), contract.ApprovalChannelLive, key),
+			}
+		}, ""},
+		{"approved twice with nothing refused between", func(key []byte) []contract.DecisionRecord {
+			return []contract.DecisionRecord{
+				decision("p1", click, contract.ResultPaused),
+				withChannel(t, decision("ap1", click, contract.ResultApproved), contract.ApprovalChannelLive, key),
+				withChannel(t, decision("ap2", click, contract.ResultApproved), contract.ApprovalChannelLive, key),
+			}
+		}, "action approved by 2 decisions since its last run or refusal, want exactly one"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			key := testApprovalKey()
+			w, err := Create(t.TempDir(), testManifest(), Options{Clock: fixedClock(), ApprovalKey: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range tt.decisions(key) {
+				if err := w.Decision(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = w.Action(click, result(click, true))
+			if got := errString(err); !strings.Contains(got, tt.says) || (tt.says == "") != (err == nil) {
+				t.Errorf("writer: got %v, want %q", err, tt.says)
+			}
+			if err := w.Event(actionEvent(click, "bought", "2026-01-23T10:15:05Z")); err != nil {
+				t.Fatal(err)
+			}
+			sealTest(t, w)
+			_, err = Verify(context.Background(), w.Dir(), VerifyOptions{PubKey: testPub()})
+			var ve *VerifyError
+			switch {
+			case tt.says == "" && err != nil:
+				t.Errorf("verify: %v, want the bundle to verify", err)
+			case tt.says != "" && (!errors.As(err, &ve) || ve.Check != "decided action" || !strings.Contains(err.Error(), tt.says)):
+				t.Errorf("verify: %v, want check %q saying %q", err, "decided action", tt.says)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -231,12 +231,18 @@ func (d decisionFacts) check(sid string, consumed, ran map[string]bool) error {
 
 // apply records the decision: the action it decides is allowed to run
 // once or not (a decision about an effect of an action that ran decides
-// no action), an approval of it is counted until it runs, and a
-// presented approval is used up.
+// no action), an approval of it is counted until it runs or a decision
+// about it allows nothing (rule 2), and a presented approval is used up.
 func (d decisionFacts) apply(allow map[string]decided, consumed map[string]bool) {
 	if d.ActionID != "" && !d.Effect {
 		approved := d.Result == string(contract.ResultApproved)
-		n := allow[d.ActionID].approvals
+		n := 0
+		if d.Allow {
+			// A decision that allows nothing (a denial, a pause, the
+			// session's own refusal) ends what the approvals before it
+			// allowed: the next approval of the id starts the count again.
+			n = allow[d.ActionID].approvals
+		}
 		if approved {
 			n++
 		}

@@ -9,10 +9,13 @@ import (
 )
 
 // Checkpoints: while a session runs, the writer hands the head of its
-// ledger to a Checkpointer (a witness, package witness) every
-// Options.CheckpointEvery entries, and once more when the bundle is
-// sealed, so that a copy of the ledger's head lives outside the bundle
-// (FORMAT.md, section 14).
+// ledger to a Checkpointer (a witness, package witness) right after entry
+// 0 (the session claims its log at the witness, and anchors the
+// commitment to its approval key while the key is secret), after every
+// decision that carries an approval (anchored while only the session can
+// MAC one), every Options.CheckpointEvery entries, and once more when the
+// bundle is sealed, so that a copy of the ledger's head lives outside the
+// bundle (FORMAT.md, section 14).
 
 // DefaultCheckpointEvery is the number of entries between two checkpoints
 // when Options.CheckpointEvery is 0.
@@ -63,6 +66,8 @@ type checkpoints struct {
 	timeout time.Duration
 	tree    rootBuilder
 
+	offered int // the size of the last head offered; the writer's lock guards it
+
 	mu      sync.Mutex
 	idle    *sync.Cond
 	waiting *Head
@@ -86,13 +91,24 @@ func newCheckpoints(opts Options) *checkpoints {
 }
 
 // committed is called with the writer's lock held after each entry is
-// committed; hashes are the writer's entry hashes, the new one last.
+// committed; hashes are the writer's entry hashes, the new one last. It
+// offers the head of entry 0 and of every c.every entries.
 func (c *checkpoints) committed(sid string, hashes []Hash) {
 	n := len(hashes)
 	c.tree.add(LeafHash(hashes[n-1]))
-	if n%c.every != 0 {
+	if n == 1 || n%c.every == 0 {
+		c.now(sid, hashes)
+	}
+}
+
+// now offers the head of the ledger as it is, unless it was offered
+// already: called with the writer's lock held, after the entry of a
+// decision that carries an approval, too.
+func (c *checkpoints) now(sid string, hashes []Hash) {
+	if len(hashes) == c.offered {
 		return
 	}
+	c.offered = len(hashes)
 	c.offer(c.head(sid, hashes, false))
 }
 

@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,14 +67,18 @@ func TestWriterCheckpoints(t *testing.T) {
 	if !last.Sealed || last.Size != m.Seal.Entries || last.Root.String() != m.Seal.MerkleRoot || last.Last.String() != m.Seal.HeadHash {
 		t.Errorf("the seal's checkpoint %+v, want the seal %+v", last, m.Seal)
 	}
+	approvedAt := approvalEntries(t, w.Dir())
+	if len(approvedAt) == 0 {
+		t.Fatal("the fixture has no approval")
+	}
 	prev := 0
 	for _, h := range cp.got {
 		root, _ := MerkleRoot(h.Hashes)
 		switch {
 		case h.Size <= prev:
 			t.Errorf("checkpoint of %d entries after one of %d", h.Size, prev)
-		case !h.Sealed && h.Size%4 != 0:
-			t.Errorf("checkpoint of %d entries, want a multiple of 4", h.Size)
+		case !h.Sealed && h.Size%4 != 0 && h.Size != 1 && !approvedAt[h.Size-1]:
+			t.Errorf("checkpoint of %d entries, want entry 0's, an approval's or a multiple of 4", h.Size)
 		case len(h.Hashes) != h.Size || root != h.Root || h.Hashes[h.Size-1] != h.Last || h.SessionID != testSession:
 			t.Errorf("checkpoint %+v does not describe its hashes", h)
 		}
@@ -81,6 +86,78 @@ func TestWriterCheckpoints(t *testing.T) {
 	}
 	if _, err := Verify(context.Background(), w.Dir(), VerifyOptions{PubKey: testPub()}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// approvalEntries returns the ledger entries of the decisions of a bundle
+// that carry an approval.
+func approvalEntries(t *testing.T, dir string) map[int]bool {
+	t.Helper()
+	ledger, err := os.ReadFile(filepath.Join(dir, FileLedger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decisions, err := os.ReadFile(filepath.Join(dir, FileDecisions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := lines(decisions)
+	out := map[int]bool{}
+	for _, l := range lines(ledger) {
+		var e contract.LedgerEntry
+		if err := jsonUnmarshal(l, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == contract.LedgerDecision && strings.Contains(string(recs[e.Line-1]), `"approval":`) {
+			out[e.Index] = true
+		}
+	}
+	return out
+}
+
+// TestWriterCheckpointsWhen: the writer offers the head of entry 0 as it
+// is created, and the head after every decision that carries an approval
+// (anchored while the approval key is secret), but not after other
+// records between two multiples of CheckpointEvery.
+func TestWriterCheckpointsWhen(t *testing.T) {
+	cp := &heads{}
+	w, err := Create(t.TempDir(), testManifest(), Options{Clock: fixedClock(), Checkpoint: cp, CheckpointEvery: 1000, ApprovalKey: testApprovalKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	sizes := func() []int {
+		w.mu.Lock()
+		w.cps.drain() // no checkpoint under way or waiting
+		w.mu.Unlock()
+		cp.mu.Lock()
+		defer cp.mu.Unlock()
+		var got []int
+		for _, h := range cp.got {
+			got = append(got, h.Size)
+		}
+		return got
+	}
+	if got, want := fmt.Sprint(sizes()), "[1]"; got != want {
+		t.Fatalf("after Create: checkpoints of %s entries, want %s", got, want)
+	}
+	click := buyClick()
+	for _, d := range []contract.DecisionRecord{
+		decision("p", click, contract.ResultPaused),
+		withChannel(t, decision("ap", click, contract.ResultApproved), contract.ApprovalChannelLive, testApprovalKey()),
+	} {
+		if err := w.Decision(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := fmt.Sprint(sizes()), "[1 3]"; got != want {
+		t.Errorf("after a pause and an approval: checkpoints of %s entries, want %s", got, want)
+	}
+	if err := w.Action(click, result(click, true)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(sizes()), "[1 3]"; got != want {
+		t.Errorf("after the action: checkpoints of %s entries, want %s", got, want)
 	}
 }
 

@@ -19,8 +19,9 @@
 // VerifyProof prove one entry without the rest of the bundle; Pack and
 // Unpack move a bundle as one deterministic .tar.zst file. With
 // Options.Checkpoint, the writer also hands the ledger's head (size,
-// Merkle root, head hash) to a Checkpointer every few entries and at the
-// seal, so that a witness outside the bundle holds it (package witness,
+// Merkle root, head hash) to a Checkpointer after entry 0, after every
+// decision that carries an approval, every few entries and at the seal,
+// so that a witness outside the bundle holds it (package witness,
 // FORMAT.md section 14); ConsistencyProof and VerifyConsistency are the
 // RFC 6962 proofs a witness checks.
 //

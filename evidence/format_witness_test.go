@@ -60,7 +60,8 @@ func TestFormatDocumentWitness(t *testing.T) {
 		"```\n" + string(s.Note) + "```\n",
 		fmt.Sprintf("(`%s`, the first 4 bytes", hex.EncodeToString(blob[:4])),
 		"| cut -c1-8\n" + hex.EncodeToString(blob[:4]) + "\n",
-		fmt.Sprintf("aegis-evidence/1/%s with its %d entries, signed by %s", m.SessionID, m.Seal.Entries, m.Signer[:len("ed25519:79b5")]),
+		fmt.Sprintf("aegis-evidence/1/%s with %d entries, signed by %s", m.SessionID, m.Seal.Entries, m.Signer[:len("ed25519:79b5")]),
+		fmt.Sprintf("`witness: anchored: entries 0..%d of %d: ", m.Seal.Entries-1, m.Seal.Entries),
 		"## 14. Witness checkpoints",
 	} {
 		if !bytes.Contains(doc, []byte(want)) {

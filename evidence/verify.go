@@ -74,17 +74,24 @@ type Report struct {
 	// let Verify check (nil when it checked everything the current format
 	// promises): an aegis-evidence/1 bundle's decisions need not record the
 	// action they judged, so decided = executed (FORMAT.md, section 8,
-	// rule 15) is checked only where they do. aegis verify prints them.
+	// rule 15) is checked only where they do; the approvals of a bundle
+	// without an approval key name no channel and carry no MAC (rule 16).
+	// aegis verify prints them.
 	Unchecked []string `json:"unchecked,omitempty"`
 }
 
-// unchecked lists what the bundle's format did not let the verifier check.
+// unchecked lists what the bundle's format, or a bundle without an
+// approval key, did not let the verifier check.
 func (v *verifier) unchecked() []string {
-	if v.format == "" || v.strict {
-		return nil
+	var notes []string
+	if v.format != "" && !v.strict {
+		notes = append(notes, fmt.Sprintf("decided = executed not checked: format %s does not require a decision to record the action it judged (%s does), so an executed action rewritten with its decision's action removed would verify; %d of %d executed actions had no decided action to compare with",
+			v.format, contract.ManifestFormatVersion, v.uncompared, v.counts.Actions))
 	}
-	return []string{fmt.Sprintf("decided = executed not checked: format %s does not require a decision to record the action it judged (%s does), so an executed action rewritten with its decision's action removed would verify; %d of %d executed actions had no decided action to compare with",
-		v.format, contract.ManifestFormatVersion, v.uncompared, v.counts.Actions)}
+	if n := v.report.Approvals.Unnamed; v.keyHash == "" && n > 0 {
+		notes = append(notes, fmt.Sprintf("approval channels not checked: the manifest commits to no approval key (approvalKeyHash), so the bundle's %d approval(s) name no channel and carry no MAC: nothing shows where they were given or that the session's process wrote them (a rewrite that drops the key with every channel and MAC reads so too)", n))
+	}
+	return notes
 }
 
 // ApprovalCounts counts the approvals the decisions of a bundle carry.

@@ -59,10 +59,11 @@ type Options struct {
 	// carries exactly events.jsonl. It is called with the writer's lock
 	// held: it must return quickly and must not call the writer.
 	OnEvent func(contract.StreamEvent)
-	// Checkpoint, when set, takes a checkpoint of the ledger's head every
-	// CheckpointEvery entries (0: DefaultCheckpointEvery) while the session
-	// runs, from a goroutine of its own (a slow witness never holds the
-	// writer up), and once more after the seal, each within
+	// Checkpoint, when set, takes a checkpoint of the ledger's head right
+	// after entry 0, after every decision that carries an approval and
+	// every CheckpointEvery entries (0: DefaultCheckpointEvery) while the
+	// session runs, from a goroutine of its own (a slow witness never holds
+	// the writer up), and once more after the seal, each within
 	// CheckpointTimeout (0: DefaultCheckpointTimeout). Checkpoints not
 	// taken while running are recorded as an error event CodeWitnessFailed
 	// just before the seal; see Checkpointer.

@@ -78,6 +78,10 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	}
 	d.apply(w.allow, w.apprv)
 	w.counts.Decisions++
+	if w.cps != nil && rec.Approval != nil {
+		// Anchored now, while only the session holds the approval key.
+		w.cps.now(w.sid, w.hashes)
+	}
 	return w.noteMasked(masked, FileDecisions)
 }
 

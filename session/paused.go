@@ -124,8 +124,9 @@ func (r *run) refusal(ans ApprovalAnswer, err error, timedOut bool, what string)
 
 // grantFor grants the approval an approver gave for a paused decision's
 // action hash and returns its id; rule and msg say why when it cannot be
-// granted. A rule (no person) cannot approve a high-risk action. The
-// approver's name is recorded with the secret values in it masked, as
+// granted. A rule (no person) cannot approve a high-risk action, and an
+// approver on any other channel is not named like a rule
+// (evidence.RulePrefix). The approver's name is recorded with the secret values in it masked, as
 // the evidence writer would mask them, so that the approval's MAC covers
 // the approval as recorded.
 func (r *run) grantFor(paused gate.Decision, ans ApprovalAnswer) (id, rule, msg string) {
@@ -139,7 +140,13 @@ func (r *run) grantFor(paused gate.Decision, ans ApprovalAnswer) (id, rule, msg 
 	if r.cfg.Secrets.Len() > 0 {
 		approver = r.cfg.Secrets.Redact(approver)
 	}
-	grant, err := r.cfg.Approvals.Grant(paused.ActionHash, Sanitize(approver, 256), r.now(), ApprovalTTL)
+	approver = Sanitize(approver, 256)
+	if ch := ans.via(); ch != contract.ApprovalChannelRule && strings.HasPrefix(approver, evidence.RulePrefix) {
+		// Only a rule is named "policy:": a person's approval named like
+		// one would read as the rule's (the verifier refuses it too).
+		return "", RuleApprovalUnavailable, fmt.Sprintf("the approval of %s was not granted: an approval on the %s channel cannot name its approver %q, the name of a rule", ans.who(), ch, approver)
+	}
+	grant, err := r.cfg.Approvals.Grant(paused.ActionHash, approver, r.now(), ApprovalTTL)
 	if err != nil {
 		return "", RuleApprovalUnavailable, "the approval could not be granted: " + err.Error()
 	}

@@ -77,4 +77,16 @@ func TestApprovalChannel(t *testing.T) {
 	if id, rule, _ := r.grantFor(paused, ApprovalAnswer{Approved: true, Approver: "alice", Channel: ChannelLive}); id == "" || rule != "" {
 		t.Errorf("grantFor a person's yes at high risk: id %q, rule %q", id, rule)
 	}
+	// A person's yes named like a rule's is not granted, on any channel
+	// but the rule's.
+	low := gate.Decision{DecisionRecord: contract.DecisionRecord{ActionHash: strings.Repeat("b", 64), Risk: contract.RiskLow}}
+	for _, ch := range []string{ChannelTerminal, ChannelPopup, ChannelLive} {
+		id, rule, msg := r.grantFor(low, ApprovalAnswer{Approved: true, Approver: "policy:low-and-medium-only", Channel: ch})
+		if id != "" || rule != RuleApprovalUnavailable || !strings.Contains(msg, "the name of a rule") {
+			t.Errorf("grantFor a yes named like a rule's in %q: id %q, rule %q, msg %q", ch, id, rule, msg)
+		}
+	}
+	if id, rule, _ := r.grantFor(low, ApprovalAnswer{Approved: true, Approver: "policy:low-and-medium-only"}); id == "" || rule != "" {
+		t.Errorf("grantFor the rule's yes at low risk: id %q, rule %q", id, rule)
+	}
 }

@@ -13,5 +13,6 @@
 // checkpoints, Log with a file store) or an HTTP endpoint (Server, the
 // `aegis witness serve` command) that speaks the small API of FORMAT.md,
 // section 14: POST /checkpoint with a consistency proof, GET
-// /checkpoint?origin=ORIGIN.
+// /checkpoint?origin=ORIGIN. A witness others reach takes only the keys
+// it is given and keeps a bounded number of origins (Admission).
 package witness

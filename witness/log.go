@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/aegis-run/aegis/evidence"
@@ -41,25 +42,63 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("witness: the latest checkpoint the witness holds has size %d", e.Size)
 }
 
+// ErrFull is wrapped by the refusal of the first checkpoint of an origin
+// when the witness keeps as many origins as Admission.MaxOrigins allows.
+var ErrFull = errors.New("witness: full")
+
 // Store keeps the checkpoints of a Log, append-only.
 type Store interface {
 	// Latest returns the latest note stored for origin, or nil.
 	Latest(origin string) ([]byte, error)
 	// Append stores a note for origin after every other.
 	Append(origin string, note []byte) error
+	// Origins counts the origins it holds notes of.
+	Origins() (int, error)
+}
+
+// Admission is what a witness takes beyond the rules of section 14 (a
+// witness that others reach, `aegis witness serve`): without it, anyone
+// who reaches the witness can start the log of a session id not used yet,
+// with a key of their own, before the session's first checkpoint.
+type Admission struct {
+	// Keys, when not nil, are the key ids (evidence.KeyID) the witness
+	// takes checkpoints signed by; a checkpoint signed by another key is
+	// refused (ErrSignature).
+	Keys map[string]bool
+	// MaxOrigins, when above 0, is the most origins the witness keeps:
+	// the first checkpoint of one more is refused (ErrFull).
+	MaxOrigins int
 }
 
 // Log is a witness: it checks checkpoints and keeps those it accepts in its
 // store. It is safe for concurrent use; one Log must be the only writer of
 // its store's origins.
 type Log struct {
-	store  Store
-	mu     sync.Mutex
-	latest map[string]*Signed // origin -> latest accepted
+	store   Store
+	admit   Admission
+	origins int // the origins the store holds, counted when admit.MaxOrigins > 0
+	mu      sync.Mutex
+	latest  map[string]*Signed // origin -> latest accepted
 }
 
-// NewLog returns a witness keeping its checkpoints in store.
+// NewLog returns a witness keeping its checkpoints in store, taking a
+// checkpoint of any key and of any number of origins.
 func NewLog(store Store) *Log { return &Log{store: store, latest: map[string]*Signed{}} }
+
+// NewAdmittingLog returns a witness keeping its checkpoints in store that
+// takes only what adm admits (it counts the origins the store holds).
+func NewAdmittingLog(store Store, adm Admission) (*Log, error) {
+	l := NewLog(store)
+	l.admit = adm
+	if adm.MaxOrigins > 0 {
+		n, err := store.Origins()
+		if err != nil {
+			return nil, fmt.Errorf("witness: store: %w", err)
+		}
+		l.origins = n
+	}
+	return l, nil
+}
 
 // Add checks a signed checkpoint against the latest one held for its
 // origin and stores it: old is the size of the latest one the sender
@@ -76,6 +115,9 @@ func (l *Log) Add(old uint64, proof []evidence.Hash, note []byte) error {
 	if len(proof) > MaxProofHashes {
 		return fmt.Errorf("%w request: a proof of more than %d hashes", ErrMalformed, MaxProofHashes)
 	}
+	if l.admit.Keys != nil && !l.admit.Keys[s.KeyID] {
+		return fmt.Errorf("%w: a key this witness does not take (--keys) signed the checkpoint of %s: %s", ErrSignature, s.Origin, s.KeyID)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	last, err := l.latestLocked(s.Origin)
@@ -86,7 +128,14 @@ func (l *Log) Add(old uint64, proof []evidence.Hash, note []byte) error {
 		if old != 0 {
 			return &ConflictError{Size: 0}
 		}
-		return l.appendLocked(s)
+		if max := l.admit.MaxOrigins; max > 0 && l.origins >= max {
+			return fmt.Errorf("%w: it keeps %d origins, its limit, and starts no log for %s", ErrFull, l.origins, s.Origin)
+		}
+		if err := l.appendLocked(s); err != nil {
+			return err
+		}
+		l.origins++
+		return nil
 	}
 	switch {
 	case s.KeyID != last.KeyID:
@@ -178,6 +227,27 @@ func (f FileStore) Append(_ string, note []byte) error {
 	return appendNote(f.Path, note)
 }
 
+// Origins counts the origins of the notes in the file.
+func (f FileStore) Origins() (int, error) {
+	b, err := os.ReadFile(f.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	notes, err := splitLog(b)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	seen := map[string]bool{}
+	for _, n := range notes {
+		origin, _, _ := bytes.Cut(n, []byte("\n"))
+		seen[string(origin)] = true
+	}
+	return len(seen), nil
+}
+
 // DirStore keeps the checkpoints of each origin in a log file of its own
 // in a directory: the hex SHA-256 of the origin, with ".log".
 type DirStore struct{ Dir string }
@@ -194,6 +264,25 @@ func (d DirStore) Latest(origin string) ([]byte, error) { return d.file(origin).
 // Append appends a note to origin's file.
 func (d DirStore) Append(origin string, note []byte) error {
 	return d.file(origin).Append(origin, note)
+}
+
+// Origins counts the log files in the directory (one per origin).
+func (d DirStore) Origins() (int, error) {
+	entries, err := os.ReadDir(d.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if h, ok := strings.CutSuffix(name, ".log"); ok && e.Type().IsRegular() && len(h) == 2*sha256.Size {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // appendNote appends a note and an empty line to a log file.

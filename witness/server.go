@@ -11,7 +11,7 @@ import (
 // Server serves a Log over HTTP (FORMAT.md, section 14):
 //
 //	POST /checkpoint              body: EncodeAdd; 200 accepted, 409 with
-//	                              the size held, 400, 403, 422 refused
+//	                              the size held, 400, 403, 422, 507 refused
 //	GET  /checkpoint?origin=ORIGIN  200 the latest signed note, 404 none
 //
 // Every answer is text/plain; a refusal's body is one line saying why.
@@ -75,6 +75,8 @@ func (s Server) add(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, oneLine(err), http.StatusForbidden)
 	case errors.Is(err, ErrInconsistent):
 		http.Error(w, oneLine(err), http.StatusUnprocessableEntity)
+	case errors.Is(err, ErrFull):
+		http.Error(w, oneLine(err), http.StatusInsufficientStorage)
 	default:
 		http.Error(w, oneLine(err), http.StatusInternalServerError)
 	}

@@ -34,11 +34,18 @@ type Anchored struct {
 	Witness string `json:"witness"`
 	Origin  string `json:"origin"`
 	// Size is the size of the witness's latest checkpoint, Entries the
-	// bundle's: equal for a sealed bundle.
+	// bundle's: equal for a sealed bundle. Entries 0 to Size-1 are
+	// anchored (Range).
 	Size    uint64 `json:"size"`
 	Entries int    `json:"entries"`
 	// KeyID signed the checkpoint.
 	KeyID string `json:"keyId"`
+}
+
+// Range says which entries of the bundle the checkpoint anchors, as in
+// "entries 0..26 of 27".
+func (a *Anchored) Range() string {
+	return fmt.Sprintf("entries 0..%d of %d", a.Size-1, a.Entries)
 }
 
 // Verify checks a bundle, as evidence.Verify reported it (rep, for a
@@ -78,7 +85,7 @@ func Verify(ctx context.Context, w Witness, rep *evidence.Report) (*Anchored, er
 		if prefixRoot(rep.EntryHashes, s.Size) != s.Root {
 			return nil, miss("rewritten: the root of the bundle's first %d entries is not the witness's %s", s.Size, s.Root)
 		}
-		return nil, miss("the seal was not witnessed: the witness's latest checkpoint holds %d of the bundle's %d entries (those match); the entries after it are not anchored", s.Size, n)
+		return nil, miss("the seal was not witnessed: anchored: entries 0..%d of %d (they match the witness's latest checkpoint); entries %d..%d are not anchored", s.Size-1, n, s.Size, n-1)
 	}
 	root := prefixRoot(rep.EntryHashes, s.Size)
 	head := rep.EntryHashes[s.Size-1]

@@ -88,7 +88,7 @@ func (f *fileWitness) Latest(ctx context.Context, origin string) (*Signed, error
 // rather than a failure to reach it.
 func isRefusal(err error) bool {
 	var c *ConflictError
-	return errors.As(err, &c) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrSignature) || errors.Is(err, ErrInconsistent)
+	return errors.As(err, &c) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrSignature) || errors.Is(err, ErrInconsistent) || errors.Is(err, ErrFull)
 }
 
 // httpWitness is a witness served over HTTP.
@@ -141,6 +141,8 @@ func (h *httpWitness) Add(ctx context.Context, old uint64, proof []evidence.Hash
 		return fmt.Errorf("%w (the witness says: %s)", ErrSignature, why)
 	case http.StatusUnprocessableEntity:
 		return fmt.Errorf("%w (the witness says: %s)", ErrInconsistent, why)
+	case http.StatusInsufficientStorage:
+		return fmt.Errorf("%w (the witness says: %s)", ErrFull, why)
 	}
 	return fmt.Errorf("%w: HTTP %d: %s", ErrUnavailable, code, why)
 }

@@ -64,6 +64,9 @@ func TestAnchoredOverHTTP(t *testing.T) {
 	if got.Size != uint64(rep.Entries) || got.KeyID != k.KeyID() || got.Origin != "aegis-evidence/1/s-anchored" {
 		t.Errorf("Verify = %+v, report %d entries", got, rep.Entries)
 	}
+	if r, want := got.Range(), "entries 0..21 of 22"; r != want {
+		t.Errorf("Range() = %q, want %q", r, want)
+	}
 	if r := a.Report(); r.Failed != 0 || !r.Sealed || r.Size != uint64(rep.Entries) || r.Taken < 1 {
 		t.Errorf("anchor report %+v", r)
 	}
@@ -187,7 +190,7 @@ func TestSealNotWitnessed(t *testing.T) {
 	_, w := serve(t)
 	rep := session{id: "s-noseal", events: 9, changed: -1, cp: sealless{anchor(t, w, nil)}, every: 4}.write(t, t.TempDir())
 	_, err := Verify(context.Background(), w, rep)
-	wantMismatch(t, "seal not witnessed", err, "the seal was not witnessed", "holds 8 of the bundle's 11 entries (those match)")
+	wantMismatch(t, "seal not witnessed", err, "the seal was not witnessed", "anchored: entries 0..7 of 11 (they match the witness's latest checkpoint); entries 8..10 are not anchored")
 }
 
 // TestAnchorResumes: an Anchor that does not know what the witness holds
