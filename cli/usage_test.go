@@ -182,14 +182,6 @@ func TestClosest(t *testing.T) {
 			t.Errorf("closest(%q) = %q, want %q", tt.got, got, tt.want)
 		}
 	}
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"a", "", 1}, {"gaol", "goal", 1}, {"kitten", "sitting", 3}, {"abc", "abc", 0}, {"ab", "ba", 1}} {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
 }
 
 // TestFlagErrors: the flags of run, demo, replay and report whose values

@@ -342,11 +342,11 @@ func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 		r.PolicySource = g.source
 	}
 	r.DecisionID = DecisionID(r.PolicyVersion, hash, req.StepIndex, now)
-	if isID(req.SessionID) {
+	if contract.IsID(req.SessionID) {
 		r.SessionID = req.SessionID
 	}
 	r.StepIndex = req.StepIndex
-	if isID(req.Action.ID) {
+	if contract.IsID(req.Action.ID) {
 		r.ActionID = req.Action.ID
 	}
 	r.ActionHash = hash
@@ -366,7 +366,7 @@ func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 	if req.Action.Type.Valid() {
 		r.ActionName = req.Action.PolicyName()
 	}
-	if isID(req.Session.DecisionLogID) {
+	if contract.IsID(req.Session.DecisionLogID) {
 		r.DecisionLogID = req.Session.DecisionLogID
 	}
 	r.Result = contract.ResultDenied

@@ -132,7 +132,7 @@ func buildInput(req *Request, now time.Time, action, target, effect map[string]a
 	derived := map[string]any{
 		"now_ns":                now.UnixNano(),
 		"active":                urlFactsMap(active),
-		"decision_log_id_valid": isID(req.Session.DecisionLogID),
+		"decision_log_id_valid": contract.IsID(req.Session.DecisionLogID),
 		"subject_tails":         Tails(Words(tgt.Text, tgt.Label, tgt.Name, tgt.ID)),
 		"model_tails":           Tails(Words(a.Selector, a.Value)),
 		"field_tails":           Tails(Words(tgt.Name, tgt.ID, tgt.Label)),

@@ -3,25 +3,6 @@ package gate
 // This file holds small checks and helpers on the strings of the contract:
 // identifiers, rule and action names, hashes, and truncation.
 
-// isID reports whether s is an identifier of the contract
-// (browser-state.schema.json#/$defs/id): 1 to 128 characters from letters,
-// digits, '.', '_' and '-', starting with a letter or digit.
-func isID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // isRuleName reports whether s is a rule name: a lowercase letter, then up
 // to 63 lowercase letters, digits and underscores.
 func isRuleName(s string) bool {

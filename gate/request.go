@@ -119,7 +119,7 @@ const MaxExceptionReason = 1024
 // policy, which decides what it waives.
 func exceptionFacts(e Exception) map[string]any {
 	var problems []any
-	if !isID(e.ID) {
+	if !contract.IsID(e.ID) {
 		problems = append(problems, "its id is missing or not an identifier")
 	}
 	if e.Rule == "" {
@@ -140,7 +140,7 @@ func exceptionFacts(e Exception) map[string]any {
 	} else {
 		expires = t.UnixNano()
 	}
-	if !isID(e.DecisionLogID) {
+	if !contract.IsID(e.DecisionLogID) {
 		problems = append(problems, "it links no decision log entry")
 	}
 	if problems == nil {

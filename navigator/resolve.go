@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // MatchLevel is how closely a name matched a target, best first. A target
@@ -242,7 +243,7 @@ func closest(target string, items []named) []Candidate {
 		d int
 		i int
 	}
-	t := []rune(strings.ToLower(normalize(target)))
+	t := strings.ToLower(normalize(target))
 	var all []scored
 	for i, it := range items {
 		d := -1
@@ -250,7 +251,7 @@ func closest(target string, items []named) []Candidate {
 			if n == "" {
 				continue
 			}
-			x := editDistance(t, []rune(strings.ToLower(normalize(n))))
+			x := text.EditDistance(t, strings.ToLower(normalize(n)))
 			if d < 0 || x < d {
 				d = x
 			}
@@ -268,34 +269,6 @@ func closest(target string, items []named) []Candidate {
 		out = append(out, s.c)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance, with both inputs capped at 200
-// runes so that hostile page text cannot make it slow.
-func editDistance(a, b []rune) int {
-	if len(a) > 200 {
-		a = a[:200]
-	}
-	if len(b) > 200 {
-		b = b[:200]
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // affordanceItems returns the affordances accepted by keep as named items.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/evidence"
 )
 
@@ -63,7 +64,7 @@ func ParseText(text []byte) (Checkpoint, error) {
 		return bad(fmt.Sprintf("%d lines, want 4 (origin, size, root, head)", len(lines)))
 	}
 	sid, ok := strings.CutPrefix(lines[0], OriginPrefix)
-	if !ok || !validSessionID(sid) {
+	if !ok || !contract.IsID(sid) {
 		return bad("origin is not " + OriginPrefix + "SESSIONID")
 	}
 	c.Origin = lines[0]
@@ -85,21 +86,4 @@ func ParseText(text []byte) (Checkpoint, error) {
 		return bad("head is not 64 lowercase hex digits")
 	}
 	return c, nil
-}
-
-// validSessionID reports whether s is a session id as bundles spell them.
-func validSessionID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }
