@@ -130,16 +130,26 @@ function waitNav(tabId, pred, ms) {
 // host is the open connection to the aegis host, or null.
 let host = null;
 
-function connectHost() {
+// openPort opens a native port to the aegis host. When the host goes, the
+// calls still pending are refused, with the host's own word on why when it
+// said one (host.error), and then onGone(h) runs.
+function openPort(onGone) {
   const port = chrome.runtime.connectNative(HOST_NAME);
   const h = { port, nextId: 1, pending: new Map(), closed: false, error: '', tabs: new Set(), origins: new Set() };
   port.onMessage.addListener((m) => onHostMessage(h, m));
   port.onDisconnect.addListener(() => {
     const err = chrome.runtime.lastError;
     h.closed = true;
-    h.error = err && err.message ? err.message : 'the aegis host disconnected';
+    h.error = h.lastError || (err && err.message) || 'the aegis host disconnected';
     for (const p of h.pending.values()) p.reject(new ProtoError(CODE.ShuttingDown, h.error));
     h.pending.clear();
+    onGone(h);
+  });
+  return h;
+}
+
+function connectHost() {
+  const h = openPort((h) => {
     if (host === h) host = null;
     unregisterListeners();
     clearBoundaries(h);

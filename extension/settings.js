@@ -15,17 +15,7 @@
 // empty, so handleHostRequest refuses them) and closing it touches nothing
 // of a running session.
 function connectSettings() {
-  const port = chrome.runtime.connectNative(HOST_NAME);
-  const h = { port, nextId: 1, pending: new Map(), closed: false, error: '', tabs: new Set(), origins: new Set() };
-  port.onMessage.addListener((m) => onHostMessage(h, m));
-  port.onDisconnect.addListener(() => {
-    const err = chrome.runtime.lastError;
-    h.closed = true;
-    h.error = h.lastError || (err && err.message) || 'the aegis host disconnected';
-    for (const p of h.pending.values()) p.reject(new ProtoError(CODE.ShuttingDown, h.error));
-    h.pending.clear();
-  });
-  return h;
+  return openPort(() => {});
 }
 
 async function settingsCall(method, params) {
