@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,14 +28,24 @@ func TestHelpTopics(t *testing.T) {
 		{[]string{"help", "report"}, ExitOK, "BUNDLE.report.html", "", false, true},
 		{[]string{"help", "policy"}, ExitOK, "Subcommands:", "", false, true},
 		{[]string{"help", "policy", "eval"}, ExitOK, "Usage: aegis policy eval", "", false, true},
+		{[]string{"help", "witness", "serve"}, ExitOK, "Usage: aegis witness serve", "", false, true},
+		{[]string{"help", "extension", "unpack"}, ExitOK, "Usage: aegis extension unpack DIR | id", "", false, true},
+		{[]string{"help", "extension", "unpack", "x"}, ExitOK, "Usage: aegis extension unpack DIR | id", "", false, true},
+		{[]string{"help", "policy", "evl"}, ExitUsage, "", `no help topic "policy evl" (did you mean "eval"?); the subcommands of policy are: eval, test, diff, attack`, true, false},
 		{[]string{"run", "-h"}, ExitOK, "Flags:", "", false, true},
 		{[]string{"help", "frobnicate"}, ExitUsage, "", `aegis: no help topic "frobnicate"; the topics are: demo, extension, help, host,`, true, false},
 		{[]string{"help", "verfy"}, ExitUsage, "", `no help topic "verfy" (did you mean "verify"?); the topics are: `, true, false},
 		{[]string{"verfy", "x"}, ExitUsage, "", "aegis: unknown command \"verfy\" (did you mean \"verify\"?)\nUsage: aegis COMMAND [flags] [args]\nRun \"aegis help\" for the commands.\n", true, false},
 	}
+	// Help never runs the command: "help extension unpack" wrote the
+	// extension into a directory named "-h".
+	t.Chdir(t.TempDir())
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			code, out, errOut := run(t, "", tt.args...)
+			if entries, _ := os.ReadDir("."); len(entries) != 0 {
+				t.Errorf("help wrote %s in the working directory", entries[0].Name())
+			}
 			if got, want := code, tt.code; got != want {
 				t.Errorf("exit %d, want %d; stderr %q", got, want, errOut)
 			}
