@@ -114,7 +114,13 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "Usage: aegis COMMAND [flags] [args]\nRun \"aegis help\" for the commands.\n")
 		return ExitUsage
 	}
-	return finish(stdio, c.run(ctx, rest, stdio))
+	err := c.run(ctx, rest, stdio)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		// What a command made of Ctrl-C ("context canceled") is an
+		// interruption.
+		err = asInterrupted(ctx, name, err)
+	}
+	return finish(stdio, err)
 }
 
 func finish(stdio Stdio, err error) int {

@@ -3,7 +3,10 @@ package cli
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -319,4 +322,47 @@ func zstdWriter(t *testing.T, w io.Writer) *zstd.Encoder {
 		t.Fatal(err)
 	}
 	return zw
+}
+
+// TestInterruptedWithoutVerdict: Ctrl-C (a context cancelled with
+// ErrInterrupted as its cause) during verify, report or pack is said as
+// an interruption, exit 3: never "INVALID: context canceled" and no
+// report saying the bundle is tampered.
+func TestInterruptedWithoutVerdict(t *testing.T) {
+	bundle := copyBundle(t)
+	packed := filepath.Join(t.TempDir(), "b.tar.zst")
+	if code, _, errOut := run(t, "", "pack", bundle, "-o", packed); code != ExitOK {
+		t.Fatalf("pack: %s", errOut)
+	}
+	report := filepath.Join(t.TempDir(), "r.html")
+	tests := []struct {
+		args []string
+		want string // stderr
+	}{
+		{[]string{"verify", bundle}, "aegis: verify " + bundle + ": interrupted (Ctrl-C)\n"},
+		{[]string{"verify", "--json", packed}, "aegis: verify " + packed + ": interrupted (Ctrl-C)\n"},
+		{[]string{"report", bundle, "-o", report}, "aegis: report " + bundle + ": interrupted (Ctrl-C)\n"},
+		{[]string{"report", packed, "-o", report}, "aegis: report " + packed + ": interrupted (Ctrl-C)\n"},
+		{[]string{"pack", bundle, "-o", filepath.Join(t.TempDir(), "p.tar.zst")}, "aegis: pack: interrupted (Ctrl-C)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args[:2], " "), func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(fmt.Errorf("%w (Ctrl-C)", ErrInterrupted))
+			var out, errb bytes.Buffer
+			code := Run(ctx, tt.args, Stdio{Out: &out, Err: &errb})
+			if got, want := code, ExitAborted; got != want {
+				t.Errorf("exit %d, want %d; stderr %q", got, want, errb.String())
+			}
+			if got := errb.String(); !strings.HasSuffix(got, tt.want) || strings.Contains(got, "INVALID") {
+				t.Errorf("stderr %q, want it to end with %q", got, tt.want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", out.String())
+			}
+		})
+	}
+	if _, err := os.Stat(report); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an interrupted report was written: %v", err)
+	}
 }

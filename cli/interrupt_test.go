@@ -206,7 +206,7 @@ func TestInterruptContext(t *testing.T) {
 	if !errors.Is(cause, ErrInterrupted) || cause.Error() != "interrupted (terminated)" {
 		t.Errorf("cause %v, want ErrInterrupted (terminated)", cause)
 	}
-	if got, want := b.String(), "aegis: stopping... (terminated: the session ends and its evidence is sealed; interrupt again to quit at once)\n"; got != want {
+	if got, want := b.String(), "aegis: stopping... (terminated: what is under way ends cleanly; interrupt again to quit at once)\n"; got != want {
 		t.Errorf("said %q, want %q", got, want)
 	}
 

@@ -34,7 +34,8 @@ written beside the bundle, as BUNDLE.report.html, and its path printed.
 
 Exit status: 0 the report was written and the bundle is valid, 1 the
 report was written but the bundle is tampered or unsealed (the report
-says so), 2 usage or a bundle that cannot be read.`
+says so), 2 usage or a bundle that cannot be read, 3 interrupted (Ctrl-C)
+before the bundle was verified (no report is written).`
 
 func runReport(ctx context.Context, args []string, stdio Stdio) error {
 	fs := newFlagSet("report", reportUsage, stdio)
@@ -51,6 +52,14 @@ func runReport(ctx context.Context, args []string, stdio Stdio) error {
 		return err
 	}
 	b, err := audit.Open(ctx, pos[0], audit.OpenOptions{AllowTampered: true, AllowUnsealed: true})
+	if ierr := asInterrupted(ctx, "report "+pos[0], ctx.Err()); ierr != nil {
+		// A verification cut short is no verdict: no report says
+		// "tampered" for it.
+		if err == nil {
+			b.Close()
+		}
+		return ierr
+	}
 	if err != nil {
 		return usageError("%v", err)
 	}
