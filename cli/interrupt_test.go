@@ -144,7 +144,7 @@ func TestInterruptSealsAndVerifies(t *testing.T) {
 			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 			stderr := newLineWatch(bufio.NewScanner(pipe))
 			step := stderr.wait(t, regexp.MustCompile(`^step \d+/\d+  `))
-			waiting := stderr.wait(t, regexp.MustCompile(`^aegis: approval waiting \(high risk\): click #submit "Place order": approve or deny it in the live console http://127\.0\.0\.1:\d+/\?session=s-\S+ \(refused if unanswered in 30m0s\)$`))
+			waiting := stderr.wait(t, regexp.MustCompile(`^aegis: approval waiting \(high risk\): click #submit "Place order": approve or deny it in the live console http://127\.0\.0\.1:\d+/\?session=s-[^\s#]+ \(bearer token in \S+; refused if unanswered in 30m0s\)$`))
 			if waiting < step {
 				t.Errorf("the approval was announced before any step")
 			}

@@ -33,9 +33,11 @@ type liveChannel struct {
 	served    chan error
 	// lingerFor is how long linger keeps serving after the run.
 	lingerFor time.Duration
-	// console is the console's address for the last session added; ""
-	// before one was.
-	console string
+	// console is the console's address for the last session added, the
+	// token in its fragment: printed once, when the session is added; ""
+	// before one was. page is the same without the token, for every
+	// later mention (the token is in tokenFile).
+	console, page string
 	// sess is the last session added.
 	sess *session.Session
 }
@@ -92,7 +94,8 @@ func writeSecretFile(path string, data []byte) error {
 func (lc *liveChannel) add(s *session.Session, goal, evidenceRoot string, stdio Stdio) {
 	lc.srv.Add(s, live.SessionOptions{Approver: lc.approver, Dir: filepath.Join(evidenceRoot, s.ID()), Goal: goal})
 	lc.sess = s
-	lc.console = fmt.Sprintf("http://%s/?session=%s#token=%s", lc.l.Addr(), s.ID(), lc.srv.Token())
+	lc.page = fmt.Sprintf("http://%s/?session=%s", lc.l.Addr(), s.ID())
+	lc.console = lc.page + "#token=" + lc.srv.Token()
 	fmt.Fprintf(stdio.Err, "aegis: live console: %s\n", lc.console)
 	fmt.Fprintf(stdio.Err, "aegis: live stream:  ws://%s/v1/sessions/%s/stream (bearer token in %s)\n", lc.l.Addr(), s.ID(), lc.tokenFile)
 	if lc.approver != nil {
@@ -109,7 +112,7 @@ func (lc *liveChannel) linger(ctx context.Context, stdio Stdio) {
 	if lc.lingerFor <= 0 || lc.sess == nil || ctx.Err() != nil || len(lc.sess.Bus().History()) == 0 {
 		return
 	}
-	fmt.Fprintf(stdio.Err, "aegis: the run ended; the console stays open at %s until Ctrl-C (or %s)\n", lc.console, minutes(lc.lingerFor))
+	fmt.Fprintf(stdio.Err, "aegis: the run ended; the console stays open at %s (bearer token in %s) until Ctrl-C (or %s)\n", lc.page, lc.tokenFile, minutes(lc.lingerFor))
 	t := time.NewTimer(lc.lingerFor)
 	defer t.Stop()
 	select {
@@ -127,8 +130,9 @@ func minutes(d time.Duration) string {
 	return d.String()
 }
 
-// consoleURL returns the console's address for the session add offered.
-func (lc *liveChannel) consoleURL() string { return lc.console }
+// consoleURL returns the console's address for the session add offered,
+// without the token (printed once, by add; it is in the token file).
+func (lc *liveChannel) consoleURL() string { return lc.page }
 
 // close lets the clients read the end of the stream (a few seconds at
 // most), stops the server and removes the token file.

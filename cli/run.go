@@ -503,7 +503,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		lc.lingerFor = o.linger
 		defer func() { lc.linger(ctx, stdio); lc.close() }()
 		if liveApprover != nil {
-			cfg.Approver = &announcedApprover{next: liveApprover, out: stdio.Err, timeout: o.approvalWait, console: lc.consoleURL}
+			cfg.Approver = &announcedApprover{next: liveApprover, out: stdio.Err, timeout: o.approvalWait, console: lc.consoleURL, tokenFile: lc.tokenFile}
 		}
 	}
 	s, err := session.New(cfg)
