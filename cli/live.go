@@ -42,13 +42,14 @@ type liveChannel struct {
 	sess *session.Session
 }
 
-// startLive listens on addr and serves the live channel; approver is nil
-// when the run's approvals are answered elsewhere. The token goes to
-// tokenFile (0600), or to a file of its own in the user cache directory.
-func startLive(addr, tokenFile string, approver *live.Approver, stdio Stdio) (*liveChannel, error) {
+// startLive listens on addr, which the setting named from gave, and serves
+// the live channel; approver is nil when the run's approvals are answered
+// elsewhere. The token goes to tokenFile (0600), or to a file of its own
+// in the user cache directory.
+func startLive(addr, from, tokenFile string, approver *live.Approver, stdio Stdio) (*liveChannel, error) {
 	l, loopback, err := live.Listen(addr)
 	if err != nil {
-		return nil, usageError("--listen: %v", err)
+		return nil, usageError("%s: %v", from, err)
 	}
 	srv, err := live.NewServer(live.Options{Log: stdio.Err, AnyHost: !loopback})
 	if err != nil {

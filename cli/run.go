@@ -507,7 +507,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		if o.linger < 0 {
 			return usageError("--linger %s: want 0 or more", o.linger)
 		}
-		if lc, err = startLive(o.listen, o.tokenFile, liveApprover, stdio); err != nil {
+		if lc, err = startLive(o.listen, "--listen", o.tokenFile, liveApprover, stdio); err != nil {
 			return err
 		}
 		lc.lingerFor = o.linger
