@@ -37,13 +37,15 @@ type announcedApprover struct {
 	next    session.Approver
 	out     io.Writer
 	timeout time.Duration
-	// console returns the console's address for the session.
-	console func() string
+	// console returns the console's address for the session, without
+	// its token, which is in tokenFile.
+	console   func() string
+	tokenFile string
 }
 
 // Approve announces req on the terminal, then waits for next's answer.
 func (a *announcedApprover) Approve(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
-	fmt.Fprintf(a.out, "aegis: approval waiting (%s risk): %s: approve or deny it in the live console %s (refused if unanswered in %v)\n",
-		req.Risk, session.Sanitize(session.DescribeRequest(req), 300), a.console(), a.timeout)
+	fmt.Fprintf(a.out, "aegis: approval waiting (%s risk): %s: approve or deny it in the live console %s (bearer token in %s; refused if unanswered in %v)\n",
+		req.Risk, session.Sanitize(session.DescribeRequest(req), 300), a.console(), a.tokenFile, a.timeout)
 	return a.next.Approve(ctx, req)
 }

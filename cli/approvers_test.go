@@ -96,14 +96,14 @@ func TestAnnouncedApprover(t *testing.T) {
 	next := session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
 		return session.ApprovalAnswer{Approved: true, Approver: "live client", Channel: session.ChannelLive}, nil
 	})
-	a := &announcedApprover{next: next, out: &errb, timeout: 5 * time.Minute, console: func() string { return "http://127.0.0.1:8099/?session=s-1#token=T" }}
+	a := &announcedApprover{next: next, out: &errb, timeout: 5 * time.Minute, console: func() string { return "http://127.0.0.1:8099/?session=s-1" }, tokenFile: "/run/token"}
 	ans, err := a.Approve(context.Background(), session.ApprovalRequest{
 		Action: contract.Action{ID: "a1", Type: contract.ActClick, Selector: "#submit"}, Target: &contract.Element{Text: "Place order"}, Risk: contract.RiskHigh,
 	})
 	if err != nil || !ans.Approved || ans.Channel != session.ChannelLive {
 		t.Errorf("answer %+v, %v; want the live approver's", ans, err)
 	}
-	want := "aegis: approval waiting (high risk): click #submit \"Place order\": approve or deny it in the live console http://127.0.0.1:8099/?session=s-1#token=T (refused if unanswered in 5m0s)\n"
+	want := "aegis: approval waiting (high risk): click #submit \"Place order\": approve or deny it in the live console http://127.0.0.1:8099/?session=s-1 (bearer token in /run/token; refused if unanswered in 5m0s)\n"
 	if got := errb.String(); got != want {
 		t.Errorf("stderr\n got %q\nwant %q", got, want)
 	}

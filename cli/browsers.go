@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aegis-run/aegis/driver"
@@ -18,17 +19,18 @@ var sharedBrowsers *driver.Browsers
 // (one launched on the first session's need, and reused by every later
 // one: the sessions of "aegis replay A B" run in one browser, each in a
 // fresh context) and the function that closes them when the command is
-// done.
+// done, or earlier (before a run lingers): it closes them once, however
+// often it is called.
 func commandBrowsers(stdio Stdio) (*driver.Browsers, func()) {
 	if sharedBrowsers != nil {
 		return sharedBrowsers, func() {}
 	}
 	bs := &driver.Browsers{}
-	return bs, func() {
+	return bs, sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := bs.Close(ctx); err != nil {
 			fmt.Fprintf(stdio.Err, "aegis: %v\n", err)
 		}
-	}
+	})
 }

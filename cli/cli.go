@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,9 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, args []string, io Stdio) error
+	// subcommands are the words run dispatches on before any flag
+	// ("policy eval"): help gives -h after them.
+	subcommands []string
 }
 
 // commands is filled by the init functions of the files that define them.
@@ -110,7 +114,13 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "Usage: aegis COMMAND [flags] [args]\nRun \"aegis help\" for the commands.\n")
 		return ExitUsage
 	}
-	return finish(stdio, c.run(ctx, rest, stdio))
+	err := c.run(ctx, rest, stdio)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		// What a command made of Ctrl-C ("context canceled") is an
+		// interruption.
+		err = asInterrupted(ctx, name, err)
+	}
+	return finish(stdio, err)
 }
 
 func finish(stdio Stdio, err error) int {
@@ -148,8 +158,18 @@ func runHelp(ctx context.Context, topic []string, stdio Stdio) error {
 	if !ok {
 		return usageError("no help topic %q%s; the topics are: %s", topic[0], didYouMean(topic[0], topics()), strings.Join(topics(), ", "))
 	}
-	args := append(append([]string(nil), topic[1:]...), "-h")
-	return c.run(ctx, args, stdio)
+	// -h goes right after the command's names, so that the command
+	// prints its help and never runs with the other words as arguments
+	// ("help extension unpack" must not unpack into a directory "-h").
+	var args []string
+	if len(topic) > 1 && len(c.subcommands) > 0 {
+		if !slices.Contains(c.subcommands, topic[1]) {
+			return usageError("no help topic %q%s; the subcommands of %s are: %s", topic[0]+" "+topic[1],
+				didYouMean(topic[1], c.subcommands), topic[0], strings.Join(c.subcommands, ", "))
+		}
+		args = append(args, topic[1])
+	}
+	return c.run(ctx, append(args, "-h"), stdio)
 }
 
 // topics returns the command names help knows, sorted.

@@ -111,6 +111,7 @@ func runDemo(ctx context.Context, args []string, stdio Stdio) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	o.lingerSet = flagSet(fs, "linger")
 	if fs.NArg() != 0 {
 		fs.Usage()
 		return usageError("demo takes no arguments, got %d", fs.NArg())

@@ -83,7 +83,7 @@ truncated bundle, one rewritten and re-signed, one whose seal the witness
 never saw, or a witness that cannot be asked, fails (exit 1).
 
 Exit status: 0 valid, 1 invalid or unsealed (the first failure named),
-2 usage or unreadable input.`
+2 usage or unreadable input, 3 interrupted (Ctrl-C) before a verdict.`
 
 // verifyResult is the --json output of verify.
 type verifyResult struct {
@@ -191,6 +191,10 @@ func runVerify(ctx context.Context, args []string, stdio Stdio) error {
 		failure = witnessErr
 	}
 	if failure != nil {
+		if errors.Is(context.Cause(ctx), ErrInterrupted) {
+			// No verdict: the verification did not end.
+			return asInterrupted(ctx, strings.TrimSpace("verify "+strings.Join(pos, " ")), failure)
+		}
 		res.Valid = false
 		res.Failure = failureOf(failure)
 	}

@@ -8,7 +8,8 @@ import (
 
 // checkSessionFlags refuses the session flags of run and demo whose values
 // cannot work, saying so for the flag as it was typed, with the fix,
-// before anything starts: a later layer would say it in its own words
+// before anything starts (a URL echoed with its password and query values
+// masked: shownURL): a later layer would say it in its own words
 // ("llm: base URL ... is not an http(s) URL"), or not at all (a timeout
 // of 0 silently became the default).
 func checkSessionFlags(o *runOptions) error {
@@ -16,7 +17,8 @@ func checkSessionFlags(o *runOptions) error {
 		return usageError("--approval-timeout %v: want a positive duration, such as 5m (the default)", o.approvalWait)
 	}
 	if o.endpoint != "" && !hasScheme(o.endpoint, "ws", "wss", "http", "https") {
-		return usageError("--browser-endpoint %s: want the Playwright server's WebSocket address: add ws:// (--browser-endpoint ws://%s)", o.endpoint, strings.TrimPrefix(o.endpoint, "//"))
+		shown := shownURL(o.endpoint)
+		return usageError("--browser-endpoint %s: want the Playwright server's WebSocket address: add ws:// (--browser-endpoint ws://%s)", shown, strings.TrimPrefix(shown, "//"))
 	}
 	base, from := o.baseURL, "--llm-base-url "
 	if base == "" {
@@ -25,9 +27,9 @@ func checkSessionFlags(o *runOptions) error {
 	switch {
 	case base == "" || hasScheme(base, "http", "https"):
 	case noScheme(base):
-		return usageError("%s%s: the URL needs a scheme: add %s (%s%s)", from, base, schemeFor(base), from, withScheme(base))
+		return usageError("%s%s: the URL needs a scheme: add %s (%s%s)", from, shownURL(base), schemeFor(base), from, withScheme(shownURL(base)))
 	default:
-		return usageError("%s%s: want the endpoint's http(s) URL up to /v1, such as https://api.openai.com/v1", from, base)
+		return usageError("%s%s: want the endpoint's http(s) URL up to /v1, such as https://api.openai.com/v1", from, shownURL(base))
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
+	"github.com/aegis-run/aegis/live"
 	"github.com/aegis-run/aegis/nativehost"
 )
 
@@ -35,8 +37,9 @@ logFile when set.
 The origin must be in the allowed_origins of an installed host manifest that
 points at this executable (see "aegis install"); any other caller is refused.
 With "listen" set in the configuration (such as "127.0.0.1:8765"), the host
-also serves the live channel there (see aegis help run and live/PROTOCOL.md):
-its console address and bearer token go to the log.
+also serves the live channel there from the first session it starts (see
+aegis help run and live/PROTOCOL.md): its console address and bearer token
+go to the log. A host that only serves the options page never listens.
 
 Model settings and secrets come from the host configuration file
 ($AEGIS_HOST_CONFIG, else host.json in the user configuration directory, such
@@ -102,17 +105,13 @@ func runHost(ctx context.Context, args []string, stdio Stdio) error {
 		In: stdio.In, Out: stdio.Out, Log: stdio.Err,
 		Origin: origin, Config: cfg, ConfigPath: path, ConfigErr: cerr, Version: Version,
 	}
+	var hl hostLive
+	defer hl.close()
 	if cfg.Listen != "" {
-		// The live channel's lines go to stderr (Chrome's log), never to
-		// stdout, which carries frames.
-		lc, err := startLive(cfg.Listen, cfg.LiveTokenFile, nil, Stdio{Err: stdio.Err})
-		if err != nil {
-			refuse(stdio, &nativehost.Error{Code: nativehost.CodeConfig, Message: "listen: " + err.Error()})
-			return exitCode(ExitFailure, err)
-		}
-		defer lc.close()
-		o.Live, o.LiveBase = lc.srv, "http://"+lc.l.Addr().String()
-		fmt.Fprintf(stdio.Err, "aegis: live console: %s/#token=%s (bearer token in %s)\n", o.LiveBase, lc.srv.Token(), lc.tokenFile)
+		// Opened at the first session.start: the host the options page
+		// starts for config.get and config.set never listens (the port
+		// may be a running session's, in another host).
+		o.OpenLive = func() (*live.Server, string, error) { return hl.open(cfg, stdio) }
 	}
 	err = nativehost.Serve(ctx, o)
 	switch {
@@ -122,6 +121,41 @@ func runHost(ctx context.Context, args []string, stdio Stdio) error {
 		return exitCode(ExitFailure, err)
 	}
 	return exitCode(ExitFailure, err)
+}
+
+// hostLive is the live channel of a host process, opened on the first
+// session's need.
+type hostLive struct {
+	mu sync.Mutex
+	lc *liveChannel
+}
+
+// open starts the live channel on cfg.Listen, saying where on stderr
+// (Chrome's log), never on stdout, which carries frames.
+func (hl *hostLive) open(cfg nativehost.Config, stdio Stdio) (*live.Server, string, error) {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	lc, err := startLive(cfg.Listen, `"listen" in the host configuration`, cfg.LiveTokenFile, nil, Stdio{Err: stdio.Err})
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) && ee.err != nil {
+			err = ee.err
+		}
+		return nil, "", err
+	}
+	hl.lc = lc
+	base := "http://" + lc.l.Addr().String()
+	fmt.Fprintf(stdio.Err, "aegis: live console: %s/#token=%s (bearer token in %s)\n", base, lc.srv.Token(), lc.tokenFile)
+	return lc.srv, base, nil
+}
+
+// close stops the live channel if it was opened.
+func (hl *hostLive) close() {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	if hl.lc != nil {
+		hl.lc.close()
+	}
 }
 
 // refuse writes one error event frame to the extension.

@@ -144,7 +144,7 @@ func TestInterruptSealsAndVerifies(t *testing.T) {
 			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 			stderr := newLineWatch(bufio.NewScanner(pipe))
 			step := stderr.wait(t, regexp.MustCompile(`^step \d+/\d+  `))
-			waiting := stderr.wait(t, regexp.MustCompile(`^aegis: approval waiting \(high risk\): click #submit "Place order": approve or deny it in the live console http://127\.0\.0\.1:\d+/\?session=s-\S+ \(refused if unanswered in 30m0s\)$`))
+			waiting := stderr.wait(t, regexp.MustCompile(`^aegis: approval waiting \(high risk\): click #submit "Place order": approve or deny it in the live console http://127\.0\.0\.1:\d+/\?session=s-[^\s#]+ \(bearer token in \S+; refused if unanswered in 30m0s\)$`))
 			if waiting < step {
 				t.Errorf("the approval was announced before any step")
 			}
@@ -206,7 +206,7 @@ func TestInterruptContext(t *testing.T) {
 	if !errors.Is(cause, ErrInterrupted) || cause.Error() != "interrupted (terminated)" {
 		t.Errorf("cause %v, want ErrInterrupted (terminated)", cause)
 	}
-	if got, want := b.String(), "aegis: stopping... (terminated: the session ends and its evidence is sealed; interrupt again to quit at once)\n"; got != want {
+	if got, want := b.String(), "aegis: stopping... (terminated: what is under way ends cleanly; interrupt again to quit at once)\n"; got != want {
 		t.Errorf("said %q, want %q", got, want)
 	}
 

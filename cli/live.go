@@ -33,20 +33,23 @@ type liveChannel struct {
 	served    chan error
 	// lingerFor is how long linger keeps serving after the run.
 	lingerFor time.Duration
-	// console is the console's address for the last session added; ""
-	// before one was.
-	console string
+	// console is the console's address for the last session added, the
+	// token in its fragment: printed once, when the session is added; ""
+	// before one was. page is the same without the token, for every
+	// later mention (the token is in tokenFile).
+	console, page string
 	// sess is the last session added.
 	sess *session.Session
 }
 
-// startLive listens on addr and serves the live channel; approver is nil
-// when the run's approvals are answered elsewhere. The token goes to
-// tokenFile (0600), or to a file of its own in the user cache directory.
-func startLive(addr, tokenFile string, approver *live.Approver, stdio Stdio) (*liveChannel, error) {
+// startLive listens on addr, which the setting named from gave, and serves
+// the live channel; approver is nil when the run's approvals are answered
+// elsewhere. The token goes to tokenFile (0600), or to a file of its own
+// in the user cache directory.
+func startLive(addr, from, tokenFile string, approver *live.Approver, stdio Stdio) (*liveChannel, error) {
 	l, loopback, err := live.Listen(addr)
 	if err != nil {
-		return nil, usageError("--listen: %v", err)
+		return nil, usageError("%s: %v", from, err)
 	}
 	srv, err := live.NewServer(live.Options{Log: stdio.Err, AnyHost: !loopback})
 	if err != nil {
@@ -92,7 +95,8 @@ func writeSecretFile(path string, data []byte) error {
 func (lc *liveChannel) add(s *session.Session, goal, evidenceRoot string, stdio Stdio) {
 	lc.srv.Add(s, live.SessionOptions{Approver: lc.approver, Dir: filepath.Join(evidenceRoot, s.ID()), Goal: goal})
 	lc.sess = s
-	lc.console = fmt.Sprintf("http://%s/?session=%s#token=%s", lc.l.Addr(), s.ID(), lc.srv.Token())
+	lc.page = fmt.Sprintf("http://%s/?session=%s", lc.l.Addr(), s.ID())
+	lc.console = lc.page + "#token=" + lc.srv.Token()
 	fmt.Fprintf(stdio.Err, "aegis: live console: %s\n", lc.console)
 	fmt.Fprintf(stdio.Err, "aegis: live stream:  ws://%s/v1/sessions/%s/stream (bearer token in %s)\n", lc.l.Addr(), s.ID(), lc.tokenFile)
 	if lc.approver != nil {
@@ -109,7 +113,7 @@ func (lc *liveChannel) linger(ctx context.Context, stdio Stdio) {
 	if lc.lingerFor <= 0 || lc.sess == nil || ctx.Err() != nil || len(lc.sess.Bus().History()) == 0 {
 		return
 	}
-	fmt.Fprintf(stdio.Err, "aegis: the run ended; the console stays open at %s until Ctrl-C (or %s)\n", lc.console, minutes(lc.lingerFor))
+	fmt.Fprintf(stdio.Err, "aegis: the run ended; the console stays open at %s (bearer token in %s) until Ctrl-C (or %s)\n", lc.page, lc.tokenFile, minutes(lc.lingerFor))
 	t := time.NewTimer(lc.lingerFor)
 	defer t.Stop()
 	select {
@@ -127,8 +131,9 @@ func minutes(d time.Duration) string {
 	return d.String()
 }
 
-// consoleURL returns the console's address for the session add offered.
-func (lc *liveChannel) consoleURL() string { return lc.console }
+// consoleURL returns the console's address for the session add offered,
+// without the token (printed once, by add; it is in the token file).
+func (lc *liveChannel) consoleURL() string { return lc.page }
 
 // close lets the clients read the end of the stream (a few seconds at
 // most), stops the server and removes the token file.

@@ -497,9 +497,13 @@ func TestLiveConsoleStepsAndLinger(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPage(t, page, "the outcome", `() => document.getElementById("status").textContent.includes("Session completed")`)
-	lingerURL := stderr.wait(t, regexp.MustCompile(`the console stays open at (http://\S+) until Ctrl-C \(or 10 min\)`))
-	if lingerURL != consoleURL {
-		t.Errorf("the lingering console is at %s, the run's at %s", lingerURL, consoleURL)
+	lingerURL := stderr.wait(t, regexp.MustCompile(`the console stays open at (http://\S+) \(bearer token in \S+\) until Ctrl-C \(or 10 min\)`))
+	if page, _, _ := strings.Cut(consoleURL, "#"); lingerURL != page {
+		t.Errorf("the lingering console is at %s, the run's at %s", lingerURL, page)
+	}
+	// The token is printed once, with the console's address at the start.
+	if n := strings.Count(stderr.String(), "#token="); n != 1 {
+		t.Errorf("the token was printed %d times, want once:\n%s", n, stderr)
 	}
 
 	// One numbering: the console's steps are the CLI's "step N/50".

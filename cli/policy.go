@@ -15,9 +15,10 @@ import (
 
 func init() {
 	register(command{
-		name:    "policy",
-		summary: "evaluate the gate policy on an input, run its Rego tests, or attack it",
-		run:     runPolicy,
+		name:        "policy",
+		summary:     "evaluate the gate policy on an input, run its Rego tests, or attack it",
+		run:         runPolicy,
+		subcommands: []string{"eval", "test", "diff", "attack"},
 	})
 }
 

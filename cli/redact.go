@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/aegis-run/aegis/secrets"
 )
@@ -43,4 +44,51 @@ func redactError(set *secrets.Set, err error) error {
 		return &exitError{code: ee.code, err: &redactedError{msg: set.Redact(ee.err.Error()), err: ee.err}}
 	}
 	return &redactedError{msg: set.Redact(err.Error()), err: err}
+}
+
+// maskedValue stands for a password or a query value aegis does not echo.
+const maskedValue = "xxxxx"
+
+// shownURL is a URL as typed (a flag, a task member, an environment
+// variable), fit to be echoed in a message: the password of its user
+// info and the values of its query and fragment parameters masked
+// ("https://ada:xxxxx@example.com/?key=xxxxx"), as url.URL.Redacted masks
+// the password. It works on the string, so that what does not parse as a
+// URL (a host without a scheme, "ada:pw@example.com") is masked too.
+func shownURL(u string) string {
+	rest, frag, hasFrag := strings.Cut(u, "#")
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	scheme := ""
+	if i := strings.Index(rest, "://"); i >= 0 {
+		scheme, rest = rest[:i+3], rest[i+3:]
+	}
+	authority, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		if user, _, hasPass := strings.Cut(authority[:i], ":"); hasPass {
+			authority = user + ":" + maskedValue + authority[i:]
+		}
+	}
+	s := scheme + authority + path
+	if hasQuery {
+		s += "?" + maskParams(query)
+	}
+	if hasFrag {
+		s += "#" + maskParams(frag)
+	}
+	return s
+}
+
+// maskParams masks the values of the NAME=VALUE parameters of a query or
+// fragment, keeping their names.
+func maskParams(q string) string {
+	params := strings.Split(q, "&")
+	for i, p := range params {
+		if name, v, ok := strings.Cut(p, "="); ok && v != "" {
+			params[i] = name + "=" + maskedValue
+		}
+	}
+	return strings.Join(params, "&")
 }

@@ -30,11 +30,14 @@ only what precedes the tampered place is shown.
 
 The report goes to -o FILE, or to stdout with -o - or when stdout is not
 a terminal (aegis report BUNDLE > report.html); on a terminal it is
-written beside the bundle, as BUNDLE.report.html, and its path printed.
+written beside the bundle, as BUNDLE.report.html, and its path printed,
+unless that file exists (then -o replaces it). A FILE inside the bundle
+is refused: the bundle would no longer verify.
 
 Exit status: 0 the report was written and the bundle is valid, 1 the
 report was written but the bundle is tampered or unsealed (the report
-says so), 2 usage or a bundle that cannot be read.`
+says so), 2 usage or a bundle that cannot be read, 3 interrupted (Ctrl-C)
+before the bundle was verified (no report is written).`
 
 func runReport(ctx context.Context, args []string, stdio Stdio) error {
 	fs := newFlagSet("report", reportUsage, stdio)
@@ -50,7 +53,35 @@ func runReport(ctx context.Context, args []string, stdio Stdio) error {
 	if err := notBundle(pos[0]); err != nil {
 		return err
 	}
+	if *out == "" {
+		*out = "-"
+		if isTerminal(stdio.Out) {
+			// HTML is for a browser, not for the terminal.
+			if *out, err = reportPath(pos[0]); err != nil {
+				return usageError("%v", err)
+			}
+			if _, err := os.Lstat(*out); err == nil {
+				return usageError("%s exists: give -o %s to replace it, or -o another FILE.html", *out, *out)
+			}
+		}
+	}
+	if *out != "-" {
+		if fi, err := os.Stat(filepath.Dir(*out)); err != nil || !fi.IsDir() {
+			return usageError("-o %s: the directory %s does not exist", *out, filepath.Dir(*out))
+		}
+		if insideDir(*out, pos[0]) {
+			return usageError("-o %s: inside the bundle %s, where the report would be a file its ledger does not record (aegis verify: extra); write it beside the bundle", *out, pos[0])
+		}
+	}
 	b, err := audit.Open(ctx, pos[0], audit.OpenOptions{AllowTampered: true, AllowUnsealed: true})
+	if ierr := asInterrupted(ctx, "report "+pos[0], ctx.Err()); ierr != nil {
+		// A verification cut short is no verdict: no report says
+		// "tampered" for it.
+		if err == nil {
+			b.Close()
+		}
+		return ierr
+	}
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -59,21 +90,11 @@ func runReport(ctx context.Context, args []string, stdio Stdio) error {
 	if err := audit.RenderReport(b, &buf); err != nil {
 		return exitCode(ExitFailure, err)
 	}
-	if *out == "" {
-		*out = "-"
-		if isTerminal(stdio.Out) {
-			// HTML is for a browser, not for the terminal.
-			*out = reportPath(pos[0])
-		}
-	}
 	if *out == "-" {
 		if _, err := stdio.Out.Write(buf.Bytes()); err != nil {
 			return err
 		}
 	} else {
-		if fi, err := os.Stat(filepath.Dir(*out)); err != nil || !fi.IsDir() {
-			return usageError("-o %s: the directory %s does not exist", *out, filepath.Dir(*out))
-		}
 		if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
 			return exitCode(ExitFailure, fmt.Errorf("-o %s: %w", *out, err))
 		}
@@ -91,11 +112,43 @@ func runReport(ctx context.Context, args []string, stdio Stdio) error {
 
 // reportPath is where the report of bundle goes without -o when stdout
 // is a terminal: beside the bundle (never inside, where it would be a
-// file the ledger does not record), named after it: DIR.report.html, or
+// file the ledger does not record: "aegis report ." names the bundle by
+// its absolute path), named after it: DIR.report.html, or
 // NAME.report.html for NAME.tar.zst.
-func reportPath(bundle string) string {
-	p := strings.TrimSuffix(filepath.Clean(bundle), ".tar.zst")
-	return p + ".report.html"
+func reportPath(bundle string) (string, error) {
+	abs, err := filepath.Abs(bundle)
+	if err != nil {
+		return "", fmt.Errorf("the report's path beside %s: %w", bundle, err)
+	}
+	return strings.TrimSuffix(abs, ".tar.zst") + ".report.html", nil
+}
+
+// insideDir reports whether path is dir or inside it, links resolved
+// (path's directory exists; path itself may not). A dir that is no
+// directory (a packed bundle) holds nothing.
+func insideDir(path, dir string) bool {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return false
+	}
+	d, err := resolved(dir)
+	if err != nil {
+		return false
+	}
+	parent, err := resolved(filepath.Dir(path))
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, filepath.Join(parent, filepath.Base(path)))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resolved is the absolute path p names, its links resolved.
+func resolved(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same

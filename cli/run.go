@@ -107,8 +107,9 @@ approvals (--approve live, the default with --listen) and can abort. ADDR
 is PORT or HOST:PORT, loopback unless a host is named. Every connection
 needs the bearer token aegis prints to stderr and writes to a 0600 file
 (--listen-token-file); live/PROTOCOL.md documents the wire. When the run
-ends, the console stays available for --linger (default 5m), until Ctrl-C;
---linger 0 exits at once.
+ends, the browser is closed and the console stays available for --linger
+(default 5m when stderr is a terminal, else 0), until Ctrl-C; --linger 0
+exits at once.
 
 Witness (--witness URL|file:PATH): the bundle's writer sends a signed
 checkpoint of its ledger (size, Merkle root, head hash) as the session
@@ -167,6 +168,9 @@ type runOptions struct {
 	listen       string
 	tokenFile    string
 	linger       time.Duration
+	// lingerSet is whether --linger was given: without it, a run whose
+	// stderr is no terminal (CI) does not linger.
+	lingerSet bool
 	// witness, witnessRequired, checkpointEvery: cli/witness.go.
 	witness         string
 	witnessRequired bool
@@ -197,7 +201,7 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
 	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
 	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
-	fs.DurationVar(&o.linger, "linger", DefaultLinger, "with --listen: keep serving the console for `DURATION` after the run ends, until Ctrl-C (0: exit at once)")
+	fs.DurationVar(&o.linger, "linger", DefaultLinger, "with --listen: keep serving the console for `DURATION` after the run ends, until Ctrl-C (0: exit at once; default 0 when stderr is not a terminal)")
 	fs.StringVar(&o.witness, "witness", "", "send signed checkpoints of the bundle's ledger to the witness at `URL` (http(s)://, aegis witness serve) or file:PATH (an append-only log file)")
 	fs.BoolVar(&o.witnessRequired, "witness-required", false, "fail closed: a checkpoint the witness does not take aborts the run, and the run fails (exit 6)")
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, fmt.Sprintf("send a checkpoint every `N` ledger entries, besides those at the start, after each approval and at the seal (default %d)", evidence.DefaultCheckpointEvery))
@@ -218,6 +222,7 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	if err != nil {
 		return err
 	}
+	o.lingerSet = flagSet(fs, "linger")
 	in, err := runTask(&o, pos, stdio)
 	if err != nil {
 		return err
@@ -434,6 +439,11 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if err := checkWitnessFlags(o); err != nil {
 		return err
 	}
+	if o.listen != "" && !o.lingerSet && !isTerminal(stdio.Err) {
+		// Nobody watches the terminal (CI, a service): nobody reads the
+		// console after the run either.
+		o.linger = 0
+	}
 	environ := os.Environ()
 	if hooks != nil {
 		for k, v := range hooks.secrets {
@@ -498,13 +508,21 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		if o.linger < 0 {
 			return usageError("--linger %s: want 0 or more", o.linger)
 		}
-		if lc, err = startLive(o.listen, o.tokenFile, liveApprover, stdio); err != nil {
+		if lc, err = startLive(o.listen, "--listen", o.tokenFile, liveApprover, stdio); err != nil {
 			return err
 		}
 		lc.lingerFor = o.linger
-		defer func() { lc.linger(ctx, stdio); lc.close() }()
+		defer func() {
+			// The console only reads what the run recorded: the browsers
+			// and the driver are closed, and all output written, before
+			// it lingers.
+			closeBrowsers()
+			flush()
+			lc.linger(ctx, stdio)
+			lc.close()
+		}()
 		if liveApprover != nil {
-			cfg.Approver = &announcedApprover{next: liveApprover, out: stdio.Err, timeout: o.approvalWait, console: lc.consoleURL}
+			cfg.Approver = &announcedApprover{next: liveApprover, out: stdio.Err, timeout: o.approvalWait, console: lc.consoleURL, tokenFile: lc.tokenFile}
 		}
 	}
 	s, err := session.New(cfg)

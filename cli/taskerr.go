@@ -119,7 +119,7 @@ func taskProblem(p schemas.Problem, keyword, file string, members map[string]jso
 	case file == "" && field == "urls" && len(segs) == 2:
 		i, _ := strconv.Atoi(segs[1])
 		if i < len(o.urls) {
-			return fmt.Sprintf("--url %s: %s", o.urls[i], urlProblem(o.urls[i], keyword, p.Reason, "--url ")), true
+			return fmt.Sprintf("--url %s: %s", shownURL(o.urls[i]), urlProblem(o.urls[i], keyword, p.Reason, "--url ")), true
 		}
 	case file == "" && field == "urls":
 		return fmt.Sprintf("--url (given %d times): %s", len(o.urls), p.Reason), true
@@ -128,7 +128,7 @@ func taskProblem(p schemas.Problem, keyword, file string, members map[string]jso
 		_ = json.Unmarshal(members["urls"], &urls)
 		i, _ := strconv.Atoi(segs[1])
 		if i < len(urls) {
-			return fmt.Sprintf("urls[%d] %q: %s", i, urls[i], urlProblem(urls[i], keyword, p.Reason, "")), false
+			return fmt.Sprintf("urls[%d] %q: %s", i, shownURL(urls[i]), urlProblem(urls[i], keyword, p.Reason, "")), false
 		}
 	}
 	name := strings.Join(segs, ".")
@@ -151,9 +151,9 @@ func checkTaskURLs(urls []string, file string) error {
 		case why == "":
 			continue
 		case file == "":
-			lines = append(lines, fmt.Sprintf("--url %s: %s", u, strings.ReplaceAll(why, "FIX", "--url ")))
+			lines = append(lines, fmt.Sprintf("--url %s: %s", shownURL(u), strings.ReplaceAll(why, "FIX", "--url ")))
 		default:
-			lines = append(lines, fmt.Sprintf("urls[%d] %q: %s", i, u, strings.ReplaceAll(why, "FIX", "")))
+			lines = append(lines, fmt.Sprintf("urls[%d] %q: %s", i, shownURL(u), strings.ReplaceAll(why, "FIX", "")))
 		}
 	}
 	switch {
@@ -173,7 +173,7 @@ func allowedURLProblem(u string) string {
 		return ""
 	}
 	if noScheme(u) {
-		return "an allowed URL needs a scheme: add " + schemeFor(u) + " (FIX" + withScheme(u) + ")"
+		return "an allowed URL needs a scheme: add " + schemeFor(u) + " (FIX" + withScheme(shownURL(u)) + ")"
 	}
 	pu, err := url.Parse(u)
 	switch {

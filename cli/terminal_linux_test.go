@@ -128,7 +128,64 @@ func TestReportOnTerminal(t *testing.T) {
 			t.Errorf("aegis %s to a buffer: exit %d, %d bytes of stdout", strings.Join(args, " "), code, out.Len())
 		}
 	}
-	if got, want := reportPath(filepath.Join("ev", "b.tar.zst")), filepath.Join("ev", "b.report.html"); got != want {
-		t.Errorf("reportPath of a packed bundle = %q, want %q", got, want)
+	wd, _ := os.Getwd()
+	if got, _ := reportPath(filepath.Join("ev", "b.tar.zst")); got != filepath.Join(wd, "ev", "b.report.html") {
+		t.Errorf("reportPath of a packed bundle = %q, want %q", got, filepath.Join(wd, "ev", "b.report.html"))
+	}
+}
+
+// TestReportPath: a report never lands inside its bundle (where the
+// bundle would no longer verify: "aegis report ." made "..report.html"
+// there), and the report beside the bundle never replaces a file unless
+// -o names it.
+func TestReportPath(t *testing.T) {
+	_, tty := openPTY(t)
+	bundle := copyBundle(t)
+	beside := bundle + ".report.html"
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(bundle, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other.html")
+	tests := []struct {
+		name string
+		dir  string // the working directory
+		args []string
+		code int
+		err  string // stderr, BESIDE for the report's path
+		file string // the report written
+	}{
+		{"the bundle as .", bundle, []string{"report", "."}, ExitOK, "aegis: report of cus_01HZX4K9 written to BESIDE (open it in a browser)\n", beside},
+		{"never replaced", bundle, []string{"report", "."}, ExitUsage, "aegis: BESIDE exists: give -o BESIDE to replace it, or -o another FILE.html\n", ""},
+		{"replaced with -o", "", []string{"report", bundle, "-o", beside}, ExitOK, "aegis: report of cus_01HZX4K9 written to BESIDE (open it in a browser)\n", beside},
+		{"-o inside", "", []string{"report", bundle, "-o", filepath.Join(bundle, "r.html")}, ExitUsage,
+			"aegis: -o " + filepath.Join(bundle, "r.html") + ": inside the bundle " + bundle + ", where the report would be a file its ledger does not record (aegis verify: extra); write it beside the bundle\n", ""},
+		{"-o inside, relative", bundle, []string{"report", ".", "-o", "provenance/r.html"}, ExitUsage, "-o provenance/r.html: inside the bundle .,", ""},
+		{"-o inside through a link", "", []string{"report", bundle, "-o", filepath.Join(link, "r.html")}, ExitUsage, "inside the bundle", ""},
+		{"-o the bundle itself", "", []string{"report", bundle, "-o", bundle}, ExitUsage, "inside the bundle", ""},
+		{"-o elsewhere", "", []string{"report", link, "-o", other}, ExitOK, "written to " + other, other},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.dir != "" {
+				t.Chdir(tt.dir)
+			}
+			var errb bytes.Buffer
+			code := Run(t.Context(), tt.args, Stdio{Out: tty, Err: &errb})
+			if code != tt.code {
+				t.Errorf("exit %d, want %d: %s", code, tt.code, errb.String())
+			}
+			if want := strings.ReplaceAll(tt.err, "BESIDE", beside); !strings.Contains(errb.String(), want) {
+				t.Errorf("stderr %q, want %q", errb.String(), want)
+			}
+			if tt.file != "" {
+				if page, err := os.ReadFile(tt.file); err != nil || !bytes.Contains(page, []byte("<html")) {
+					t.Errorf("%s: %v, %d bytes", tt.file, err, len(page))
+				}
+			}
+			if code, _, errOut := run(t, "", "verify", bundle); code != ExitOK {
+				t.Errorf("the bundle no longer verifies: %s", errOut)
+			}
+		})
 	}
 }

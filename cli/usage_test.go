@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,14 +28,24 @@ func TestHelpTopics(t *testing.T) {
 		{[]string{"help", "report"}, ExitOK, "BUNDLE.report.html", "", false, true},
 		{[]string{"help", "policy"}, ExitOK, "Subcommands:", "", false, true},
 		{[]string{"help", "policy", "eval"}, ExitOK, "Usage: aegis policy eval", "", false, true},
+		{[]string{"help", "witness", "serve"}, ExitOK, "Usage: aegis witness serve", "", false, true},
+		{[]string{"help", "extension", "unpack"}, ExitOK, "Usage: aegis extension unpack DIR | id", "", false, true},
+		{[]string{"help", "extension", "unpack", "x"}, ExitOK, "Usage: aegis extension unpack DIR | id", "", false, true},
+		{[]string{"help", "policy", "evl"}, ExitUsage, "", `no help topic "policy evl" (did you mean "eval"?); the subcommands of policy are: eval, test, diff, attack`, true, false},
 		{[]string{"run", "-h"}, ExitOK, "Flags:", "", false, true},
 		{[]string{"help", "frobnicate"}, ExitUsage, "", `aegis: no help topic "frobnicate"; the topics are: demo, extension, help, host,`, true, false},
 		{[]string{"help", "verfy"}, ExitUsage, "", `no help topic "verfy" (did you mean "verify"?); the topics are: `, true, false},
 		{[]string{"verfy", "x"}, ExitUsage, "", "aegis: unknown command \"verfy\" (did you mean \"verify\"?)\nUsage: aegis COMMAND [flags] [args]\nRun \"aegis help\" for the commands.\n", true, false},
 	}
+	// Help never runs the command: "help extension unpack" wrote the
+	// extension into a directory named "-h".
+	t.Chdir(t.TempDir())
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			code, out, errOut := run(t, "", tt.args...)
+			if entries, _ := os.ReadDir("."); len(entries) != 0 {
+				t.Errorf("help wrote %s in the working directory", entries[0].Name())
+			}
 			if got, want := code, tt.code; got != want {
 				t.Errorf("exit %d, want %d; stderr %q", got, want, errOut)
 			}
@@ -90,7 +101,13 @@ func TestTaskErrors(t *testing.T) {
 		{"no host", []string{"--goal", "x", "--url", "https://"},
 			"aegis: --url https://: the URL names no host (such as https://example.com/)\n"},
 		{"user info", []string{"--goal", "x", "--url", "https://bob:pw@a.example/"},
-			"aegis: --url https://bob:pw@a.example/: an allowed URL carries no user name or password (give credentials as secrets: aegis help run)\n"},
+			"aegis: --url https://bob:xxxxx@a.example/: an allowed URL carries no user name or password (give credentials as secrets: aegis help run)\n"},
+		{"credentials without scheme", []string{"--goal", "x", "--url", "bob:pw@a.example/?key=k3y"},
+			"aegis: --url bob:xxxxx@a.example/?key=xxxxx: only http and https pages can be allowed, not bob:\n"},
+		{"key in the query, no scheme", []string{"--goal", "x", "--url", "a.example/feed?key=k3y&v=2"},
+			"aegis: --url a.example/feed?key=xxxxx&v=xxxxx: an allowed URL needs a scheme: add https:// (--url https://a.example/feed?key=xxxxx&v=xxxxx)\n"},
+		{"file user info", []string{file(`{"goal":"x","urls":["https://bob:pw@a.example/"]}`)},
+			"aegis: FILE is not a valid task (ComputerUseInput):\n  urls[0] \"https://bob:xxxxx@a.example/\": an allowed URL carries no user name or password (give credentials as secrets: aegis help run)\n"},
 		{"too many actions", []string{"--goal", "x", "--url", "https://a.example", "--max-actions", "500"},
 			"aegis: --max-actions 500: want 1 to 200\n"},
 		{"negative actions", []string{"--goal", "x", "--url", "https://a.example", "--max-actions", "-1"},
@@ -210,6 +227,12 @@ func TestFlagErrors(t *testing.T) {
 			"aegis: --llm-base-url ftp://a.example/v1: want the endpoint's http(s) URL up to /v1, such as https://api.openai.com/v1\n"},
 		{"model URL from the environment", "127.0.0.1:8000/v1", []string{"demo"},
 			"aegis: $AEGIS_LLM_BASE_URL=127.0.0.1:8000/v1: the URL needs a scheme: add http:// ($AEGIS_LLM_BASE_URL=http://127.0.0.1:8000/v1)\n"},
+		{"endpoint with credentials", "", append(task, "--browser-endpoint", "pw:s3cret@localhost:3000/?token=t0k"),
+			"aegis: --browser-endpoint pw:xxxxx@localhost:3000/?token=xxxxx: want the Playwright server's WebSocket address: add ws:// (--browser-endpoint ws://pw:xxxxx@localhost:3000/?token=xxxxx)\n"},
+		{"model URL with a key", "", append(task, "--llm-base-url", "ftp://u:s3cret@a.example/v1?api-key=k3y", "--model", "m"),
+			"aegis: --llm-base-url ftp://u:xxxxx@a.example/v1?api-key=xxxxx: want the endpoint's http(s) URL up to /v1, such as https://api.openai.com/v1\n"},
+		{"model URL with a key from the environment", "127.0.0.1:8000/v1?key=k3y", []string{"demo"},
+			"aegis: $AEGIS_LLM_BASE_URL=127.0.0.1:8000/v1?key=xxxxx: the URL needs a scheme: add http:// ($AEGIS_LLM_BASE_URL=http://127.0.0.1:8000/v1?key=xxxxx)\n"},
 		{"origin without scheme", "", []string{"replay", bundle, "--map-origin", "example.com=localhost:8080"},
 			"invalid value \"example.com=localhost:8080\" for flag -map-origin: an origin needs its scheme: --map-origin https://example.com=http://localhost:8080\n"},
 		{"report into nowhere", "", []string{"report", bundle, "-o", "/nonexistent/dir/r.html"},
@@ -226,5 +249,27 @@ func TestFlagErrors(t *testing.T) {
 				t.Errorf("stderr\n got %q\nwant %q", errOut, tt.want)
 			}
 		})
+	}
+}
+
+// TestShownURL: a URL echoed in a message keeps what says which it is and
+// masks what may be a credential: the password, query and fragment values.
+func TestShownURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://example.com/a?b", "https://example.com/a?b"},
+		{"https://ada:pw@example.com/", "https://ada:xxxxx@example.com/"},
+		{"https://ada@example.com/", "https://ada@example.com/"},
+		{"https://example.com/p?key=s3cret&x=&y", "https://example.com/p?key=xxxxx&x=&y"},
+		{"https://example.com/#access_token=s3cret", "https://example.com/#access_token=xxxxx"},
+		{"ada:pw@example.com?k=v", "ada:xxxxx@example.com?k=xxxxx"},
+		{"https://ex.com/a@b:c", "https://ex.com/a@b:c"},
+		{"https://a:b:c@ex.com", "https://a:xxxxx@ex.com"},
+		{"example.com", "example.com"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := shownURL(tt.in); got != tt.want {
+			t.Errorf("shownURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 // the HTTP API.
 
 func init() {
-	register(command{name: "witness", summary: "serve a witness that keeps the checkpoints of evidence bundles", run: runWitness})
+	register(command{name: "witness", summary: "serve a witness that keeps the checkpoints of evidence bundles", run: runWitness, subcommands: []string{"serve"}})
 }
 
 const witnessUsage = `serve --dir DIR [--listen ADDR] [--keys FILE] [--max-origins N]

@@ -81,6 +81,11 @@ type Options struct {
 	// wins); LiveBase is its http://HOST:PORT, for the log.
 	Live     *live.Server
 	LiveBase string
+	// OpenLive, when set and Live is not, opens the live channel at the
+	// first session.start, returning Live and LiveBase: a host that only
+	// serves the options page (config.get, config.set) never listens. An
+	// error refuses that start (CodeConfig); the next one tries again.
+	OpenLive func() (*live.Server, string, error)
 }
 
 // ErrOriginRefused is returned by Serve when the caller's origin is not
@@ -178,6 +183,9 @@ type host struct {
 	mu    sync.Mutex
 	hello bool
 	run   *running
+
+	// liveMu guards o.Live and o.LiveBase while OpenLive sets them.
+	liveMu sync.Mutex
 }
 
 // running is the session under way.
@@ -393,6 +401,21 @@ func taskOf(p StartParams) (contract.Input, error) {
 
 var presets = []string{"", "safe", "balanced", "power", "developer"}
 
+// liveChannel returns the live channel sessions are offered on (nil
+// without one), opening it with OpenLive on first need.
+func (h *host) liveChannel() (*live.Server, string, error) {
+	h.liveMu.Lock()
+	defer h.liveMu.Unlock()
+	if h.o.Live == nil && h.o.OpenLive != nil {
+		srv, base, err := h.o.OpenLive()
+		if err != nil {
+			return nil, "", err
+		}
+		h.o.Live, h.o.LiveBase = srv, base
+	}
+	return h.o.Live, h.o.LiveBase, nil
+}
+
 // start starts a session on the extension's tab.
 func (h *host) start(p StartParams) (StartResult, error) {
 	var res StartResult
@@ -439,7 +462,11 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	approver := &popupApprover{conn: h.conn, name: "popup " + h.o.Origin, set: set}
 	var sessApprover session.Approver = approver
 	var liveApprover *live.Approver
-	if h.o.Live != nil {
+	liveSrv, liveBase, err := h.liveChannel()
+	if err != nil {
+		return res, errorf(CodeConfig, "the live channel: %v", err)
+	}
+	if liveSrv != nil {
 		liveApprover = live.NewApprover()
 		sessApprover = session.FirstOf(approver, liveApprover)
 	}
@@ -480,9 +507,9 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		return res, errorf(CodeBadParams, "%v", err)
 	}
 	approver.abort = s.Abort
-	if h.o.Live != nil {
-		h.o.Live.Add(s, live.SessionOptions{Approver: liveApprover, Dir: filepath.Join(root, id), Goal: in.Goal})
-		h.log.printf("session %s on the live channel: %s/?session=%s and %s/v1/sessions/%s/stream", id, h.o.LiveBase, id, "ws"+strings.TrimPrefix(h.o.LiveBase, "http"), id)
+	if liveSrv != nil {
+		liveSrv.Add(s, live.SessionOptions{Approver: liveApprover, Dir: filepath.Join(root, id), Goal: in.Goal})
+		h.log.printf("session %s on the live channel: %s/?session=%s and %s/v1/sessions/%s/stream", id, liveBase, id, "ws"+strings.TrimPrefix(liveBase, "http"), id)
 	}
 	r := &running{s: s, approver: approver, done: make(chan struct{}), tabID: p.TabID}
 	h.mu.Lock()
