@@ -158,7 +158,8 @@ func estimateTokens(promptBytes, seenBytes, seenTokens int) int {
 		return 0
 	}
 	if seenBytes > 0 && seenTokens > 0 {
-		return int((int64(promptBytes)*int64(seenTokens) + int64(seenBytes) - 1) / int64(seenBytes))
+		est := math.Ceil(float64(promptBytes) * float64(seenTokens) / float64(seenBytes))
+		return int(min(est, MaxTokenBudget+1)) // past any budget, and no overflow
 	}
 	return (promptBytes + bytesPerToken - 1) / bytesPerToken
 }
