@@ -34,14 +34,13 @@ func (in Input) MaxTokens() (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	var n json.Number
+	var x any
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
-	if err := d.Decode(&n); err != nil {
-		return 0, fmt.Errorf("contract: hints.%s is %s: want an integer from 1 to %d", HintMaxTokens, clip(raw), MaxTaskTokens)
-	}
+	_ = d.Decode(&x) // raw is one JSON value: json.Unmarshal checked it
+	n, ok := x.(json.Number)
 	v, err := n.Float64()
-	if err != nil || v != float64(int64(v)) || v < 1 || v > MaxTaskTokens {
+	if !ok || err != nil || v != float64(int64(v)) || v < 1 || v > MaxTaskTokens {
 		return 0, fmt.Errorf("contract: hints.%s is %s: want an integer from 1 to %d", HintMaxTokens, clip(raw), MaxTaskTokens)
 	}
 	return int(v), nil
