@@ -190,6 +190,7 @@ func TestTokenBudgetConfig(t *testing.T) {
 	}{
 		{"another limit", `{"maxTokens":200}`, other, "is not the task's hints.maxTokens (200"},
 		{"a limit the task lacks", ``, other, "is not the task's hints.maxTokens (0"},
+		{"no budget", `{"maxTokens":200}`, nil, "no model budget enforces it"},
 		{"zero", `{"maxTokens":0}`, nil, "hints.maxTokens is 0"},
 		{"fraction", `{"maxTokens":1.5}`, nil, "hints.maxTokens is 1.5"},
 		{"string", `{"maxTokens":"many"}`, nil, `hints.maxTokens is "many"`},

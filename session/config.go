@@ -216,12 +216,12 @@ type Config struct {
 	// Budget is the session's model budget (llm.NewBudget), the same
 	// value the clients of Planner and Navigator charge (llm.Config.Budget):
 	// its token limit must be the task's hints.maxTokens (0 when the task
-	// names none). nil means the session makes one from the task, which
-	// counts only what clients sharing it charge (none, for offline
-	// agents). The session reads it after every Planner and Navigator
-	// answer: once it is passed, or once it refused a call it predicted
-	// would pass it, the session ends aborted (see "Budgets" in the
-	// package documentation).
+	// names none). nil means no budget and no count, and is refused for a
+	// task that names one (nothing would enforce it); offline agents use
+	// no tokens, so any budget holds for them. The session reads it after
+	// every Planner and Navigator answer: once it is passed, or once it
+	// refused a call it predicted would pass it, the session ends aborted
+	// (see "Budgets" in the package documentation).
 	Budget *llm.Budget
 	// Model names the model, for the manifest; "" when none.
 	Model string
@@ -283,12 +283,10 @@ func validate(cfg *Config) error {
 		return &Error{Code: "config", Msg: "invalid task", Err: err}
 	}
 	switch {
-	case cfg.Budget == nil:
-		cfg.Budget, err = llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
-		if err != nil {
-			return &Error{Code: "config", Msg: "invalid task", Err: err}
-		}
-	case cfg.Budget.Limits().MaxTokens != maxTokens:
+	case cfg.Budget == nil && maxTokens > 0:
+		// A budget no model client charges would bound nothing.
+		return bad("the task sets hints.%s (%d) but no model budget enforces it: make one (llm.NewBudget) for Budget and the model clients' llm.Config.Budget", contract.HintMaxTokens, maxTokens)
+	case cfg.Budget != nil && cfg.Budget.Limits().MaxTokens != maxTokens:
 		return bad("the model budget's token limit (%d) is not the task's hints.%s (%d; 0 for none)", cfg.Budget.Limits().MaxTokens, contract.HintMaxTokens, maxTokens)
 	}
 	if _, err := origins(cfg.Task.URLs); err != nil {
