@@ -152,6 +152,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		size := promptBytes(msgs)
 		if err := c.cfg.Budget.check(size, c.cfg.MaxTokens); err != nil {
 			// Refused before sending: nothing of it was sent or used.
+			resp.Attempts = attempt - 1
 			return resp, err
 		}
 		out, info, err := c.once(ctx, msgs, req.Schema, mode)
