@@ -116,6 +116,8 @@ type Bundle struct {
 	Steps []*Step
 	// Events are every stream event, in order.
 	Events []contract.StreamEvent
+	// ModelCalls are the model-call records, in order.
+	ModelCalls []contract.ModelCall
 	// Entries counts the ledger entries read.
 	Entries int
 
@@ -570,6 +572,12 @@ func (r *reader) add(e contract.LedgerEntry, rec []byte) error {
 		if r.step != nil {
 			r.step.Artifacts = append(r.step.Artifacts, a)
 		}
+	case contract.LedgerModelCall:
+		var mc contract.ModelCall
+		if err := json.Unmarshal(rec, &mc); err != nil {
+			return err
+		}
+		b.ModelCalls = append(b.ModelCalls, mc)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // The summary at the top of a report: how the session ended and why, one
@@ -124,6 +125,7 @@ func summarize(b *Bundle, v *reportView, ended string) {
 	if d := duration(b.Manifest.StartedAt, ended); d != "—" {
 		v.Counts += " Took " + d + "."
 	}
+	v.Counts += tokensLine(b)
 	v.Final.Outcome = v.Outcome
 	v.Final.Ended = ended
 	if n := len(b.Steps); n > 0 {
@@ -138,6 +140,25 @@ func summarize(b *Bundle, v *reportView, ended string) {
 			v.Final.URL = last.After[k-1].Observation.State.ActiveURL
 		}
 	}
+}
+
+// tokensLine says what the model calls used, in tokens, and the task's
+// token budget (hints.maxTokens) if any: " 3 model calls: 12,345 tokens of
+// a budget of 50,000."; "" for a session without model calls or budget.
+func tokensLine(b *Bundle) string {
+	total := 0
+	for _, mc := range b.ModelCalls {
+		total = min(total+mc.Tokens(), 1<<53-1) // record counts are at most 2^53 - 1
+	}
+	budget, _ := b.Manifest.Task.MaxTokens()
+	if len(b.ModelCalls) == 0 && budget == 0 {
+		return ""
+	}
+	s := " " + plural(len(b.ModelCalls), "model call") + ": " + text.Thousands(total) + " tokens"
+	if budget > 0 {
+		s += " of a budget of " + text.Thousands(budget)
+	}
+	return s + "."
 }
 
 // outcome is how the session ended, from the sealed manifest or the

@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/session"
 )
 
 // progressLine renders one action for stderr, such as
-// `step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms`.
+// `step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms  tokens
+// 12,345/50,000` (the tokens the model calls used so far and the token
+// budget, when there is one; no tokens without model calls).
 //
 // An effect of an action reads `effect of step 3  click #continue
 // "Continue" causes POST https://shop.example/pay (fields: card)  DENIED
@@ -44,7 +47,23 @@ func progressLine(r session.StepReport) string {
 	if r.Error != "" {
 		b.WriteString("  failed: " + session.Sanitize(r.Error, 200))
 	}
+	if t := tokens(r.Tokens, r.MaxTokens); t != "" {
+		b.WriteString("  " + t)
+	}
 	return b.String()
+}
+
+// tokens says what the model calls used of the token budget: "tokens
+// 12,345/50,000", "tokens 12,345" without a budget, "" when nothing was
+// used and there is no budget.
+func tokens(used, budget int) string {
+	switch {
+	case budget > 0:
+		return "tokens " + text.Thousands(used) + "/" + text.Thousands(budget)
+	case used > 0:
+		return "tokens " + text.Thousands(used)
+	}
+	return ""
 }
 
 // endLine says how the session ended, why when it did not complete, and
@@ -53,6 +72,9 @@ func endLine(res session.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "aegis: %s in %s: %d actions, %d denied, %d approved", res.Status,
 		res.Timings.Total.Round(10*time.Millisecond), res.Output.ActionsExecuted, res.Denied, res.Approved)
+	if t := tokens(res.Tokens, res.MaxTokens); t != "" {
+		b.WriteString(", " + t)
+	}
 
 	switch {
 	case res.Evidence.Sealed:

@@ -25,6 +25,12 @@ func TestProgressLine(t *testing.T) {
 			`step 5/50  click #continue "Continue"  DENIED (high): payment_action`},
 		{session.StepReport{Index: 4, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, Duration: time.Millisecond, Error: "target_changed: the page changed between the decision and the action"},
 			`step 4/50  click #continue "Continue"  allowed (low)  1ms  failed: target_changed: the page changed between the decision and the action`},
+		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, Tokens: 12345, MaxTokens: 50000},
+			`step 3/50  click #continue "Continue"  allowed (low)  12ms  tokens 12,345/50,000`},
+		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, Tokens: 1234567},
+			`step 3/50  click #continue "Continue"  allowed (low)  12ms  tokens 1,234,567`},
+		{session.StepReport{Index: 1, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, MaxTokens: 900},
+			`step 1/50  click #continue "Continue"  allowed (low)  12ms  tokens 0/900`},
 	}
 	for _, tc := range tests {
 		if got := progressLine(tc.r); got != tc.want {
@@ -45,6 +51,8 @@ func TestEndLine(t *testing.T) {
 			"aegis: completed in 1.5s: 3 actions, 0 denied, 0 approved; evidence /ev/s-1 (sealed, head 0123456789ab…)"},
 		{session.Result{Status: contract.SessionAborted, Output: contract.Output{Summary: "denied by a person in the popup: click #pay \"Pay\"\x1b[2J", ActionsExecuted: 1}, Denied: 2, Evidence: sealed, Timings: session.Timings{Total: time.Second}},
 			"aegis: aborted in 1s: 1 actions, 2 denied, 0 approved; evidence /ev/s-1 (sealed, head 0123456789ab…)\naegis: why: denied by a person in the popup: click #pay \"Pay\"[2J"},
+		{session.Result{Status: contract.SessionAborted, Output: contract.Output{Summary: "aborted after 2 actions: the token budget (maxTokens 1,800) was passed: 2,100 tokens used", ActionsExecuted: 2}, Tokens: 2100, MaxTokens: 1800, Evidence: sealed, Timings: session.Timings{Total: time.Second}},
+			"aegis: aborted in 1s: 2 actions, 0 denied, 0 approved, tokens 2,100/1,800; evidence /ev/s-1 (sealed, head 0123456789ab…)\naegis: why: aborted after 2 actions: the token budget (maxTokens 1,800) was passed: 2,100 tokens used"},
 	}
 	for _, tc := range tests {
 		if got := endLine(tc.res); got != tc.want {

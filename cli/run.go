@@ -15,6 +15,7 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/live"
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/navigator"
@@ -63,7 +64,11 @@ driver runs what was allowed, and an evidence bundle records everything
 and is sealed however the session ends.
 
 TASK.json is a ComputerUseInput (seed 003): {"goal", "urls", "maxActions",
-"maxDurationMs", "hints"}. The urls are the allowlist (by origin); the first
+"maxDurationMs", "hints"}. hints.maxTokens (or --max-tokens) bounds the
+tokens of the model calls, the planner's and the navigator's: the session
+ends aborted once they pass it, or before a call estimated to pass it (the
+prompt at about four bytes a token, calibrated by the usage the endpoint
+reports, plus the completion bound). The urls are the allowlist (by origin); the first
 is opened first. hints.steps (plain-language steps: navigate, click, type,
 select, scroll, wait, extract, expect) drive the steps agent; hints.script
 (raw BrowserActions) the script agent.
@@ -127,7 +132,7 @@ needs approval), balanced (every navigate, click, type and select needs
 approval), safe (nothing may act), developer (as power).
 
 Output: a progress line per action on stderr, such as
-  step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms
+  step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms  tokens 12,345/50,000
 and the ComputerUseOutput JSON on stdout, indented (--json: one compact
 line, for machines). Its "status" is seed 003's; a failed session says
 "aborted" there and "endStatus": "failed" with "error" beside it. Its
@@ -152,6 +157,7 @@ type runOptions struct {
 	opaURL       string
 	preset       string
 	maxActions   int
+	maxTokens    int
 	maxDuration  time.Duration
 	evidence     string
 	json         bool
@@ -215,6 +221,7 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	fs.StringVar(&o.agent, "agent", "", "`agent`: llm, steps or script (default: llm with a model, else steps or script by the task's hints)")
 	fs.IntVar(&o.maxActions, "max-actions", 0, "action budget, 1 to 200 (default the task's, else 50)")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "duration budget, 1s to 30m (default the task's, else 10m)")
+	fs.IntVar(&o.maxTokens, "max-tokens", 0, fmt.Sprintf("token budget of the model calls (prompt and completion, planner and navigator), 1 to %s; sets the task's hints.maxTokens (default the task's, else none)", text.Thousands(contract.MaxTaskTokens)))
 	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), live (default with --listen), deny (default otherwise) or low-and-medium-only")
 	fs.BoolVar(&o.json, "json", false, "print the output as one compact JSON line (default indented)")
 	addSessionFlags(fs, &o)
@@ -267,6 +274,17 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 	if o.maxDuration != 0 {
 		ms := int(o.maxDuration.Milliseconds())
 		in.MaxDurationMs = &ms
+	}
+	if o.maxTokens != 0 {
+		if o.maxTokens < 1 || o.maxTokens > contract.MaxTaskTokens {
+			return in, usageError("--max-tokens %d: want 1 to %s", o.maxTokens, text.Thousands(contract.MaxTaskTokens))
+		}
+		var err error
+		if in, err = in.WithMaxTokens(o.maxTokens); err != nil {
+			return in, usageError("--max-tokens: %v", err)
+		}
+	} else if _, err := in.MaxTokens(); err != nil {
+		return in, usageError("%s: %v", taskName(file), err)
 	}
 	if err := checkTaskURLs(in.URLs, file); err != nil {
 		return in, err
@@ -325,7 +343,9 @@ func hasHint(in contract.Input, name string) bool {
 }
 
 // agents builds the Planner and the Navigator for the task.
-func agents(o *runOptions, in contract.Input, set *secrets.Set) (planner.Planner, navigator.Navigator, string, error) {
+//
+// The model clients charge budget, the session's (session.Config.Budget).
+func agents(o *runOptions, in contract.Input, set *secrets.Set, budget *llm.Budget) (planner.Planner, navigator.Navigator, string, error) {
 	model := o.model
 	if model == "" {
 		model = os.Getenv(EnvModel)
@@ -357,7 +377,7 @@ func agents(o *runOptions, in contract.Input, set *secrets.Set) (planner.Planner
 		if err != nil {
 			return nil, nil, "", usageError("%v", err)
 		}
-		c, err := llm.New(llm.Config{BaseURL: base, Model: model, APIKey: key, Guard: set.Guard()})
+		c, err := llm.New(llm.Config{BaseURL: base, Model: model, APIKey: key, Guard: set.Guard(), Budget: budget})
 		if err != nil {
 			return nil, nil, "", usageError("%v", err)
 		}
@@ -458,7 +478,15 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	stdio, flush := filterStdio(stdio, set)
 	defer flush()
 	defer func() { err = redactError(set, err) }()
-	pl, nav, model, err := agents(o, in, set)
+	maxTokens, err := in.MaxTokens()
+	if err != nil {
+		return usageError("invalid task: %v", err)
+	}
+	budget, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
+	if err != nil {
+		return usageError("invalid task: %v", err)
+	}
+	pl, nav, model, err := agents(o, in, set, budget)
 	if err != nil {
 		return err
 	}
@@ -482,6 +510,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		ApprovalTimeout: o.approvalWait,
 		Secrets:         set,
 		Evidence:        session.EvidenceDir(o.evidence),
+		Budget:          budget,
 		Model:           model,
 		Version:         Version,
 		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
@@ -578,4 +607,12 @@ func loadSigner(path string) (evidence.Signer, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// taskName names where the task came from, for errors.
+func taskName(file string) string {
+	if file == "" {
+		return "the task"
+	}
+	return file
 }

@@ -242,3 +242,38 @@ func TestRunLLM(t *testing.T) {
 		t.Errorf("%d navigator requests", n)
 	}
 }
+
+// TestRunLLMTokenBudget: --max-tokens bounds the model calls of a run: the
+// progress lines show the tokens used of the budget, and the call that
+// passes it ends the run aborted (exit 3), the budget named, the budget
+// recorded in the task's hints.
+func TestRunLLMTokenBudget(t *testing.T) {
+	site := demoSite(t)
+	srv := llmtest.NewServer(t)
+	usage := map[string]int{"prompt_tokens": 1, "completion_tokens": 899, "total_tokens": 900}
+	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
+			llmtest.WriteCompletion(w, "fake", `{"goal":"x","steps":[{"id":"s1","description":"wait","successCriteria":"waited"}]}`, usage)
+			return
+		}
+		llmtest.WriteCompletion(w, "fake", `{"actions":[{"id":"w1","type":"wait","reason":"wait","policyTags":[],"durationMs":1}],"status":"continue","summary":"waiting"}`, usage)
+	})
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"run", "--evidence", t.TempDir(), "--json", "--max-tokens", "3000", "--llm-base-url", srv.URL, "--model", "fake", "--goal", "Wait", "--url", site + "/orders"}, Stdio{Out: &out, Err: &errb})
+	if code != ExitAborted {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitAborted, errb.String())
+	}
+	for _, want := range []string{"tokens 1,800/3,000\n", "tokens 2,700/3,000\n", "tokens 3,600/3,000; evidence", "why: aborted after 3 actions: the token budget (maxTokens 3,000) was passed: 3,600 tokens used"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	var o contract.Output
+	if err := contract.Decode(schemas.KindOutput, out.Bytes(), &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Status != contract.SessionAborted || len(srv.Requests()) != 4 {
+		t.Errorf("status %s after %d model requests, want aborted after 4", o.Status, len(srv.Requests()))
+	}
+	verifyOutput(t, o)
+}

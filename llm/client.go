@@ -19,7 +19,10 @@
 //   - one CallRecord per call for the evidence: model, prompt hash, token
 //     usage, latency, attempts;
 //   - Ask: validate an answer and retry with the problems fed back,
-//     bounded.
+//     bounded;
+//   - a token Budget shared by a session's clients: each response's usage
+//     is charged to it, and a request it predicts would pass it is never
+//     sent (*BudgetError).
 //
 // The model is assumed hostile: nothing here trusts its answers; callers
 // validate them (Ask makes that the only way to get one).
@@ -125,7 +128,8 @@ func (c *Client) Mode() StructuredOutput {
 // network errors, 408, 409, 429 and 5xx at most Config.MaxRetries times
 // with backoff, and, in auto mode, falls back from json_schema to
 // json_object once when the endpoint rejects json_schema. Errors are an
-// *APIError, a *GuardError, or the context's error (wrapped). The
+// *APIError, a *GuardError, a *BudgetError (Config.Budget refused the
+// call before it was sent), or the context's error (wrapped). The
 // Response is filled as far as the call got, even on error.
 func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	start := time.Now()
@@ -145,6 +149,12 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		resp.PromptHash = PromptHash(msgs)
 		resp.Mode = mode
 		resp.Attempts = attempt
+		size := promptBytes(msgs)
+		if err := c.cfg.Budget.check(size, c.cfg.MaxTokens); err != nil {
+			// Refused before sending: nothing of it was sent or used.
+			resp.Attempts = attempt - 1
+			return resp, err
+		}
 		out, info, err := c.once(ctx, msgs, req.Schema, mode)
 		if err == nil {
 			resp.Model = out.Model
@@ -152,6 +162,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 				resp.Model = c.cfg.Model
 			}
 			resp.Usage = Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens, TotalTokens: out.Usage.TotalTokens}
+			c.cfg.Budget.charge(resp.Usage, size)
 			if len(out.Choices) > 0 {
 				resp.Content = out.Choices[0].Message.Content
 				resp.FinishReason = string(out.Choices[0].FinishReason)

@@ -130,6 +130,13 @@ type Config struct {
 	// Clock times the attempts (Timeout) and the waits between them;
 	// default the system clock. Tests hand in one they drive.
 	Clock Clock
+	// Budget, when set, is the session's model budget (NewBudget), shared
+	// by the clients of the session's Planner and Navigator: every
+	// response's usage is charged to it, and a request is refused before
+	// it is sent (a *BudgetError) when the budget is passed already or the
+	// prompt's estimated tokens plus MaxTokens are more than what is left
+	// (Budget.EstimatePromptTokens). nil means no budget.
+	Budget *Budget
 	// HTTPClient is the HTTP client to use; default a new http.Client.
 	// Redirects are never followed, whatever its CheckRedirect.
 	HTTPClient *http.Client

@@ -484,6 +484,7 @@ func (r *run) storeArtifacts(exs []driver.Extracted) error {
 
 func (r *run) report(rep StepReport) {
 	if r.cfg.OnStep != nil {
+		rep.Tokens, rep.MaxTokens = r.cfg.Budget.Tokens(), r.cfg.Budget.Limits().MaxTokens
 		r.cfg.OnStep(redactReport(r.cfg.Secrets, rep))
 	}
 }

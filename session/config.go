@@ -12,6 +12,7 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/navigator"
 	"github.com/aegis-run/aegis/planner"
 	"github.com/aegis-run/aegis/schemas"
@@ -212,6 +213,16 @@ type Config struct {
 	Signer evidence.Signer
 	// Bus receives the stream events; nil means a new one (Session.Bus).
 	Bus *Bus
+	// Budget is the session's model budget (llm.NewBudget), the same
+	// value the clients of Planner and Navigator charge (llm.Config.Budget):
+	// its token limit must be the task's hints.maxTokens (0 when the task
+	// names none). nil means no budget and no count, and is refused for a
+	// task that names one (nothing would enforce it); offline agents use
+	// no tokens, so any budget holds for them. The session reads it after
+	// every Planner and Navigator answer: once it is passed, or once it
+	// refused a call it predicted would pass it, the session ends aborted
+	// (see "Budgets" in the package documentation).
+	Budget *llm.Budget
 	// Model names the model, for the manifest; "" when none.
 	Model string
 	// Version is the aegis version, for the manifest; "" means "(devel)".
@@ -266,6 +277,17 @@ func validate(cfg *Config) error {
 	}
 	if cfg.SessionID != "" && !idRe.MatchString(cfg.SessionID) {
 		return bad("session id %q: want letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit", Sanitize(cfg.SessionID, 140))
+	}
+	maxTokens, err := cfg.Task.MaxTokens()
+	if err != nil {
+		return &Error{Code: "config", Msg: "invalid task", Err: err}
+	}
+	switch {
+	case cfg.Budget == nil && maxTokens > 0:
+		// A budget no model client charges would bound nothing.
+		return bad("the task sets hints.%s (%d) but no model budget enforces it: make one (llm.NewBudget) for Budget and the model clients' llm.Config.Budget", contract.HintMaxTokens, maxTokens)
+	case cfg.Budget != nil && cfg.Budget.Limits().MaxTokens != maxTokens:
+		return bad("the model budget's token limit (%d) is not the task's hints.%s (%d; 0 for none)", cfg.Budget.Limits().MaxTokens, contract.HintMaxTokens, maxTokens)
 	}
 	if _, err := origins(cfg.Task.URLs); err != nil {
 		return &Error{Code: "config", Msg: "task URLs", Err: err}

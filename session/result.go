@@ -41,6 +41,9 @@ type StepReport struct {
 	Error string
 	// Duration is how long the action took in the driver.
 	Duration time.Duration
+	// Tokens is what the session's model calls used so far (Config.Budget)
+	// and MaxTokens the task's token budget (0 when none).
+	Tokens, MaxTokens int
 }
 
 // Timings splits a session's wall-clock time. Harness is everything but
@@ -109,6 +112,9 @@ type Result struct {
 	Evidence EvidenceInfo
 	// Denied counts the denied actions; Approved the approved ones.
 	Denied, Approved int
+	// Tokens is what the model calls used (Config.Budget) and MaxTokens
+	// the task's token budget (0 when none).
+	Tokens, MaxTokens int
 	// Artifacts are the artifacts extracted, in order.
 	Artifacts []contract.Artifact
 	// Timings splits the session's time.
@@ -162,7 +168,8 @@ func (r *run) finish(end ending) (Result, error) {
 	} else if r.eff != nil {
 		r.eff.close()
 	}
-	res := Result{Status: end.status, Denied: r.denied, Approved: r.approved, Artifacts: r.artifacts}
+	res := Result{Status: end.status, Denied: r.denied, Approved: r.approved, Artifacts: r.artifacts,
+		Tokens: r.cfg.Budget.Tokens(), MaxTokens: r.cfg.Budget.Limits().MaxTokens}
 	if r.rec != nil {
 		t0 := time.Now()
 		spent, err := r.rec.stop()

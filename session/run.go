@@ -209,6 +209,31 @@ func (r *run) modelCalls(calls []llm.CallRecord) error {
 	return nil
 }
 
+// CodeBudgetExceeded is the code of the error event that records the end
+// of a session by its model budget (see "Budgets" in the package
+// documentation).
+const CodeBudgetExceeded = "session.budget_exceeded"
+
+// budgetEnding ends the session aborted when the model budget is passed
+// (by the calls so far) or refused a call it predicted would pass it (err
+// wraps that *llm.BudgetError), after an error event naming the budget;
+// nil when neither. The context speaks first, as in errorEnding.
+func (r *run) budgetEnding(err error) *ending {
+	var be *llm.BudgetError
+	if !errors.As(err, &be) && !errors.As(r.cfg.Budget.Exceeded(), &be) {
+		return nil
+	}
+	if e, ok := r.ctxEnding(); ok {
+		return &e
+	}
+	msg := be.Error()
+	if e := r.emitError(CodeBudgetExceeded, msg); e != nil {
+		end := r.fail("evidence", "cannot record", e)
+		return &end
+	}
+	return &ending{status: contract.SessionAborted, summary: fmt.Sprintf("aborted after %d actions: %s", r.executed, msg)}
+}
+
 // --- the loop -----------------------------------------------------------
 
 func (r *run) execute() ending {
@@ -299,6 +324,9 @@ func (r *run) execute() ending {
 	if e := r.modelCalls(calls); e != nil {
 		return r.fail("evidence", "cannot record", e)
 	}
+	if end := r.budgetEnding(err); end != nil {
+		return *end
+	}
 	if err != nil {
 		return r.errorEnding("planner", "the planner failed", err)
 	}
@@ -337,6 +365,9 @@ func (r *run) execute() ending {
 		r.t.Agents += time.Since(t0)
 		if e := r.modelCalls(resp.Calls); e != nil {
 			return r.fail("evidence", "cannot record", e)
+		}
+		if end := r.budgetEnding(err); end != nil {
+			return *end
 		}
 		if err != nil {
 			return r.errorEnding("navigator", "the navigator failed", err)
@@ -398,6 +429,9 @@ func (r *run) replan() *ending {
 	if e := r.modelCalls(calls); e != nil {
 		end := r.fail("evidence", "cannot record", e)
 		return &end
+	}
+	if end := r.budgetEnding(err); end != nil {
+		return end
 	}
 	if err != nil {
 		e := r.errorEnding("planner", "the planner failed to revise the plan", err)

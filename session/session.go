@@ -66,11 +66,27 @@
 // a last observation, so the bundle shows the page as it was left.
 //
 // The session ends with one of seed 003's statuses: completed, aborted
-// (Session.Abort or the caller's context), duration_exceeded
+// (Session.Abort, the caller's context, or the model budget), duration_exceeded
 // (Task.MaxDurationMs), action_limit_exceeded (an action proposed beyond
 // Task.MaxActions), or failed (an error, the Navigator giving up, a loop,
 // too many denials). Whatever the outcome, session.ended is emitted and the
 // evidence bundle sealed.
+//
+// Budgets: besides the action and duration budgets (Task.MaxActions,
+// Task.MaxDurationMs), a task may bound the tokens of its model calls
+// (hints.maxTokens, contract.Input.MaxTokens). The Planner's and the
+// Navigator's model clients share one llm.Budget (Config.Budget), charged
+// with the usage each response reports (prompt and completion tokens, as
+// every model-call record holds them). The session reads it after each
+// Planner and Navigator answer: once the calls passed the budget, the
+// session ends aborted before it runs anything of that answer, its summary
+// naming the budget, after an error event with code
+// session.budget_exceeded (CodeBudgetExceeded). A call the budget predicts
+// would pass it (the prompt's estimated tokens plus the client's
+// completion bound are more than what is left; see
+// llm.Budget.EstimatePromptTokens) is not sent, and ends the session the
+// same way. Step reports and the Result carry the tokens used and the
+// budget.
 //
 // Loop detection: the same action (type and fields, ignoring id and reason)
 // on the same page failing or being denied Config.LoopThreshold times, or

@@ -1,0 +1,151 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/aegis-run/aegis/llm"
+	"github.com/aegis-run/aegis/llm/llmtest"
+)
+
+// usageAnswer answers validPlan with the given usage.
+func usageAnswer(usage map[string]int) llmtest.Reply {
+	return func(w http.ResponseWriter, _ *llmtest.Request) {
+		llmtest.WriteCompletion(w, "fake-model-1", validPlan, usage)
+	}
+}
+
+func newBudget(t *testing.T, maxTokens int) *llm.Budget {
+	t.Helper()
+	b, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBudgetCharges: every answer's usage is charged, the total when the
+// endpoint reports one that is not less than prompt plus completion, else
+// their sum; Exceeded reports a budget passed. (20 prompt tokens: the
+// calibrated estimate of the second prompt fits in what is left.)
+func TestBudgetCharges(t *testing.T) {
+	tests := []struct {
+		name  string
+		usage map[string]int
+		want  int
+	}{
+		{"total", map[string]int{"prompt_tokens": 20, "completion_tokens": 130, "total_tokens": 150}, 150},
+		{"no total", map[string]int{"prompt_tokens": 20, "completion_tokens": 130}, 150},
+		{"total less than the parts", map[string]int{"prompt_tokens": 20, "completion_tokens": 130, "total_tokens": 10}, 150},
+		{"total with reasoning tokens", map[string]int{"prompt_tokens": 20, "completion_tokens": 130, "total_tokens": 400}, 400},
+		{"none reported", nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, usageAnswer(tc.usage), usageAnswer(tc.usage))
+			b := newBudget(t, 250)
+			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
+			if _, err := c.Complete(context.Background(), planRequest(t)); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Tokens(); got != tc.want {
+				t.Errorf("tokens %d, want %d", got, tc.want)
+			}
+			_, err := c.Complete(context.Background(), planRequest(t))
+			passed := 2*tc.want > 250
+			if tc.want > 250 {
+				// The first answer passed the budget: the second is not sent.
+				if !errors.Is(err, llm.ErrBudgetExceeded) || len(srv.Requests()) != 1 {
+					t.Fatalf("err %v after %d requests, want a budget error after 1", err, len(srv.Requests()))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var be *llm.BudgetError
+			if got := b.Exceeded(); (got != nil) != passed || (passed && (!errors.As(got, &be) || be.Used != 2*tc.want || be.Limit != 250 || be.Budget != "maxTokens")) {
+				t.Errorf("Exceeded() = %v after %d tokens", got, b.Tokens())
+			}
+		})
+	}
+}
+
+// TestBudgetPredicts: a request whose estimated prompt plus the
+// completion bound is more than what is left is refused before it is
+// sent; the estimate is four bytes a token until usage calibrates it.
+func TestBudgetPredicts(t *testing.T) {
+	req := planRequest(t)
+	t.Run("bound over the budget", func(t *testing.T) {
+		srv := llmtest.NewServer(t)
+		b := newBudget(t, 1000)
+		c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget, cfg.MaxTokens = b, 1000 })
+		resp, err := c.Complete(context.Background(), req)
+		var be *llm.BudgetError
+		if !errors.As(err, &be) || be.Predicted <= 1000 || be.Used != 0 || len(srv.Requests()) != 0 {
+			t.Fatalf("err %v after %d requests", err, len(srv.Requests()))
+		}
+		if !strings.Contains(err.Error(), "would be passed") || resp.PromptHash == "" {
+			t.Errorf("err %q, prompt hash %q", err, resp.PromptHash)
+		}
+	})
+	t.Run("calibrated by usage", func(t *testing.T) {
+		// The first answer reports 1 prompt token for the whole prompt:
+		// the next prompt of the same size is estimated at 1 token, and
+		// fits in the 2 left.
+		srv := llmtest.NewServer(t,
+			usageAnswer(map[string]int{"prompt_tokens": 1, "completion_tokens": 97, "total_tokens": 98}),
+			usageAnswer(map[string]int{"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}))
+		b := newBudget(t, 100)
+		if got, want := b.EstimatePromptTokens(400), 100; got != want {
+			t.Fatalf("uncalibrated estimate %d, want %d", got, want)
+		}
+		c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
+		small := llm.Request{Purpose: llm.PurposePlan, Messages: []llm.Message{{Role: llm.RoleUser, Content: strings.Repeat("x", 60)}}}
+		for i := range 2 {
+			if _, err := c.Complete(context.Background(), small); err != nil {
+				t.Fatalf("call %d: %v", i+1, err)
+			}
+		}
+		if b.Tokens() != 99 || b.Exceeded() != nil {
+			t.Errorf("tokens %d, exceeded %v", b.Tokens(), b.Exceeded())
+		}
+	})
+}
+
+// TestBudgetNone: a nil budget, and one without limits, refuse nothing.
+func TestBudgetNone(t *testing.T) {
+	var nb *llm.Budget
+	if nb.Tokens() != 0 || nb.Exceeded() != nil || nb.Limits() != (llm.Limits{}) {
+		t.Errorf("nil budget: %d tokens, %v", nb.Tokens(), nb.Exceeded())
+	}
+	srv := llmtest.NewServer(t)
+	srv.Always(usageAnswer(map[string]int{"prompt_tokens": 1000, "completion_tokens": 1000, "total_tokens": 2000}))
+	b := newBudget(t, 0)
+	c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget, cfg.MaxTokens = b, 1<<20 })
+	for range 3 {
+		if _, err := c.Complete(context.Background(), planRequest(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.Tokens() != 6000 || b.Exceeded() != nil {
+		t.Errorf("tokens %d, exceeded %v", b.Tokens(), b.Exceeded())
+	}
+}
+
+// TestNewBudgetLimits: a limit out of range is refused.
+func TestNewBudgetLimits(t *testing.T) {
+	for _, n := range []int{-1, llm.MaxTokenBudget + 1} {
+		if _, err := llm.NewBudget(llm.Limits{MaxTokens: n}); err == nil {
+			t.Errorf("NewBudget(%d) accepted", n)
+		}
+	}
+	for _, n := range []int{0, 1, llm.MaxTokenBudget} {
+		if _, err := llm.NewBudget(llm.Limits{MaxTokens: n}); err != nil {
+			t.Errorf("NewBudget(%d): %v", n, err)
+		}
+	}
+}
