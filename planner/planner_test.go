@@ -79,7 +79,10 @@ func TestLLMPlan(t *testing.T) {
 	if !strings.HasPrefix(r.Messages[1].Content, "Make the plan.") || !strings.Contains(r.Messages[1].Content, `"secrets":["PASSWORD"]`) || !strings.Contains(r.Messages[1].Content, `"startUrls":["http://shop.test/"]`) {
 		t.Errorf("task message = %s", r.Messages[1].Content)
 	}
-	doc := strings.TrimPrefix(r.Messages[2].Content, navigator.ObservationHeader)
+	doc, ok := navigator.ReadDataSection(r.Messages[2].Content, navigator.ObservationHeader)
+	if !ok {
+		t.Fatalf("the observation is not in a data section: %.200s", r.Messages[2].Content)
+	}
 	if len(doc) > planner.DefaultObservationBudget {
 		t.Errorf("observation of %d bytes", len(doc))
 	}
@@ -103,15 +106,19 @@ func TestLLMRevise(t *testing.T) {
 	if *plan.Revision != 3 {
 		t.Errorf("revision = %d, want 3", *plan.Revision)
 	}
-	task := srv.Requests()[0].Messages[1].Content
-	if !strings.HasPrefix(task, "Revise previousPlan") || !strings.Contains(task, `"revisionReason":"step s1 was denied: origin not allowed; typed {{secret:PASSWORD}}"`) || !strings.Contains(task, `"previousPlan":{`) {
-		t.Errorf("task = %s", task)
+	msgs := srv.Requests()[0].Messages
+	if task := msgs[1].Content; !strings.HasPrefix(task, "Revise previousPlan") || strings.Contains(task, "revisionReason") || strings.Contains(task, "previousPlan\"") {
+		t.Errorf("task = %s (the previous plan and the reason belong in the data section)", task)
+	}
+	if len(msgs) != 3 {
+		t.Fatalf("%d messages, want system, task, revision (no observation was given)", len(msgs))
+	}
+	rev, ok := navigator.ReadDataSection(msgs[2].Content, planner.RevisionHeader)
+	if !ok || !strings.Contains(string(rev), `"revisionReason":"step s1 was denied: origin not allowed; typed {{secret:PASSWORD}}"`) || !strings.Contains(string(rev), `"previousPlan":{`) {
+		t.Errorf("revision = %s", msgs[2].Content)
 	}
 	if strings.Contains(string(srv.Requests()[0].Raw), "pw-0123456789") {
 		t.Error("a secret value reached the model")
-	}
-	if len(srv.Requests()[0].Messages) != 2 {
-		t.Error("an observation was sent though none was given")
 	}
 }
 
