@@ -24,9 +24,11 @@ const (
 	DataOpen  = "<untrusted-page-data>"
 	DataClose = "</untrusted-page-data>"
 	// NeutralizedDelimiter is what Neutralize puts in place of a spelling of
-	// the delimiters' name: no longer than any spelling it replaces, and
-	// valid in a URL, a selector or an identifier, so that a field stays
-	// valid under its schema.
+	// the delimiters' name: no longer than any spelling it replaces (a
+	// spelling has 17 letters, and no character that can be part of one
+	// reads as more letters than it has bytes), and valid in a URL, a
+	// selector or an identifier, so that a field stays valid under its
+	// schema.
 	NeutralizedDelimiter = "removed-delimiter"
 )
 
