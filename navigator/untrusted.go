@@ -33,8 +33,7 @@ const (
 )
 
 // dataName is the letters of the delimiters' name, as Neutralize reads
-// them. It has no border (no proper prefix that is also a suffix), so
-// matches never overlap.
+// them.
 const dataName = "untrustedpagedata"
 
 // DataSection returns the content of a user message that carries doc as
@@ -75,7 +74,8 @@ func ReadDataSection(content, header string) ([]byte, bool) {
 // such as \n), read through gate.Skeleton: in any case, in fullwidth,
 // mathematical or circled letters, and with look-alike letters of other
 // scripts (a Cyrillic "а"). A JSON \uXXXX escape is read as the character
-// it stands for. The replacement spans from the first letter of the
+// it stands for; a backslash before another letter both as an escape and
+// as a stray character ("u\ntrusted" reads either way). The replacement spans from the first letter of the
 // spelling to its last, and cannot form a new spelling with the text around
 // it (its letters hold no "u" and do not end the name's start or begin its
 // end), so one pass replaces all of them.
@@ -97,78 +97,101 @@ func Neutralize(s string) string {
 }
 
 // nameSpans returns the spans of s, in order and disjoint, that spell
-// dataName.
+// dataName: from the first byte of its first letter to the last byte of
+// its last. A run of backslashes is a separator; followed by uXXXX, the
+// whole is the character it stands for (a JSON escape, at any depth: a
+// JSON document quoted in another, such as the DOM snapshot); followed by
+// another character, that character may be read or not: a reader may take
+// "\n" for a newline or for a stray backslash before an "n", at every
+// depth of quoting. So a letter right after a backslash is optional to a
+// spelling.
 func nameSpans(s string) [][2]int {
-	var letters []byte // a-z, or 0 for any other letter
-	var starts, ends []int
-	// emit appends the letters of r, which is s[start:end]; cache holds
-	// the skeletons of the non-ASCII characters seen.
-	emit := func(r rune, start, end int, cache *map[rune]string) {
+	var spans [][2]int
+	// The matcher is the set of prefixes of dataName the letters so far
+	// can end (bit k: the last letters spell dataName[:k]; bit 0 always),
+	// with where each of those spellings starts.
+	const full = len(dataName)
+	set := uint32(1)
+	var starts [full + 1]int
+	letter := func(c byte, start, end int, optional bool) {
+		if set == 1 && c != dataName[0] {
+			return // nothing spelled, nothing started
+		}
+		next := uint32(1)
+		var nstarts [full + 1]int
+		for k := range full {
+			if set&(1<<k) != 0 && dataName[k] == c {
+				next |= 1 << (k + 1)
+				nstarts[k+1] = starts[k]
+				if k == 0 {
+					nstarts[1] = start
+				}
+			}
+		}
+		if optional {
+			// The letter not read: every prefix stays, the one that
+			// starts later (the shorter span) kept where both do.
+			for k := 1; k <= full; k++ {
+				if set&(1<<k) != 0 && (next&(1<<k) == 0 || starts[k] > nstarts[k]) {
+					next |= 1 << k
+					nstarts[k] = starts[k]
+				}
+			}
+		}
+		set, starts = next, nstarts
+		if set&(1<<full) != 0 {
+			spans = append(spans, [2]int{starts[full], end})
+			set = 1
+		}
+	}
+	// cache holds the skeletons of the non-ASCII characters seen.
+	var cache map[rune]string
+	emit := func(r rune, start, end int, optional bool) {
 		if r < utf8.RuneSelf {
-			c := byte(r) | 0x20 // lower case, for letters
-			if 'a' <= c && c <= 'z' {
-				letters, starts, ends = append(letters, c), append(starts, start), append(ends, end)
+			if c := byte(r) | 0x20; 'a' <= c && c <= 'z' { // lower case, for letters
+				letter(c, start, end, optional)
 			}
 			return
 		}
-		if *cache == nil {
-			*cache = map[rune]string{}
+		if cache == nil {
+			cache = map[rune]string{}
 		}
-		sk, ok := (*cache)[r]
+		sk, ok := cache[r]
 		if !ok {
 			sk = gate.Skeleton(string(r))
-			(*cache)[r] = sk
+			cache[r] = sk
 		}
 		for _, c := range sk {
 			switch {
 			case 'a' <= c && c <= 'z':
-				letters, starts, ends = append(letters, byte(c)), append(starts, start), append(ends, end)
+				letter(byte(c), start, end, optional)
 			case unicode.IsLetter(c):
-				letters, starts, ends = append(letters, 0), append(starts, start), append(ends, end)
+				letter(0, start, end, optional) // a letter of no spelling
 			}
 		}
 	}
-	var cache map[rune]string
+	afterBackslash := false
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\\' {
-			// An escape, at any depth (a JSON document quoted in another,
-			// such as the DOM snapshot): the backslashes are separators,
-			// \uXXXX is the character it stands for, and the letter of a
-			// short escape (\n, \t...) is no letter.
+		if s[i] == '\\' {
 			j := i
 			for j < len(s) && s[j] == '\\' {
 				j++
 			}
-			switch {
-			case j+5 <= len(s) && s[j] == 'u':
+			if j+5 <= len(s) && s[j] == 'u' {
 				if v, ok := hex4(s[j+1 : j+5]); ok {
-					emit(v, i, j+5, &cache)
+					emit(v, i, j+5, false)
 					i = j + 5
 					continue
 				}
-			case j < len(s) && strings.IndexByte(`"/bfnrt`, s[j]) >= 0:
-				i = j + 1
-				continue
 			}
-			i = j
+			i, afterBackslash = j, true
 			continue
 		}
-		emit(r, i, i+size, &cache)
-		i += size
+		r, size := utf8.DecodeRuneInString(s[i:])
+		emit(r, i, i+size, afterBackslash)
+		i, afterBackslash = i+size, false
 	}
-	var spans [][2]int
-	text := string(letters)
-	for from := 0; ; {
-		k := strings.Index(text[from:], dataName)
-		if k < 0 {
-			return spans
-		}
-		k += from
-		last := k + len(dataName) - 1
-		spans = append(spans, [2]int{starts[k], ends[last]})
-		from = last + 1
-	}
+	return spans
 }
 
 // hex4 reads four hexadecimal digits.
@@ -195,6 +218,14 @@ func hex4(s string) (rune, bool) {
 // whatever the document's shape, so a field added to a document later is
 // neutralized too.
 func NeutralizeJSON(doc []byte) ([]byte, error) {
+	if len(nameSpans(string(doc))) == 0 {
+		// A string reads in the document as it reads by itself: each
+		// escape encoding/json writes is a backslash before a character
+		// that may be skipped (\n, \", \\) or stands for the character
+		// it escapes (\u003c, \u0000), so every spelling of a string is one
+		// of the document. None in the document: none in any string.
+		return doc, nil
+	}
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
 	var v any
