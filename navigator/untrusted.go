@@ -75,10 +75,11 @@ func ReadDataSection(content, header string) ([]byte, bool) {
 // mathematical or circled letters, and with look-alike letters of other
 // scripts (a Cyrillic "а"). A JSON \uXXXX escape is read as the character
 // it stands for; a backslash before another letter both as an escape and
-// as a stray character ("u\ntrusted" reads either way). The replacement spans from the first letter of the
-// spelling to its last, and cannot form a new spelling with the text around
-// it (its letters hold no "u" and do not end the name's start or begin its
-// end), so one pass replaces all of them.
+// as a stray character ("u\ntrusted" reads either way). The replacement
+// spans from the first letter of the spelling to its last, and forms no
+// new spelling with the text around it (its letters hold no "u", which
+// starts the name, nor the name's last letter, "a"), so one pass replaces
+// all of them.
 func Neutralize(s string) string {
 	spans := nameSpans(s)
 	if len(spans) == 0 {
