@@ -53,12 +53,19 @@ func navRequest(t *testing.T) navigator.Request {
 // observationDoc extracts the observation document of a recorded prompt.
 func observationDoc(t *testing.T, r llmtest.Request) []byte {
 	t.Helper()
+	return dataDoc(t, r, navigator.ObservationHeader)
+}
+
+// dataDoc extracts the document of the data section with header of a
+// recorded prompt.
+func dataDoc(t *testing.T, r llmtest.Request, header string) []byte {
+	t.Helper()
 	for _, m := range r.Messages {
-		if strings.HasPrefix(m.Content, navigator.ObservationHeader) {
-			return []byte(strings.TrimPrefix(m.Content, navigator.ObservationHeader))
+		if doc, ok := navigator.ReadDataSection(m.Content, header); ok {
+			return doc
 		}
 	}
-	t.Fatal("no observation message")
+	t.Fatalf("no data section %q", header)
 	return nil
 }
 
@@ -90,8 +97,15 @@ func TestLLMValidAnswer(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimPrefix(r.Messages[1].Content, "Task (from the operator and the session; trusted):\n")), &task); err != nil {
 		t.Fatalf("task document: %v", err)
 	}
-	if task["goal"] != "Sign in as alice" || fmt.Sprint(task["secrets"]) != "[PASSWORD]" || task["plan"] == nil || len(task["progress"].([]any)) != 1 {
+	if task["goal"] != "Sign in as alice" || fmt.Sprint(task["secrets"]) != "[PASSWORD]" || task["plan"] == nil || task["progress"] != nil {
 		t.Errorf("task = %v", task)
+	}
+	var hist map[string]any
+	if err := json.Unmarshal(dataDoc(t, r, navigator.HistoryHeader), &hist); err != nil {
+		t.Fatalf("history document: %v", err)
+	}
+	if len(hist["progress"].([]any)) != 1 {
+		t.Errorf("history = %v", hist)
 	}
 	if err := schemas.Validate(schemas.KindObservation, observationDoc(t, r)); err != nil {
 		t.Errorf("the observation sent is not valid: %v", err)
@@ -287,10 +301,10 @@ func TestLLMPromptInjectionStaysData(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := srv.Requests()[0]
-	if len(r.Messages) != 3 {
-		t.Fatalf("messages = %d, want system, task, observation", len(r.Messages))
+	if len(r.Messages) != 4 {
+		t.Fatalf("messages = %d, want system, task, history, observation", len(r.Messages))
 	}
-	for i, m := range r.Messages[:2] {
+	for i, m := range r.Messages[:3] {
 		if strings.Contains(m.Content, "IGNORE PREVIOUS") || strings.Contains(m.Content, "evil.example") {
 			t.Errorf("message %d carries page text", i)
 		}
@@ -341,12 +355,12 @@ func TestLLMProgressBounded(t *testing.T) {
 	if _, err := n.Next(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	task := srv.Requests()[0].Messages[1].Content
-	if !strings.Contains(task, `"omittedEarlierProgress":9`) || strings.Contains(task, `"w5"`) || !strings.Contains(task, `"w9"`) {
-		t.Errorf("progress not bounded to the last 3: %s", task)
+	hist := string(dataDoc(t, srv.Requests()[0], navigator.HistoryHeader))
+	if !strings.Contains(hist, `"omittedEarlierProgress":9`) || strings.Contains(hist, `"w5"`) || !strings.Contains(hist, `"w9"`) {
+		t.Errorf("progress not bounded to the last 3: %s", hist)
 	}
-	if strings.Contains(task, "typed-by-model") || !strings.Contains(task, `"text":"[redacted]"`) {
-		t.Errorf("redacted text shown: %s", task)
+	if strings.Contains(string(srv.Requests()[0].Raw), "typed-by-model") || !strings.Contains(hist, `"text":"[redacted]"`) {
+		t.Errorf("redacted text shown: %s", hist)
 	}
 }
 
@@ -375,9 +389,13 @@ func TestLLMRedactBeforeCut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := msgs[0].Content
-		if want := pw[:3]; strings.Contains(got, "x"+want) {
-			t.Errorf("%s: the task document holds the first bytes of the value after the padding", tc.name)
+		for _, m := range msgs {
+			if want := pw[:3]; strings.Contains(m.Content, "x"+want) {
+				t.Errorf("%s: a message holds the first bytes of the value after the padding", tc.name)
+			}
+		}
+		if hist, ok := navigator.ReadDataSection(msgs[1].Content, navigator.HistoryHeader); !ok || !strings.Contains(string(hist), strings.Repeat("x", tc.pad)) {
+			t.Errorf("%s: the history does not hold the padded fields", tc.name)
 		}
 	}
 }

@@ -3,7 +3,9 @@
 // actions. Three implementations share one interface:
 //
 //   - LLM asks a model (through package llm) and validates its answer,
-//     repairing it a bounded number of times;
+//     repairing it a bounded number of times; everything from the page
+//     reaches the model in data sections whose delimiters the page cannot
+//     write (DataSection, Neutralize);
 //   - Steps runs the plain-language steps of a task's hints.steps
 //     ("click \"Sign in\"", "type \"alice\" into \"Username\""...), resolving
 //     each target against the observed affordances, never guessing;

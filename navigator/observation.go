@@ -48,8 +48,11 @@ type Trimmed struct {
 // the DOM snapshot (emptied if need be), then the visible text, then the
 // extracted artifacts' values, each cut at its end with a marker; it never
 // drops or shortens an affordance, which is what the model acts on. The
-// observation passes the egress filter of set first (FilterObservation). The
-// document is written by encoding/json and validated against the schema:
+// observation passes the egress filter of set first (FilterObservation), and
+// every string of the document passes Neutralize last, so that the page
+// cannot forge the delimiters of the data section the document is sent in
+// (DataSection). The document is written by encoding/json and validated
+// against the schema:
 // an observation that is not valid once scrubbed and trimmed is an error
 // (wrapping the schema's *schemas.ValidationError, or schemas.ErrTooLarge).
 func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) ([]byte, Trimmed, error) {
@@ -104,6 +107,10 @@ func EncodeObservation(obs contract.Observation, budget int, set *secrets.Set) (
 	}
 	b, err := marshalObservation(o)
 	if err != nil {
+		return nil, tr, err
+	}
+	// Neutralizing only ever shortens a string: the budget still holds.
+	if b, err = NeutralizeJSON(b); err != nil {
 		return nil, tr, err
 	}
 	tr.Bytes = len(b)

@@ -88,15 +88,16 @@ func sightedRead(t testing.TB, r *llmtest.Request) (done, listed map[string]bool
 	done, listed = map[string]bool{}, map[string]bool{}
 	for _, msg := range r.Messages {
 		switch {
-		case strings.HasPrefix(msg.Content, "Task ("):
+		case strings.HasPrefix(msg.Content, navigator.HistoryHeader):
 			var doc struct {
 				Progress []struct {
 					Action  contract.Action   `json:"action"`
 					Outcome navigator.Outcome `json:"outcome"`
 				} `json:"progress"`
 			}
-			if err := json.Unmarshal([]byte(msg.Content[strings.IndexByte(msg.Content, '\n')+1:]), &doc); err != nil {
-				t.Errorf("task document: %v", err)
+			hist, _ := navigator.ReadDataSection(msg.Content, navigator.HistoryHeader)
+			if err := json.Unmarshal(hist, &doc); err != nil {
+				t.Errorf("history document: %v", err)
 			}
 			for _, p := range doc.Progress {
 				if p.Outcome == navigator.OutcomeOK {
@@ -106,7 +107,8 @@ func sightedRead(t testing.TB, r *llmtest.Request) (done, listed map[string]bool
 			}
 		case strings.HasPrefix(msg.Content, navigator.ObservationHeader):
 			var obs contract.Observation
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(msg.Content, navigator.ObservationHeader)), &obs); err != nil {
+			doc, _ := navigator.ReadDataSection(msg.Content, navigator.ObservationHeader)
+			if err := json.Unmarshal(doc, &obs); err != nil {
 				t.Errorf("observation document: %v", err)
 			}
 			for _, a := range obs.Affordances {

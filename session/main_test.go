@@ -422,14 +422,15 @@ func navRequests(srv *llmtest.Server) []llmtest.Request {
 	return out
 }
 
-// taskDoc returns the task document of a Navigator request.
+// taskDoc returns the task and history messages of a Navigator request.
 func taskDoc(r llmtest.Request) string {
+	var doc string
 	for _, m := range r.Messages {
-		if strings.HasPrefix(m.Content, "Task (") {
-			return m.Content
+		if strings.HasPrefix(m.Content, navigator.TaskHeader) || strings.HasPrefix(m.Content, navigator.HistoryHeader) {
+			doc += m.Content
 		}
 	}
-	return ""
+	return doc
 }
 
 // answer is a Navigator answer with the given status and raw actions.
