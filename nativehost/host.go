@@ -314,6 +314,7 @@ func (h *host) HandleRequest(ctx context.Context, method string, params json.Raw
 		if r == nil {
 			return nil, errorf(CodeNoSession, "no session is running")
 		}
+		h.log.printf("approval answer %q for action %q", bound(string(p.Decision), 16), bound(p.ActionID, 128))
 		if err := r.approver.answer(p); err != nil {
 			h.log.printf("approval refused: %v", err)
 			return nil, err
