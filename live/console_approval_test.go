@@ -92,7 +92,7 @@ func TestConsoleApprovalButtons(t *testing.T) {
 		t.Helper()
 		// A person's click on the button, disabled or not (Force skips
 		// Playwright's wait for it to be enabled).
-		if err := page.Locator("#"+id).Click(playwright.LocatorClickOptions{Force: playwright.Bool(true)}); err != nil {
+		if err := page.Locator("#" + id).Click(playwright.LocatorClickOptions{Force: playwright.Bool(true)}); err != nil {
 			t.Fatal(err)
 		}
 	}
