@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/playwright-community/playwright-go"
 
@@ -65,6 +66,10 @@ func TestConsoleApprovalButtons(t *testing.T) {
 	page := consolePage(t, a11ytest.Launch(t), hs.URL+"/?session="+fs.id+"#token="+srv.Token(), true)
 	bundle.event(contract.StreamEvent{Type: contract.EventSessionStarted, ComputerUseSessionID: fs.id})
 	waitJS(t, page, "the stream", `() => document.getElementById("conn").textContent === "live"`)
+	// The page's clock moves only when the test moves it.
+	if err := page.Clock().PauseAt(time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 
 	// ask announces an approval of action id at step and asks the
 	// approver, as a session does (the event, then the question).
@@ -102,10 +107,6 @@ func TestConsoleApprovalButtons(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
-	// The fake clock catches up with the time since it was installed at
-	// its first use in the page: use it now, before a timer is set.
-	run(1)
 
 	first := ask("a1", 1)
 	waitJS(t, page, "the first approval", `() => !document.getElementById("approval").hidden && document.getElementById("approval-summary").textContent.includes("#a1")`)

@@ -54,7 +54,9 @@ func (rc *requestCounter) counts() map[string]int {
 }
 
 // consolePage opens a page in its own context; with clock, the page's
-// timers run only when the test moves its clock (Clock.RunFor).
+// timers are Playwright's fake ones, which the test moves on
+// (Clock.RunFor) and which otherwise run in real time until paused
+// (Clock.PauseAt; axe-core's checks need them running).
 func consolePage(t *testing.T, b playwright.Browser, url string, clock bool) playwright.Page {
 	t.Helper()
 	ctx, err := b.NewContext()
