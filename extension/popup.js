@@ -200,6 +200,8 @@ function renderResult() {
   for (const a of (r && r.artifacts) || []) {
     if (a.type !== 'screenshot') box.append(renderArtifact(a));
   }
+  const more = r && r.omittedArtifacts;
+  if (more > 0) box.append(el('p', 'ae-muted', more + ' more extracted result' + (more === 1 ? ' does' : 's do') + ' not fit here: the evidence holds ' + (more === 1 ? 'it' : 'them') + '.'));
   const last = ended && state.thumbs.length ? state.thumbs[state.thumbs.length - 1] : null;
   $('last-shot').hidden = !last;
   if (last) {
