@@ -270,9 +270,12 @@ func thumbnail(dir, uri string) (ThumbnailEvent, error) {
 	if err != nil {
 		return ThumbnailEvent{}, err
 	}
+	if _, err := thumb.Check(b); err != nil {
+		return ThumbnailEvent{}, fmt.Errorf("%s: %w", uri, err)
+	}
 	small, ok := thumb.Make(b, ThumbnailWidth, MaxThumbnailHeight, 70)
 	if !ok {
-		return ThumbnailEvent{}, fmt.Errorf("%s: not a PNG or JPEG of at most %d pixels", uri, thumb.MaxPixels)
+		return ThumbnailEvent{}, fmt.Errorf("%s: the picture does not decode", uri)
 	}
 	if len(small.Data) > MaxThumbnailBytes {
 		return ThumbnailEvent{}, fmt.Errorf("the thumbnail of %s is %d bytes", uri, len(small.Data))
