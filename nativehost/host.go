@@ -495,33 +495,19 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	h.mu.Unlock()
 
 	sub := bus.Subscribe(h.ctx, session.SubscribeOptions{FromStart: true, Buffer: 256})
-	forwarded := make(chan struct{})
-	go func() {
-		defer close(forwarded)
-		for ev := range sub.Events() {
-			if err := conn.Notify(EventSession, ev); err != nil && !errors.Is(err, ErrDisconnected) {
-				h.log.printf("event not sent: %v", err)
-			}
-			if ev.Type == contract.EventScreenshot && ev.URL != nil {
-				th, err := thumbnail(filepath.Join(root, id), *ev.URL)
-				if err == nil {
-					err = conn.Notify(EventThumbnail, th)
-				}
-				if err != nil && !errors.Is(err, ErrDisconnected) {
-					h.log.printf("thumbnail not sent: %v", err)
-				}
-			}
-		}
-	}()
+	forwarded := forward(sub, conn, filepath.Join(root, id), h.log.printf)
 	go func() {
 		defer close(r.done)
 		// The session's context is not tied to the conversation's, so that
 		// an abort still seals.
 		result, err := s.Run(context.WithoutCancel(h.ctx))
 		bus.Close()
+		// Every event and thumbnail goes before session.ended: the
+		// extension takes nothing of the session after it.
 		select {
 		case <-forwarded:
-		case <-time.After(2 * time.Second):
+		case <-time.After(MaxForwardWait):
+			h.log.printf("session %s: events or thumbnails still unsent after %v: ending without them", id, MaxForwardWait)
 		}
 		ended := EndedEvent{
 			Session:  id,

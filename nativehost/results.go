@@ -1,17 +1,11 @@
 package nativehost
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
-	"github.com/aegis-run/aegis/internal/thumb"
 	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/session"
 )
@@ -253,38 +247,4 @@ func submitValues(req session.ApprovalRequest, set *secrets.Set) []SubmitValue {
 		add("url", a.URL)
 	}
 	return out
-}
-
-// shotURI is the path of a screenshot in a bundle.
-var shotURI = regexp.MustCompile(`^artifacts/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.(png|jpg|jpeg)$`)
-
-// thumbnail reads the screenshot uri of the bundle dir and returns its
-// thumbnail event: the image scaled to at most ThumbnailWidth wide, as a
-// JPEG (package internal/thumb, the report's too), with the action that
-// took it (from its image record).
-func thumbnail(dir, uri string) (ThumbnailEvent, error) {
-	if !shotURI.MatchString(uri) {
-		return ThumbnailEvent{}, fmt.Errorf("not a screenshot of the bundle: %q", bound(uri, 100))
-	}
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(uri)))
-	if err != nil {
-		return ThumbnailEvent{}, err
-	}
-	if _, err := thumb.Check(b); err != nil {
-		return ThumbnailEvent{}, fmt.Errorf("%s: %w", uri, err)
-	}
-	small, ok := thumb.Make(b, ThumbnailWidth, MaxThumbnailHeight, 70)
-	if !ok {
-		return ThumbnailEvent{}, fmt.Errorf("%s: the picture does not decode", uri)
-	}
-	if len(small.Data) > MaxThumbnailBytes {
-		return ThumbnailEvent{}, fmt.Errorf("the thumbnail of %s is %d bytes", uri, len(small.Data))
-	}
-	ev := ThumbnailEvent{URI: uri, Mime: "image/jpeg", Data: base64.StdEncoding.EncodeToString(small.Data), Width: small.Width, Height: small.Height}
-	var rec contract.ImageArtifact
-	recPath := strings.TrimSuffix(uri, filepath.Ext(uri)) + ".json"
-	if rb, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(recPath))); err == nil && json.Unmarshal(rb, &rec) == nil {
-		ev.ActionID = bound(rec.ActionID, 128)
-	}
-	return ev, nil
 }

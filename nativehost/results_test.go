@@ -59,7 +59,6 @@ func TestResultFitsAFrame(t *testing.T) {
 	}
 }
 
-
 // TestCutValueEscaped: a value is also cut to the room its JSON escapes
 // leave (six bytes for a "<"), and the cost returned is what it adds to
 // the frame.
