@@ -189,6 +189,9 @@ func TestConsoleInChromium(t *testing.T) {
 	if got := evalJS[string](t, page, `() => document.getElementById("approve").className + " " + document.getElementById("deny").className`); got != "btn-primary btn-danger" {
 		t.Errorf("Approve and Deny classes: %q", got)
 	}
+	// Checked as a person answers it: the buttons take clicks (750 ms
+	// after the approval showed).
+	waitJS(t, page, "Approve and Deny enabled", `() => !document.getElementById("approve").disabled && !document.getElementById("deny").disabled`)
 	a11ytest.RequireClean(t, page, "console-approval")
 
 	bundle.decision("a6", contract.ActClick, 5, contract.ResultApproved, contract.RiskHigh)
