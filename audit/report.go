@@ -23,6 +23,10 @@ const (
 	// all (their timeline thumbnails included); those beyond it are named
 	// but not shown.
 	MaxReportImageBytes = 24 << 20
+	// MaxReportThumbPixels bounds the pixels decoded for the timeline's
+	// thumbnails, in all: decoding costs by the pixel, whatever the
+	// file's size. Steps past it show no thumbnail and say why.
+	MaxReportThumbPixels = 64 << 20
 	// MaxReportText bounds each excerpt of page text, in characters.
 	MaxReportText = 2000
 	// MaxReportTableRows bounds the rows of an extracted table the report
@@ -140,6 +144,7 @@ type stepView struct {
 	Extracted []extractView
 	Events    []string
 	Thumb     *imageView // the timeline's thumbnail of the step's last screenshot
+	ThumbNote string     // why a step with a screenshot has no thumbnail
 }
 
 type decisionView struct {
@@ -227,7 +232,7 @@ func buildReport(b *Bundle) reportView {
 		}
 		v.Plans = append(v.Plans, planView{Revision: rev, Steps: p.Steps})
 	}
-	budget := MaxReportImageBytes
+	budget := imageBudget{bytes: MaxReportImageBytes, pixels: MaxReportThumbPixels}
 	seen := map[int]int{} // proposals per step number
 	for _, s := range b.Steps {
 		n := stepNumber(s)
@@ -236,8 +241,9 @@ func buildReport(b *Bundle) reportView {
 		if k := seen[n]; k > 1 {
 			anchor += "-" + strconv.Itoa(k)
 		}
-		v.Steps = append(v.Steps, buildStep(b, s, n, anchor, &budget, &v.ImagesOmit))
+		v.Steps = append(v.Steps, buildStep(b, s, n, anchor, &budget))
 	}
+	v.ImagesOmit = budget.omitted
 	summarize(b, &v, ended)
 	return v
 }

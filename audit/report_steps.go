@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
 	"os"
@@ -10,11 +11,19 @@ import (
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/evidence"
+	thumbs "github.com/aegis-run/aegis/internal/thumb"
 )
 
-// buildStep is the view of step s, numbered n, at anchor; its screenshots
-// (and the thumbnail of the last) take from the report's image budget.
-func buildStep(b *Bundle, s *Step, n int, anchor string, budget, omitted *int) stepView {
+// imageBudget is what a report may still spend on pictures: bytes
+// embedded (screenshots and thumbnails) and pixels decoded (thumbnails);
+// omitted counts the screenshots left out for want of bytes.
+type imageBudget struct {
+	bytes, pixels, omitted int
+}
+
+// buildStep is the view of step s, numbered n, at anchor; its screenshots,
+// and the thumbnail of the last, take from the report's image budget.
+func buildStep(b *Bundle, s *Step, n int, anchor string, budget *imageBudget) stepView {
 	final := s.Final()
 	sv := stepView{Number: n, Anchor: anchor, Outcome: string(final.Result), Result: string(final.Result), Risk: string(final.Risk)}
 	switch {
@@ -93,26 +102,28 @@ func buildStep(b *Bundle, s *Step, n int, anchor string, budget, omitted *int) s
 			Hash: o.Observation.State.DOMHash, Text: text, Cut: cut,
 		})
 	}
+	var last []byte // the last screenshot embedded
+	lastID := ""
 	for _, im := range s.Images {
 		iv := imageView{ID: im.ID, Width: im.Width, Height: im.Height}
 		data, err := os.ReadFile(b.ImagePath(im.URI))
 		switch {
 		case err != nil:
 			iv.Note = "the image could not be read"
-		case len(data) > *budget:
+		case len(data) > budget.bytes:
 			iv.Note = "not embedded: the report's image budget is used up"
-			*omitted++
+			budget.omitted++
 		case !safeImageType(im.MIMEType):
 			iv.Note = "not embedded: unknown image type"
 		default:
-			*budget -= len(data)
+			budget.bytes -= len(data)
 			iv.Src = dataURI(im.MIMEType, data)
-			if th, ok := thumbnail(data); ok && len(th.data) <= *budget {
-				*budget -= len(th.data)
-				sv.Thumb = &imageView{ID: im.ID, Src: dataURI(th.mime, th.data), Width: th.width, Height: th.height}
-			}
+			last, lastID = data, im.ID
 		}
 		sv.Images = append(sv.Images, iv)
+	}
+	if last != nil {
+		sv.Thumb, sv.ThumbNote = stepThumb(last, lastID, budget)
 	}
 	sv.Extracted = extracted(s, n, anchor)
 	for _, ev := range s.Events {
@@ -126,6 +137,32 @@ func buildStep(b *Bundle, s *Step, n int, anchor string, budget, omitted *int) s
 		}
 	}
 	return sv
+}
+
+// stepThumb returns the timeline's thumbnail of a step's last screenshot,
+// or a note that says why it has none: the picture is not one to decode
+// (package internal/thumb's Check), or the report's budget of decoded
+// pixels or of bytes is used up.
+func stepThumb(data []byte, id string, budget *imageBudget) (*imageView, string) {
+	px, err := thumbs.Check(data)
+	switch {
+	case errors.Is(err, thumbs.ErrNotDecoded):
+		return nil, "no thumbnail: " + strings.TrimPrefix(err.Error(), thumbs.ErrNotDecoded.Error()+": ")
+	case err != nil:
+		return nil, "no thumbnail: the picture does not decode"
+	case px > budget.pixels:
+		return nil, "no thumbnail: the report's budget of pixels to decode is used up"
+	}
+	budget.pixels -= px
+	th, ok := thumbnail(data)
+	switch {
+	case !ok:
+		return nil, "no thumbnail: the picture does not decode"
+	case len(th.data) > budget.bytes:
+		return nil, "no thumbnail: the report's image budget is used up"
+	}
+	budget.bytes -= len(th.data)
+	return &imageView{ID: id, Src: dataURI(th.mime, th.data), Width: th.width, Height: th.height}, ""
 }
 
 // judgedAction returns the action a decision about step s records (the one

@@ -36,13 +36,14 @@ type lineView struct {
 
 // timelineView is one step in the timeline.
 type timelineView struct {
-	Number int
-	Anchor string
-	Title  string
-	Result string
-	Risk   string
-	Failed bool
-	Thumb  *imageView
+	Number    int
+	Anchor    string
+	Title     string
+	Result    string
+	Risk      string
+	Failed    bool
+	Thumb     *imageView
+	ThumbNote string // why it has no thumbnail, when it has a screenshot
 }
 
 // extractView is one extracted artifact, rendered by its type.
@@ -112,8 +113,8 @@ func summarize(b *Bundle, v *reportView, ended string) {
 			}
 		}
 		v.Done = append(v.Done, line)
-		v.Timeline = append(v.Timeline, timelineView{Number: sv.Number, Anchor: sv.Anchor, Title: sv.Title, Result: sv.Result, Risk: sv.Risk, Failed: line.Note != "" && s.Executed(), Thumb: sv.Thumb})
-		v.AnyThumb = v.AnyThumb || sv.Thumb != nil
+		v.Timeline = append(v.Timeline, timelineView{Number: sv.Number, Anchor: sv.Anchor, Title: sv.Title, Result: sv.Result, Risk: sv.Risk, Failed: line.Note != "" && s.Executed(), Thumb: sv.Thumb, ThumbNote: sv.ThumbNote})
+		v.AnyThumb = v.AnyThumb || sv.Thumb != nil || sv.ThumbNote != ""
 		v.Extracted = append(v.Extracted, sv.Extracted...)
 		if len(sv.Extracted) > 0 {
 			extracted += len(sv.Extracted)

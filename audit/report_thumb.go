@@ -2,8 +2,8 @@ package audit
 
 import thumbs "github.com/aegis-run/aegis/internal/thumb"
 
-// The box a timeline thumbnail fits in, in pixels (images over
-// thumbs.MaxPixels get no thumbnail).
+// The box a timeline thumbnail fits in, in pixels (images thumbs.Check
+// refuses get no thumbnail).
 const (
 	thumbMaxWidth  = 320
 	thumbMaxHeight = 200

@@ -2,10 +2,15 @@ package audit
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -152,5 +157,82 @@ func TestResultClass(t *testing.T) {
 		if got := resultClass(tt.result, tt.failed); got != tt.want {
 			t.Errorf("resultClass(%q, %v) = %q, want %q", tt.result, tt.failed, got, tt.want)
 		}
+	}
+}
+
+// TestStepThumbBudget: the timeline's thumbnail is made of a step's last
+// screenshot only, within the report's budget of decoded pixels, and never
+// of a picture that costs more to decode than a screenshot (16 bits per
+// channel, interlaced, over thumb.MaxPixels: crafted headers of a few
+// bytes); a step without one says why.
+func TestStepThumbBudget(t *testing.T) {
+	dir := t.TempDir()
+	shot := func(w, h int) []byte {
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, w, h))); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	// header rewrites a PNG's header field at offset (16 width, 20
+	// height: 4 bytes; 24 bit depth, 28 interlace: 1 byte) and its CRC.
+	header := func(b []byte, offset int, v uint32) []byte {
+		out := append([]byte(nil), b...)
+		if offset < 24 {
+			binary.BigEndian.PutUint32(out[offset:], v)
+		} else {
+			out[offset] = byte(v)
+		}
+		binary.BigEndian.PutUint32(out[29:], crc32.ChecksumIEEE(out[12:29]))
+		return out
+	}
+	small := shot(64, 40)
+	b := &Bundle{images: map[string]string{}}
+	steps := 0
+	step := func(pics ...[]byte) *Step {
+		s := &Step{}
+		steps++
+		for i, p := range pics {
+			name := fmt.Sprintf("p%d-%d.png", steps, i)
+			uri, path := "artifacts/"+name, filepath.Join(dir, name)
+			if err := os.WriteFile(path, p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b.images[uri] = path
+			s.Images = append(s.Images, contract.ImageArtifact{ID: uri, URI: uri, MIMEType: contract.MIMEPNG})
+		}
+		return s
+	}
+	tests := []struct {
+		name     string
+		step     *Step
+		pixels   int
+		wantID   string // the thumbnail's image; "" for none
+		wantNote string
+	}{
+		{"the last screenshot", step(small, shot(32, 20)), 64 * 40, "artifacts/p1-1.png", ""},
+		{"16 bits per channel", step(header(small, 24, 16)), 1 << 30, "", "no thumbnail: a PNG of 16 bits per channel"},
+		{"interlaced", step(header(small, 28, 1)), 1 << 30, "", "no thumbnail: an interlaced PNG"},
+		{"over MaxPixels", step(header(header(small, 16, 4096), 20, 4096)), 1 << 30, "", "no thumbnail: 4096×4096 pixels is over 8388608"},
+		{"past the pixel budget", step(small), 64*40 - 1, "", "no thumbnail: the report's budget of pixels to decode is used up"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			budget := imageBudget{bytes: MaxReportImageBytes, pixels: tt.pixels}
+			sv := buildStep(b, tt.step, 1, "step-1", &budget)
+			gotID := ""
+			if sv.Thumb != nil {
+				gotID = sv.Thumb.ID
+			}
+			if gotID != tt.wantID || sv.ThumbNote != tt.wantNote {
+				t.Errorf("thumbnail of %q, note %q; want of %q, note %q", gotID, sv.ThumbNote, tt.wantID, tt.wantNote)
+			}
+			if len(sv.Images) != len(tt.step.Images) || sv.Images[0].Src == "" {
+				t.Errorf("the screenshots are not all embedded: %+v", sv.Images)
+			}
+			if tt.wantID != "" && budget.pixels != tt.pixels-32*20 {
+				t.Errorf("%d pixels left of %d, want the last screenshot's 640 spent", budget.pixels, tt.pixels)
+			}
+		})
 	}
 }

@@ -14,6 +14,21 @@ let target = null; // {tabId, url}
 let formFilled = false;
 let ticker = 0;
 
+// An approval's buttons: both are disabled the moment one is clicked, until
+// a different approval is shown, and a newly shown approval's buttons wait
+// ARM_DELAY_MS before they take a click (as a browser's permission prompt
+// does), so that a second click meant for the last prompt never answers
+// the next one unseen.
+const ARM_DELAY_MS = 750;
+let shownApproval = ''; // the actionId and actionHash of the approval shown
+let answered = ''; // the approval a click answered
+let armTimer = 0;
+
+function setAnswerable(on) {
+  $('approve').disabled = !on;
+  $('deny').disabled = !on;
+}
+
 function text(el, s) { el.textContent = s == null ? '' : String(s); }
 
 function el(tag, cls, s) {
@@ -85,7 +100,12 @@ function renderApproval() {
   $('approval').hidden = !a;
   clearInterval(ticker);
   ticker = 0;
-  if (!a) return;
+  if (!a) {
+    shownApproval = '';
+    clearTimeout(armTimer);
+    setAnswerable(false);
+    return;
+  }
   text($('ap-action'), a.action);
   text($('ap-target'), describeTarget(a.target));
   const vals = $('ap-values');
@@ -102,8 +122,15 @@ function renderApproval() {
   const ul = $('ap-reasons');
   ul.replaceChildren();
   for (const r of a.reasons || []) ul.append(el('li', '', r.rule + ': ' + r.message));
-  $('approve').dataset.actionId = a.actionId;
-  $('approve').dataset.actionHash = a.actionHash;
+  const key = a.actionId + ' ' + a.actionHash;
+  if (key !== shownApproval) {
+    shownApproval = key;
+    $('approve').dataset.actionId = a.actionId;
+    $('approve').dataset.actionHash = a.actionHash;
+    setAnswerable(false);
+    clearTimeout(armTimer);
+    armTimer = setTimeout(() => { if (shownApproval === key && answered !== key) setAnswerable(true); }, ARM_DELAY_MS);
+  }
   const tick = () => {
     if (!a.deadline) { text($('ap-countdown'), ''); return; }
     const left = Math.max(0, Math.ceil((a.deadline - Date.now()) / 1000));
@@ -173,6 +200,8 @@ function renderResult() {
   for (const a of (r && r.artifacts) || []) {
     if (a.type !== 'screenshot') box.append(renderArtifact(a));
   }
+  const more = r && r.omittedArtifacts;
+  if (more > 0) box.append(el('p', 'ae-muted', more + ' more extracted result' + (more === 1 ? ' does' : 's do') + ' not fit here: the evidence holds ' + (more === 1 ? 'it' : 'them') + '.'));
   const last = ended && state.thumbs.length ? state.thumbs[state.thumbs.length - 1] : null;
   $('last-shot').hidden = !last;
   if (last) {
@@ -287,8 +316,16 @@ $('start-form').addEventListener('submit', (ev) => {
 });
 
 $('abort').addEventListener('click', () => port.postMessage({ cmd: 'abort' }));
-$('approve').addEventListener('click', () => port.postMessage({ cmd: 'approve', actionId: $('approve').dataset.actionId, actionHash: $('approve').dataset.actionHash }));
-$('deny').addEventListener('click', () => port.postMessage({ cmd: 'deny', actionId: $('approve').dataset.actionId, actionHash: $('approve').dataset.actionHash }));
+// answer sends the person's answer to the approval shown, once: both
+// buttons stay disabled until another approval is shown.
+function answer(cmd) {
+  if ($(cmd).disabled || !shownApproval || answered === shownApproval) return;
+  answered = shownApproval;
+  setAnswerable(false);
+  port.postMessage({ cmd, actionId: $('approve').dataset.actionId, actionHash: $('approve').dataset.actionHash });
+}
+$('approve').addEventListener('click', () => answer('approve'));
+$('deny').addEventListener('click', () => answer('deny'));
 $('open-options').addEventListener('click', () => chrome.runtime.openOptionsPage());
 
 findTarget().then((t) => { target = t; render(); });

@@ -276,6 +276,7 @@ func (c *client) read(ctx context.Context) string {
 		if reply == nil {
 			continue
 		}
+		c.srv.logf("%s: control request refused: %s: %s", c.name, reply.Code, reply.Message)
 		select {
 		case c.replies <- *reply:
 		default:

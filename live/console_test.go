@@ -54,7 +54,9 @@ func (rc *requestCounter) counts() map[string]int {
 }
 
 // consolePage opens a page in its own context; with clock, the page's
-// timers run only when the test moves its clock (Clock.RunFor).
+// timers are Playwright's fake ones, which the test moves on
+// (Clock.RunFor) and which otherwise run in real time until paused
+// (Clock.PauseAt; axe-core's checks need them running).
 func consolePage(t *testing.T, b playwright.Browser, url string, clock bool) playwright.Page {
 	t.Helper()
 	ctx, err := b.NewContext()
@@ -187,6 +189,9 @@ func TestConsoleInChromium(t *testing.T) {
 	if got := evalJS[string](t, page, `() => document.getElementById("approve").className + " " + document.getElementById("deny").className`); got != "btn-primary btn-danger" {
 		t.Errorf("Approve and Deny classes: %q", got)
 	}
+	// Checked as a person answers it: the buttons take clicks (750 ms
+	// after the approval showed).
+	waitJS(t, page, "Approve and Deny enabled", `() => !document.getElementById("approve").disabled && !document.getElementById("deny").disabled`)
 	a11ytest.RequireClean(t, page, "console-approval")
 
 	bundle.decision("a6", contract.ActClick, 5, contract.ResultApproved, contract.RiskHigh)

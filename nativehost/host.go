@@ -322,6 +322,7 @@ func (h *host) HandleRequest(ctx context.Context, method string, params json.Raw
 		if r == nil {
 			return nil, errorf(CodeNoSession, "no session is running")
 		}
+		h.log.printf("approval answer %q for action %q", bound(string(p.Decision), 16), bound(p.ActionID, 128))
 		if err := r.approver.answer(p); err != nil {
 			h.log.printf("approval refused: %v", err)
 			return nil, err
@@ -521,33 +522,19 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	h.mu.Unlock()
 
 	sub := bus.Subscribe(h.ctx, session.SubscribeOptions{FromStart: true, Buffer: 256})
-	forwarded := make(chan struct{})
-	go func() {
-		defer close(forwarded)
-		for ev := range sub.Events() {
-			if err := conn.Notify(EventSession, ev); err != nil && !errors.Is(err, ErrDisconnected) {
-				h.log.printf("event not sent: %v", err)
-			}
-			if ev.Type == contract.EventScreenshot && ev.URL != nil {
-				th, err := thumbnail(filepath.Join(root, id), *ev.URL)
-				if err == nil {
-					err = conn.Notify(EventThumbnail, th)
-				}
-				if err != nil && !errors.Is(err, ErrDisconnected) {
-					h.log.printf("thumbnail not sent: %v", err)
-				}
-			}
-		}
-	}()
+	forwarded := forward(sub, conn, filepath.Join(root, id), h.log.printf)
 	go func() {
 		defer close(r.done)
 		// The session's context is not tied to the conversation's, so that
 		// an abort still seals.
 		result, err := s.Run(context.WithoutCancel(h.ctx))
 		bus.Close()
+		// Every event and thumbnail goes before session.ended: the
+		// extension takes nothing of the session after it.
 		select {
 		case <-forwarded:
-		case <-time.After(2 * time.Second):
+		case <-time.After(MaxForwardWait):
+			h.log.printf("session %s: events or thumbnails still unsent after %v: ending without them", id, MaxForwardWait)
 		}
 		ended := EndedEvent{
 			Session:  id,

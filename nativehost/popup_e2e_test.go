@@ -173,6 +173,13 @@ func TestPopupShowsWhatHappened(t *testing.T) {
 		if body, _ := r.popup.Locator("body").TextContent(); strings.Contains(body, shopPassword) {
 			t.Error("the popup shows the secret's value")
 		}
+		// Checked as a person answers it: the buttons take clicks (750 ms
+		// after the prompt showed).
+		r.until("Approve and Deny take clicks", func() bool {
+			a, _ := approve.IsEnabled()
+			d, _ := deny.IsEnabled()
+			return a && d
+		})
 		must(t, r.popup.BringToFront())
 		a11ytest.RequireClean(t, r.popup, "popup-approval")
 		must(t, deny.Click())

@@ -1,17 +1,11 @@
 package nativehost
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
-	"github.com/aegis-run/aegis/internal/thumb"
 	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/session"
 )
@@ -64,6 +58,9 @@ type ResultView struct {
 	DurationMs      int64          `json:"durationMs"`
 	LastURL         string         `json:"lastUrl,omitempty"`
 	Artifacts       []ArtifactView `json:"artifacts"`
+	// Omitted counts the last artifacts left out: their ids and pages
+	// alone did not fit in the frame.
+	Omitted int `json:"omittedArtifacts,omitempty"`
 }
 
 // ArtifactView is one extracted artifact: its type, value (for a table,
@@ -85,23 +82,19 @@ type SubmitValue struct {
 	Value string `json:"value"`
 }
 
-// resultFor returns the result panel's data of a session's result whose
-// session.ended frame fits in MaxOutbound: the extracted values get less
-// room until it does (JSON escapes can make a value six times its size).
-func resultFor(ended EndedEvent, r session.Result, set *secrets.Set) *ResultView {
-	for budget := MaxResultValues; ; budget /= 2 {
-		ended.Result = resultView(r, set, budget)
-		b, err := json.Marshal(ended)
-		if err == nil && len(b) <= MaxOutbound-4096 || budget == 0 {
-			return ended.Result
-		}
-	}
-}
+// maxEndedFrame bounds the JSON of a session.ended event: MaxOutbound less
+// room for the frame's envelope.
+const maxEndedFrame = MaxOutbound - 4096
 
-// resultView returns the result panel's data of a session's result, with
-// every extracted value through the secrets' redaction and bounded: each
-// to MaxResultValue bytes, all to budget.
-func resultView(r session.Result, set *secrets.Set, budget int) *ResultView {
+// resultFor returns the result panel's data of a session's result, sized
+// in one pass so that the session.ended frame carrying it fits in
+// maxEndedFrame: every extracted value goes through the secrets'
+// redaction and is bounded (each to MaxResultValue bytes, all to
+// MaxResultValues, and all to the room their JSON escapes leave in the
+// frame, which can be six times their size); when even the artifacts'
+// other fields (ids, pages) do not fit, the last artifacts are dropped and
+// counted, so that the frame that ends the session is always sent.
+func resultFor(ended EndedEvent, r session.Result, set *secrets.Set) *ResultView {
 	v := &ResultView{
 		ActionsExecuted: r.Output.ActionsExecuted, Denied: r.Denied, Approved: r.Approved,
 		DurationMs: int64(r.Output.DurationMs), Artifacts: []ArtifactView{},
@@ -109,42 +102,124 @@ func resultView(r session.Result, set *secrets.Set, budget int) *ResultView {
 	if r.Output.LastURL != nil {
 		v.LastURL = session.Sanitize(set.Redact(*r.Output.LastURL), 2048)
 	}
+	values := make([]string, 0, len(r.Artifacts))
 	for _, a := range r.Artifacts {
-		av := ArtifactView{ID: bound(a.ID, 128), Type: a.Type, SourceURL: session.Sanitize(set.Redact(a.SourceURL), 2048)}
-		limit := min(MaxResultValue, budget)
-		av.Value, av.Truncated = cutValue(a.Type, set.Redact(a.Value), limit)
+		// Truncated is set for the measure: the most an artifact's fields
+		// take besides its value.
+		v.Artifacts = append(v.Artifacts, ArtifactView{ID: bound(a.ID, 128), Type: a.Type, SourceURL: session.Sanitize(set.Redact(a.SourceURL), 2048), Truncated: true})
+		values = append(values, a.Value)
+	}
+	// The frame without the values, and with the largest count of dropped
+	// artifacts there could be.
+	v.Omitted = len(v.Artifacts)
+	ended.Result = v
+	room := maxEndedFrame - jsonLen(ended)
+	v.Omitted = 0
+	for room < 0 && len(v.Artifacts) > 0 {
+		last := len(v.Artifacts) - 1
+		room += jsonLen(v.Artifacts[last]) + 1 // and its comma
+		v.Artifacts = v.Artifacts[:last]
+		v.Omitted++
+	}
+	budget := MaxResultValues
+	for i := range v.Artifacts {
+		av := &v.Artifacts[i]
+		var cost int
+		av.Value, av.Truncated, cost = cutValue(av.Type, set.Redact(values[i]), min(MaxResultValue, budget), max(room, 0))
 		budget -= len(av.Value)
-		v.Artifacts = append(v.Artifacts, av)
+		room -= cost
 	}
 	return v
 }
 
-// cutValue bounds an extracted value to limit bytes: a table loses its
-// last rows (it stays a JSON list of rows), text is cut at a rune.
-func cutValue(t contract.ArtifactType, s string, limit int) (string, bool) {
+// jsonLen is the length of v's JSON (encoding/json's, as Conn.Notify
+// writes it).
+func jsonLen(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return maxEndedFrame + 1
+	}
+	return len(b)
+}
+
+// escapedLen is what s adds to a JSON document as the contents of a
+// string: its length once encoding/json escaped it.
+func escapedLen(s string) int {
+	return jsonLen(s) - 2
+}
+
+// cutValue bounds an extracted value to limit bytes and to room bytes once
+// escaped as a JSON string, and returns what it kept, whether it cut, and
+// what the kept value adds to a JSON document (escapedLen): a table loses
+// its last rows (it stays a JSON list of rows; each row is encoded once
+// and the rows that fit are kept), text is cut at a rune.
+func cutValue(t contract.ArtifactType, s string, limit, room int) (string, bool, int) {
 	if len(s) <= limit {
-		return s, false
+		if n := escapedLen(s); n <= room {
+			return s, false, n
+		}
 	}
 	if t == contract.ArtifactTable {
 		var rows [][]string
 		if json.Unmarshal([]byte(s), &rows) == nil {
-			for len(rows) > 0 {
-				rows = rows[:len(rows)-1]
-				if b, err := json.Marshal(rows); err == nil && len(b) <= limit {
-					return string(b), true
-				}
-			}
-			return "[]", true
+			return cutTable(rows, limit, room)
 		}
 	}
-	if limit <= 0 {
-		return "", true
+	// Each byte takes at least one byte escaped: no more than limit and
+	// room bytes, then the longest prefix that fits once escaped.
+	cut := runeCut(s, min(len(s), limit, room))
+	if n := escapedLen(s[:cut]); n <= room {
+		return s[:cut], true, n
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	lo, hi := 0, cut // s[:lo] fits, s[:hi] does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if escapedLen(s[:mid]) <= room {
+			lo = mid
+		} else {
+			hi = mid
+		}
 	}
-	return s[:cut], true
+	cut = runeCut(s, lo)
+	return s[:cut], true, escapedLen(s[:cut])
+}
+
+// runeCut returns the largest n' <= n at which s can be cut between runes.
+func runeCut(s string, n int) int {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+// cutTable returns the JSON of the longest prefix of rows (the table was
+// cut) within limit bytes and within room bytes escaped (at least "[]"),
+// with its escaped length. Each row is encoded once: the JSON of a prefix of rows is "[",
+// the rows' JSON joined by ",", and "]", and escaping adds up the same way.
+func cutTable(rows [][]string, limit, room int) (string, bool, int) {
+	var b strings.Builder
+	b.WriteByte('[')
+	size, cost := 2, 2 // "[]"
+	for i, r := range rows {
+		rb, err := json.Marshal(r)
+		if err != nil {
+			break
+		}
+		n, c := len(rb), escapedLen(string(rb))
+		if i > 0 {
+			n, c = n+1, c+1
+		}
+		if size+n > limit || cost+c > room {
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(rb)
+		size, cost = size+n, cost+c
+	}
+	b.WriteByte(']')
+	return b.String(), true, cost // at least "[]", an empty table
 }
 
 // submitValues lists what an action to approve would submit, in the
@@ -172,35 +247,4 @@ func submitValues(req session.ApprovalRequest, set *secrets.Set) []SubmitValue {
 		add("url", a.URL)
 	}
 	return out
-}
-
-// shotURI is the path of a screenshot in a bundle.
-var shotURI = regexp.MustCompile(`^artifacts/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.(png|jpg|jpeg)$`)
-
-// thumbnail reads the screenshot uri of the bundle dir and returns its
-// thumbnail event: the image scaled to at most ThumbnailWidth wide, as a
-// JPEG (package internal/thumb, the report's too), with the action that
-// took it (from its image record).
-func thumbnail(dir, uri string) (ThumbnailEvent, error) {
-	if !shotURI.MatchString(uri) {
-		return ThumbnailEvent{}, fmt.Errorf("not a screenshot of the bundle: %q", bound(uri, 100))
-	}
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(uri)))
-	if err != nil {
-		return ThumbnailEvent{}, err
-	}
-	small, ok := thumb.Make(b, ThumbnailWidth, MaxThumbnailHeight, 70)
-	if !ok {
-		return ThumbnailEvent{}, fmt.Errorf("%s: not a PNG or JPEG of at most %d pixels", uri, thumb.MaxPixels)
-	}
-	if len(small.Data) > MaxThumbnailBytes {
-		return ThumbnailEvent{}, fmt.Errorf("the thumbnail of %s is %d bytes", uri, len(small.Data))
-	}
-	ev := ThumbnailEvent{URI: uri, Mime: "image/jpeg", Data: base64.StdEncoding.EncodeToString(small.Data), Width: small.Width, Height: small.Height}
-	var rec contract.ImageArtifact
-	recPath := strings.TrimSuffix(uri, filepath.Ext(uri)) + ".json"
-	if rb, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(recPath))); err == nil && json.Unmarshal(rb, &rec) == nil {
-		ev.ActionID = bound(rec.ActionID, 128)
-	}
-	return ev, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -149,53 +148,6 @@ func TestConfigView(t *testing.T) {
 	}
 	if b, _ := json.Marshal(viewOf("/x", Config{})); !bytes.Contains(b, []byte(`"model":null`)) {
 		t.Errorf("no model: %s", b)
-	}
-}
-
-func TestCutValue(t *testing.T) {
-	rows := [][]string{{"A", "B"}, {"1", "2"}, {"3", "4"}, {"5", "6"}}
-	table, _ := json.Marshal(rows)
-	for _, tc := range []struct {
-		name  string
-		typ   contract.ArtifactType
-		in    string
-		limit int
-		want  string
-		cut   bool
-	}{
-		{"fits", contract.ArtifactText, "hello", 5, "hello", false},
-		{"text cut at a rune", contract.ArtifactText, "héllo", 2, "h", true},
-		{"table loses rows", contract.ArtifactTable, string(table), len(table) - 1, `[["A","B"],["1","2"],["3","4"]]`, true},
-		{"table of nothing", contract.ArtifactTable, string(table), 1, "[]", true},
-		{"no room", contract.ArtifactText, "hello", 0, "", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, cut := cutValue(tc.typ, tc.in, tc.limit)
-			if got != tc.want || cut != tc.cut {
-				t.Errorf("got %q %v, want %q %v", got, cut, tc.want, tc.cut)
-			}
-		})
-	}
-}
-
-// TestResultFitsAFrame: extracted values that JSON escapes six times over
-// still end in a session.ended frame under MaxOutbound.
-func TestResultFitsAFrame(t *testing.T) {
-	big := strings.Repeat("<", MaxResultValue)
-	var r session.Result
-	for i := range 8 {
-		r.Artifacts = append(r.Artifacts, contract.Artifact{ID: fmt.Sprint("a", i), Type: contract.ArtifactText, Value: big})
-	}
-	set, _ := secrets.NewBoundSet(nil)
-	ended := EndedEvent{Session: "s", Status: contract.SessionCompleted}
-	ended.Result = resultFor(ended, r, set)
-	b, err := json.Marshal(ended)
-	if err != nil || len(b) > MaxOutbound-4096 {
-		t.Fatalf("%d bytes (%v), want at most %d", len(b), err, MaxOutbound-4096)
-	}
-	arts := ended.Result.Artifacts
-	if len(arts) != 8 || arts[0].Value == "" || !arts[7].Truncated {
-		t.Errorf("%d artifacts, the first of %d bytes, the last cut %v: want all, the first shown, the last cut", len(arts), len(arts[0].Value), arts[7].Truncated)
 	}
 }
 

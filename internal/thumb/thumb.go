@@ -5,6 +5,9 @@ package thumb
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -12,8 +15,43 @@ import (
 )
 
 // MaxPixels is the largest image Make decodes (its header's width times
-// height): larger ones get no thumbnail.
-const MaxPixels = 16 << 20
+// height): larger ones get no thumbnail. A screenshot has at most about
+// 4M pixels; decoding costs time and memory by the pixel, whatever the
+// file's size (a PNG of a few KB can declare millions of them).
+const MaxPixels = 8 << 20
+
+// ErrNotDecoded says that an image is not one Make decodes.
+var ErrNotDecoded = errors.New("thumb: not decoded")
+
+// Check returns the pixels Make would decode of an image (its header's
+// width times height), or an error wrapping ErrNotDecoded when Make would
+// refuse it: not a PNG or JPEG, over MaxPixels, or a PNG of 16 bits per
+// channel or interlaced (which cost several times as much to decode, and
+// which no browser's screenshot is).
+func Check(data []byte) (int, error) {
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return 0, fmt.Errorf("%w: not a PNG or JPEG", ErrNotDecoded)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > MaxPixels || cfg.Height > MaxPixels || cfg.Width*cfg.Height > MaxPixels {
+		return 0, fmt.Errorf("%w: %d×%d pixels is over %d", ErrNotDecoded, cfg.Width, cfg.Height, MaxPixels)
+	}
+	if format == "png" {
+		// The header chunk follows the 8-byte signature: length, "IHDR",
+		// width, height, bit depth (24), colour type, compression,
+		// filter, interlace method (28).
+		if len(data) < 29 || string(data[12:16]) != "IHDR" || binary.BigEndian.Uint32(data[8:12]) != 13 {
+			return 0, fmt.Errorf("%w: a PNG without its header first", ErrNotDecoded)
+		}
+		if data[24] > 8 {
+			return 0, fmt.Errorf("%w: a PNG of %d bits per channel", ErrNotDecoded, data[24])
+		}
+		if data[28] != 0 {
+			return 0, fmt.Errorf("%w: an interlaced PNG", ErrNotDecoded)
+		}
+	}
+	return cfg.Width * cfg.Height, nil
+}
 
 // Thumb is a scaled-down screenshot, a JPEG.
 type Thumb struct {
@@ -23,11 +61,10 @@ type Thumb struct {
 
 // Make scales a PNG or JPEG screenshot down to fit in a box of maxWidth by
 // maxHeight pixels (never up), as a JPEG of the given quality; ok is false
-// for an image it cannot decode or that is too large to decode (the
-// decoder is given only images whose header declares at most MaxPixels).
+// for an image it cannot decode or that Check refuses (the decoder is
+// given only images Check accepts).
 func Make(data []byte, maxWidth, maxHeight, quality int) (Thumb, bool) {
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
-	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width*cfg.Height > MaxPixels {
+	if _, err := Check(data); err != nil {
 		return Thumb{}, false
 	}
 	src, _, err := image.Decode(bytes.NewReader(data))

@@ -3,6 +3,7 @@ package thumb
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"image"
 	"image/color"
@@ -71,4 +72,60 @@ func TestMake(t *testing.T) {
 func jpegDecode(b []byte) (image.Image, error) {
 	img, _, err := image.Decode(bytes.NewReader(b))
 	return img, err
+}
+
+// withIHDR rewrites a PNG header's byte at offset (24: bit depth, 28:
+// interlace method) and its checksum.
+func withIHDR(b []byte, offset int, v byte) []byte {
+	out := append([]byte(nil), b...)
+	out[offset] = v
+	binary.BigEndian.PutUint32(out[29:], crc32.ChecksumIEEE(out[12:29]))
+	return out
+}
+
+// pngOf16 is a PNG of 16 bits per channel.
+func pngOf16(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA64(image.Rect(0, 0, w, h))
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestCheck: what Make refuses to decode, from the header alone: over
+// MaxPixels, 16 bits per channel, interlaced (crafted images of a few
+// bytes that would cost seconds and hundreds of MB to decode).
+func TestCheck(t *testing.T) {
+	small := pngOf(t, 4, 4)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want int // pixels; 0: refused
+	}{
+		{"a screenshot's size", withSize(small, 1280, 800), 1280 * 800},
+		{"at most MaxPixels", withSize(small, 2048, 4096), 2048 * 4096},
+		{"over MaxPixels", withSize(small, 4096, 4096), 0},
+		{"16 bits per channel", pngOf16(t, 4, 4), 0},
+		{"16 bits, 4096×4096", withSize(pngOf16(t, 4, 4), 4096, 4096), 0},
+		{"16 bits, header edited", withIHDR(small, 24, 16), 0},
+		{"interlaced", withIHDR(small, 28, 1), 0},
+		{"junk", []byte("not an image"), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Check(tc.data)
+			if got != tc.want || (tc.want == 0) != errors.Is(err, ErrNotDecoded) {
+				t.Errorf("got %d (%v), want %d", got, err, tc.want)
+			}
+			if tc.want == 0 {
+				if _, ok := Make(tc.data, 320, 200, 70); ok {
+					t.Error("Make decoded it")
+				}
+			}
+		})
+	}
+	if _, ok := Make(pngOf(t, 64, 64), 320, 200, 70); !ok {
+		t.Error("Make refused a small 8-bit PNG")
+	}
 }

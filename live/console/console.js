@@ -16,6 +16,11 @@
   // A dropped connection is retried this many times, waiting 1, 2, 4, 8
   // and 8 seconds; a refused token is never retried.
   const maxRetries = 5;
+  // A newly shown approval's buttons wait this long before they take a
+  // click (as a browser's permission prompt does); a click disables both
+  // until another approval is shown. A second click meant for the last
+  // prompt never answers the next one unseen.
+  const armDelayMs = 750;
 
   // The token comes in the URL's fragment (never sent to a server); it is
   // kept for this tab only and taken out of the address bar.
@@ -30,6 +35,8 @@
 
   const state = {
     token: token(), id: "", ws: null, pending: null, ended: false, stopped: false, retries: 0,
+    answered: null, // the approval_required event a click answered
+    armTimer: 0,
     step: 0, // the stepIndex of the last decision received
     sections: new Map(), // stepIndex → tbody
     rows: new Map(), // actionId → the row of the action's decision
@@ -222,12 +229,22 @@
     risk.className = d && d.risk ? "risk-" + d.risk : "";
     $("approval-summary").textContent = ev.actionType + ": " + ev.summary;
     $("approval-url").textContent = ev.url || "";
-    $("approve").disabled = $("deny").disabled = false;
+    setAnswerable(false);
+    clearTimeout(state.armTimer);
+    state.armTimer = setTimeout(() => {
+      if (state.pending === ev && state.answered !== ev) setAnswerable(true);
+    }, armDelayMs);
     $("approval").hidden = false;
+  }
+
+  function setAnswerable(on) {
+    $("approve").disabled = $("deny").disabled = !on;
   }
 
   function hideApproval() {
     state.pending = null;
+    clearTimeout(state.armTimer);
+    setAnswerable(false);
     $("approval").hidden = true;
   }
 
@@ -350,9 +367,12 @@
     }, wait);
   }
 
+  // decide answers the approval shown, once (the buttons' ids are the
+  // decisions).
   function decide(decision) {
-    if (!state.pending) return;
-    $("approve").disabled = $("deny").disabled = true;
+    if ($(decision).disabled || !state.pending || state.answered === state.pending) return;
+    state.answered = state.pending;
+    setAnswerable(false);
     send({ action: "decision", computerUseSessionId: state.id, actionId: state.pending.actionId, decision: decision });
   }
 
