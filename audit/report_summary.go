@@ -263,7 +263,7 @@ func approvalChannel(a *contract.ApprovalRef) string {
 	case contract.ApprovalChannelRule:
 		return " (a rule: no person was asked)"
 	case contract.ApprovalChannelProgram:
-		return " (through the program that embeds aegis)"
+		return " (given by the program that ran the session, not through an aegis channel)"
 	case "":
 		return ""
 	}

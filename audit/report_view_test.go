@@ -130,6 +130,7 @@ func TestApproverText(t *testing.T) {
 		{contract.ApprovalChannelLive, "alice in the live console"},
 		{contract.ApprovalChannelPopup, "alice in the extension's popup"},
 		{contract.ApprovalChannelRule, "alice (a rule: no person was asked)"},
+		{contract.ApprovalChannelProgram, "alice (given by the program that ran the session, not through an aegis channel)"},
 	}
 	for _, tt := range tests {
 		if got := approverText(&contract.ApprovalRef{Approver: "alice", Channel: tt.channel}); got != tt.want {
