@@ -94,6 +94,19 @@ type Progress struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// Skipped counts the actions of the answer to the Navigator call step
+// that the session reports as skipped (always the last ones of that
+// answer: a batch stops before them).
+func Skipped(progress []Progress, step int) int {
+	n := 0
+	for _, p := range progress {
+		if p.Step == step && p.Outcome == OutcomeSkipped {
+			n++
+		}
+	}
+	return n
+}
+
 // FeedbackKind says what went wrong with an action of the last batch.
 type FeedbackKind string
 
