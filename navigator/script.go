@@ -112,7 +112,8 @@ func (s *Script) Next(ctx context.Context, req Request) (Response, error) {
 	return Response{NavigatorResponse: out}, nil
 }
 
-// Count says how many of the script's actions were handed out before
-// the last answer, and how many there are: the i-th action of the last
-// answer is action ran+i+1 of total.
-func (s *Script) Count() (ran, total int) { return s.start, len(s.actions) }
+// Item says that the i-th action of the last answer is scripted action
+// start+i+1.
+func (s *Script) Item(i int) PlanItem {
+	return PlanItem{Kind: "script", N: s.start + i + 1, Total: len(s.actions)}
+}

@@ -269,15 +269,14 @@ func (s *Steps) resume(progress []Progress) {
 	}
 }
 
-// Count says how many steps were carried out before the last answer and
-// how many there are.
-func (s *Steps) Count() (ran, total int) {
-	for _, i := range s.batch {
-		if i >= 0 {
-			return i, len(s.steps)
-		}
+// Item says which step the i-th action of the last answer carries out:
+// none for the wait of an expect step or the final wait.
+func (s *Steps) Item(i int) PlanItem {
+	it := PlanItem{Kind: "steps", Total: len(s.steps)}
+	if i >= 0 && i < len(s.batch) && s.batch[i] >= 0 {
+		it.N = s.batch[i] + 1
 	}
-	return s.next, len(s.steps)
+	return it
 }
 
 // action makes the action of one step, resolving its target against obs.

@@ -76,9 +76,23 @@ func TestScriptResumesSkippedActions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := run(t, modeCfg(t, mode, in, nav))
+		cfg := modeCfg(t, mode, in, nav)
+		var items []string
+		cfg.OnStep = func(r session.StepReport) {
+			if r.Executed {
+				items = append(items, r.Plan.String())
+			}
+		}
+		res, err := run(t, cfg)
 		if err != nil || res.Status != contract.SessionCompleted {
 			t.Fatalf("status %s, err %v, summary %q", res.Status, err, res.Output.Summary)
+		}
+		// The progress says which scripted action ran (none for the first URL).
+		if got, want := strings.Join(items, ","), ",script 1/4,script 2/4,script 3/4,script 4/4"; got != want {
+			t.Errorf("plan items %q, want %q", got, want)
+		}
+		if got, want := res.Plan.String(), "script 4/4"; got != want {
+			t.Errorf("result plan %q, want %q", got, want)
 		}
 		// A skipped action runs again under a fresh id (the session's ids
 		// are unique): s2 once, s3 and s4 twice skipped.
@@ -109,6 +123,9 @@ func TestScriptDeniedFails(t *testing.T) {
 		}
 		res, err := run(t, modeCfg(t, mode, in, nav))
 		deniedFails(t, res, err, "s3.2", "start s1 s2.2")
+		if got, want := res.Plan.String(), "script 2/4"; got != want {
+			t.Errorf("result plan %q, want %q", got, want)
+		}
 	})
 }
 
@@ -126,6 +143,9 @@ func TestStepsDeniedAfterSkipFails(t *testing.T) {
 		_, nav := stepsAgents(t, in, nil)
 		res, err := run(t, modeCfg(t, mode, in, nav))
 		deniedFails(t, res, err, "step4.2", "start step1 step2 step3.2")
+		if got, want := res.Plan.String(), "steps 3/5"; got != want {
+			t.Errorf("result plan %q, want %q", got, want)
+		}
 	})
 }
 
@@ -147,6 +167,9 @@ func TestStepsCompleteAfterSkip(t *testing.T) {
 		}
 		if got, want := strings.Join(ranIDs(t, verify(t, res)), " "), "start step1 step3 step4.2 step5.2"; got != want {
 			t.Errorf("ran %q, want %q", got, want)
+		}
+		if got, want := res.Plan.String(), "steps 5/5"; got != want {
+			t.Errorf("result plan %q, want %q", got, want)
 		}
 	})
 }

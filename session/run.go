@@ -57,6 +57,7 @@ type run struct {
 	curURL                     string
 	plan                       *contract.Plan
 	progress                   []navigator.Progress
+	planRan                    navigator.PlanItem // the furthest plan item that ran (offline navigators)
 	feedback                   []navigator.Feedback
 	loops                      *loopDetector
 	replans                    int
