@@ -14,8 +14,8 @@ import (
 // `step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms  tokens
 // 12,345/50,000` (the tokens the model calls used so far and the token
 // budget, when there is one; no tokens without model calls). An action of
-// an offline navigator names its item of the plan: `step 3/50  script 2/5
-// click #submit "Submit"  allowed (medium)  12ms`.
+// an offline navigator ends with its item of the plan: `step 3/50  click
+// #submit "Submit"  allowed (medium)  12ms  script 2/5`.
 //
 // An effect of an action reads `effect of step 3  click #continue
 // "Continue" causes POST https://shop.example/pay (fields: card)  DENIED
@@ -25,11 +25,7 @@ func progressLine(r session.StepReport) string {
 	if r.Effect != nil {
 		fmt.Fprintf(&b, "effect of step %d  %s  ", r.Index, session.DescribeEffect(r.Action, r.Target, *r.Effect))
 	} else {
-		fmt.Fprintf(&b, "step %d/%d  ", r.Index, r.Budget)
-		if r.Plan.N > 0 {
-			b.WriteString(r.Plan.String() + "  ")
-		}
-		b.WriteString(session.DescribeAction(r.Action, r.Target) + "  ")
+		fmt.Fprintf(&b, "step %d/%d  %s  ", r.Index, r.Budget, session.DescribeAction(r.Action, r.Target))
 	}
 	switch {
 	case r.Decision == "":
@@ -55,6 +51,9 @@ func progressLine(r session.StepReport) string {
 	}
 	if t := tokens(r.Tokens, r.MaxTokens); t != "" {
 		b.WriteString("  " + t)
+	}
+	if r.Effect == nil && r.Plan.N > 0 {
+		b.WriteString("  " + r.Plan.String())
 	}
 	return b.String()
 }

@@ -33,7 +33,7 @@ func TestProgressLine(t *testing.T) {
 		{session.StepReport{Index: 1, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, MaxTokens: 900},
 			`step 1/50  click #continue "Continue"  allowed (low)  12ms  tokens 0/900`},
 		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, Plan: navigator.PlanItem{Kind: "script", N: 2, Total: 5}},
-			`step 3/50  script 2/5  click #continue "Continue"  allowed (low)  12ms`},
+			`step 3/50  click #continue "Continue"  allowed (low)  12ms  script 2/5`},
 	}
 	for _, tc := range tests {
 		if got := progressLine(tc.r); got != tc.want {
