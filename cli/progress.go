@@ -13,7 +13,9 @@ import (
 // progressLine renders one action for stderr, such as
 // `step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms  tokens
 // 12,345/50,000` (the tokens the model calls used so far and the token
-// budget, when there is one; no tokens without model calls).
+// budget, when there is one; no tokens without model calls). An action of
+// an offline navigator ends with its item of the plan: `step 3/50  click
+// #submit "Submit"  allowed (medium)  12ms  script 2/5`.
 //
 // An effect of an action reads `effect of step 3  click #continue
 // "Continue" causes POST https://shop.example/pay (fields: card)  DENIED
@@ -50,6 +52,9 @@ func progressLine(r session.StepReport) string {
 	if t := tokens(r.Tokens, r.MaxTokens); t != "" {
 		b.WriteString("  " + t)
 	}
+	if r.Effect == nil && r.Plan.N > 0 {
+		b.WriteString("  " + r.Plan.String())
+	}
 	return b.String()
 }
 
@@ -66,14 +71,18 @@ func tokens(used, budget int) string {
 	return ""
 }
 
-// endLine says how the session ended, why when it did not complete, and
-// where the bundle is.
+// endLine says how the session ended, how much of an offline navigator's
+// plan ran ("script 3/5 ran"), why when it did not complete, and where the
+// bundle is.
 func endLine(res session.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "aegis: %s in %s: %d actions, %d denied, %d approved", res.Status,
 		res.Timings.Total.Round(10*time.Millisecond), res.Output.ActionsExecuted, res.Denied, res.Approved)
 	if t := tokens(res.Tokens, res.MaxTokens); t != "" {
 		b.WriteString(", " + t)
+	}
+	if p := res.Plan.String(); p != "" {
+		b.WriteString(", " + p + " ran")
 	}
 
 	switch {

@@ -546,3 +546,98 @@ func TestGenericMarkReachesTheModel(t *testing.T) {
 		t.Error("the system prompt does not explain the generic mark")
 	}
 }
+
+// TestScriptResumesSkipped: the actions of a batch that the session
+// skipped are handed out again, in order, before the rest.
+func TestScriptResumesSkipped(t *testing.T) {
+	var script []contract.Action
+	for i := 1; i <= 5; i++ {
+		script = append(script, contract.Action{ID: fmt.Sprintf("a%d", i), Type: contract.ActWait, Reason: "r", PolicyTags: []string{}, DurationMs: i})
+	}
+	s, err := navigator.NewScript(script, navigator.ScriptOptions{MaxBatch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress []navigator.Progress
+	ask := func(step int, ran int) (ids string, status contract.Status, err error) {
+		resp, err := s.Next(context.Background(), navigator.Request{Step: step, Progress: progress})
+		if err != nil {
+			return "", "", err
+		}
+		var out []string
+		for i, a := range resp.Actions {
+			out = append(out, a.ID)
+			o := navigator.OutcomeOK
+			if i >= ran {
+				o = navigator.OutcomeSkipped
+			}
+			progress = append(progress, navigator.Progress{Step: step, Action: a, Outcome: o})
+		}
+		if it := s.Item(0); it.N != 0 && it.String() != fmt.Sprintf("script %d/5", it.N) {
+			t.Errorf("item %v", it)
+		}
+		return strings.Join(out, " "), resp.Status, nil
+	}
+	tests := []struct {
+		ran        int // how many of the answer's actions run; the rest are skipped
+		want       string
+		wantStatus contract.Status
+		wantItem   string
+	}{
+		{1, "a1 a2 a3 a4", contract.StatusContinue, "script 1/5"},
+		{0, "a2 a3 a4 a5", contract.StatusDone, "script 2/5"},
+		{2, "a2 a3 a4 a5", contract.StatusDone, "script 2/5"},
+		{3, "a4 a5", contract.StatusDone, "script 4/5"},
+	}
+	for i, tc := range tests {
+		got, status, err := ask(i+1, tc.ran)
+		if err != nil || got != tc.want || status != tc.wantStatus || s.Item(0).String() != tc.wantItem {
+			t.Fatalf("answer %d = %q %s %v (item %s), want %q %s (item %s)", i+1, got, status, err, s.Item(0), tc.want, tc.wantStatus, tc.wantItem)
+		}
+	}
+	if _, _, err := ask(len(tests)+1, 0); !errors.Is(err, navigator.ErrFinished) {
+		t.Errorf("after the last action ran: %v, want ErrFinished", err)
+	}
+}
+
+// TestStepsResumeSkipped: the steps whose actions the session skipped
+// are carried out again, resolved on the page now, before the rest; a
+// skipped final answer is given again.
+func TestStepsResumeSkipped(t *testing.T) {
+	s := mustSteps(t, navigator.StepsOptions{},
+		`type "alice" into "username"`,
+		`type "pw" into "Password"`,
+		`click "Sign in"`,
+	)
+	ctx := context.Background()
+	var progress []navigator.Progress
+	tests := []struct {
+		ran        int // how many of the answer's actions ran; the rest were skipped
+		want       string
+		wantStatus contract.Status
+		wantItem   string
+	}{
+		{1, "type #username alice redact=false; type #password pw redact=false; click #sign-in", contract.StatusDone, "steps 1/3"},
+		{1, "type #password pw redact=false; click #sign-in", contract.StatusDone, "steps 2/3"},
+		{1, "click #sign-in", contract.StatusDone, "steps 3/3"},
+	}
+	for i, tc := range tests {
+		resp, err := s.Next(ctx, navigator.Request{Step: i + 1, Progress: progress, Observation: loginPage(t)})
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+		if got := brief(resp.Actions); got != tc.want || resp.Status != tc.wantStatus || s.Item(0).String() != tc.wantItem {
+			t.Errorf("call %d = %q %s (item %s), want %q %s (item %s)", i+1, got, resp.Status, s.Item(0), tc.want, tc.wantStatus, tc.wantItem)
+		}
+		for j, a := range resp.Actions {
+			o := navigator.OutcomeOK
+			if j >= tc.ran {
+				o = navigator.OutcomeSkipped
+			}
+			progress = append(progress, navigator.Progress{Step: i + 1, Action: a, Outcome: o})
+		}
+	}
+	if _, err := s.Next(ctx, navigator.Request{Step: len(tests) + 1, Progress: progress, Observation: loginPage(t)}); !errors.Is(err, navigator.ErrFinished) {
+		t.Errorf("after every step ran: err = %v, want ErrFinished", err)
+	}
+}

@@ -94,6 +94,51 @@ type Progress struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// PlanItem is one item of an offline navigator's fixed plan: a scripted
+// action or a step.
+type PlanItem struct {
+	// Kind is what an item is: "script" or "steps".
+	Kind string
+	// N numbers the item, from 1 (0: none); Total is how many there are.
+	N, Total int
+}
+
+// String renders the item as "script 3/5"; "" for none.
+func (p PlanItem) String() string {
+	if p.Total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %d/%d", p.Kind, p.N, p.Total)
+}
+
+// Planned is implemented by the offline navigators, whose plan is a fixed
+// list of items, so that the session can say how much of it ran.
+type Planned interface {
+	// Item says which item of the plan the i-th action (from 0) of the
+	// last answer carries out; N is 0 for an action that carries out none
+	// (the wait of an expect step).
+	Item(i int) PlanItem
+}
+
+// The offline navigators say how much of their plan ran.
+var (
+	_ Planned = (*Steps)(nil)
+	_ Planned = (*Script)(nil)
+)
+
+// Skipped counts the actions of the answer to the Navigator call step
+// that the session reports as skipped (always the last ones of that
+// answer: a batch stops before them).
+func Skipped(progress []Progress, step int) int {
+	n := 0
+	for _, p := range progress {
+		if p.Step == step && p.Outcome == OutcomeSkipped {
+			n++
+		}
+	}
+	return n
+}
+
 // FeedbackKind says what went wrong with an action of the last batch.
 type FeedbackKind string
 

@@ -22,12 +22,17 @@ type ScriptOptions struct {
 // Script is the offline `script` navigator: it replays a list of raw
 // BrowserActions in batches of up to MaxBatch, in order. A batch also ends
 // before an action whose id it already holds. Type actions whose text
-// holds a placeholder are redacted. Any denial or error of its previous
-// batch stops it with a *RejectedError.
+// holds a placeholder are redacted. Actions of its previous batch that the
+// session skipped (the batch stopped before them: the page changed, an
+// approval ran) are handed out again, in order, before the rest: the
+// script never drops an action. Any denial or error of its previous batch
+// stops it with a *RejectedError.
 type Script struct {
 	actions []contract.Action
 	opts    ScriptOptions
-	next    int
+	next    int // the next action to hand out
+	start   int // the first action of the last answer
+	asked   int // the Request.Step of the last answer (0 before the first)
 }
 
 // NewScript returns a Script navigator for actions, each of which must be
@@ -61,8 +66,9 @@ func NewScriptFromHints(hints json.RawMessage, opts ScriptOptions) (*Script, err
 	return NewScript(actions, opts)
 }
 
-// Next returns the next batch of the script; status is done with the last
-// one, and ErrFinished after it.
+// Next returns the next batch of the script, starting with the actions of
+// the previous batch that were skipped; status is done with the batch
+// that holds the last action, and ErrFinished after all of them ran.
 func (s *Script) Next(ctx context.Context, req Request) (Response, error) {
 	if err := ctx.Err(); err != nil {
 		return Response{}, err
@@ -70,10 +76,19 @@ func (s *Script) Next(ctx context.Context, req Request) (Response, error) {
 	if Stops(req.Feedback) {
 		return Response{}, &RejectedError{Feedback: req.Feedback}
 	}
+	if s.asked > 0 {
+		if n := Skipped(req.Progress, s.asked); n > 0 {
+			s.next -= min(n, s.next-s.start)
+		}
+	}
 	if s.next >= len(s.actions) {
+		if len(req.Feedback) > 0 {
+			return Response{}, &RejectedError{Feedback: req.Feedback}
+		}
 		return Response{}, ErrFinished
 	}
 	start := s.next
+	s.start, s.asked = start, req.Step
 	ids := map[string]bool{}
 	var batch []contract.Action
 	for s.next < len(s.actions) && len(batch) < s.opts.MaxBatch && !ids[s.actions[s.next].ID] {
@@ -95,4 +110,10 @@ func (s *Script) Next(ctx context.Context, req Request) (Response, error) {
 		return Response{}, fmt.Errorf("navigator: script made an invalid answer: %w", err)
 	}
 	return Response{NavigatorResponse: out}, nil
+}
+
+// Item says that the i-th action of the last answer is scripted action
+// start+i+1.
+func (s *Script) Item(i int) PlanItem {
+	return PlanItem{Kind: "script", N: s.start + i + 1, Total: len(s.actions)}
 }

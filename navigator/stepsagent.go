@@ -49,13 +49,17 @@ type StepsOptions struct {
 // target against the affordances of the current observation (see
 // ResolveAffordance for the matching order). It never guesses: an
 // ambiguous or missing target stops the run with an error naming the
-// candidates. Any denial or error of its previous batch stops it too.
+// candidates. The steps whose actions the session skipped (their batch
+// stopped before them) are carried out again, in order, before the rest:
+// no step is dropped. Any denial or error of its previous batch stops it.
 type Steps struct {
 	steps  []Step
 	opts   StepsOptions
 	next   int // the next step to carry out
 	rounds int // observations waited for the current expect
 	done   bool
+	asked  int   // the Request.Step of the last answer (0 before the first)
+	batch  []int // the step of each action of the last answer (-1: an expect's wait, the final wait)
 }
 
 // ErrFinished is returned by Next after the navigator answered done.
@@ -175,9 +179,6 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 	if err := ctx.Err(); err != nil {
 		return Response{}, err
 	}
-	if s.done {
-		return Response{}, ErrFinished
-	}
 	if Stops(req.Feedback) {
 		err := error(&RejectedError{Feedback: req.Feedback})
 		if s.next > 0 {
@@ -185,6 +186,11 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 		}
 		return Response{}, err
 	}
+	s.resume(req.Progress)
+	if s.done {
+		return Response{}, ErrFinished
+	}
+	s.asked, s.batch = req.Step, s.batch[:0]
 	var actions []contract.Action
 	summary := []string{}
 	for s.next < len(s.steps) && len(actions) < s.opts.MaxBatch {
@@ -203,6 +209,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 			if s.rounds > s.opts.ExpectRounds {
 				return Response{}, &StepError{Step: st, Err: &ExpectError{Text: st.Text, Rounds: s.rounds, URL: req.Observation.State.ActiveURL}}
 			}
+			s.batch = append(s.batch, -1)
 			actions = append(actions, contract.Action{
 				ID:         fmt.Sprintf("step%d-wait%d", st.Line, s.rounds),
 				Type:       contract.ActWait,
@@ -217,6 +224,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 			return Response{}, &StepError{Step: st, Err: err}
 		}
 		actions = append(actions, a)
+		s.batch = append(s.batch, s.next)
 		summary = append(summary, fmt.Sprintf("hint %d: %s", st.Line, clip(neutralize(st.String()))))
 		s.next++
 		if a.Type != contract.ActType && a.Type != contract.ActSelect && a.Type != contract.ActExtract {
@@ -228,6 +236,7 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 		status = contract.StatusDone
 		s.done = true
 		if len(actions) == 0 {
+			s.batch = append(s.batch, -1)
 			actions = append(actions, contract.Action{ID: "steps-done", Type: contract.ActWait, Reason: "all steps are done", DurationMs: 1})
 		}
 	}
@@ -237,6 +246,37 @@ func (s *Steps) Next(ctx context.Context, req Request) (Response, error) {
 		return Response{}, fmt.Errorf("navigator: steps made an invalid answer: %w", err)
 	}
 	return Response{NavigatorResponse: out}, nil
+}
+
+// resume goes back to the first step whose action the session skipped
+// in the last answer (see Skipped), so that it is carried out again; a
+// skipped wait of an expect is asked again by the expect itself, and a
+// skipped final wait by answering done again.
+func (s *Steps) resume(progress []Progress) {
+	if s.asked == 0 {
+		return
+	}
+	n := min(Skipped(progress, s.asked), len(s.batch))
+	if n == 0 {
+		return
+	}
+	s.done = false
+	for _, i := range s.batch[len(s.batch)-n:] {
+		if i >= 0 {
+			s.next, s.rounds = i, 0
+			return
+		}
+	}
+}
+
+// Item says which step the i-th action of the last answer carries out:
+// none for the wait of an expect step or the final wait.
+func (s *Steps) Item(i int) PlanItem {
+	it := PlanItem{Kind: "steps", Total: len(s.steps)}
+	if i >= 0 && i < len(s.batch) && s.batch[i] >= 0 {
+		it.N = s.batch[i] + 1
+	}
+	return it
 }
 
 // action makes the action of one step, resolving its target against obs.

@@ -20,7 +20,7 @@ import (
 // (outcome skipped, stopWhy says why) before the gate is asked.
 func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	cfg := r.cfg
-	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a}
+	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a, Plan: r.planItem(pos)}
 	// What the page did since the last action is recorded before this one.
 	if why, e := r.effectSkip(pos); e != nil {
 		return outcome{}, ptr(r.fail("evidence", "cannot record", e))
@@ -259,7 +259,21 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	}
 	r.progress = append(r.progress, navigator.Progress{Step: r.step, Action: a, Outcome: navigator.OutcomeOK, Detail: out.detail})
 	r.noteLoop(a, before, planned, true)
+	if report.Plan.N > r.planRan.N {
+		r.planRan = report.Plan
+	}
 	return out, nil
+}
+
+// planItem says which item of an offline navigator's plan the action at
+// pos carries out (navigator.Planned); none for the first URL and the
+// LLM navigator.
+func (r *run) planItem(pos *batchPos) navigator.PlanItem {
+	p, ok := r.cfg.Navigator.(navigator.Planned)
+	if !ok || r.step == 0 {
+		return navigator.PlanItem{}
+	}
+	return p.Item(pos.index)
 }
 
 func ptr[T any](v T) *T { return &v }

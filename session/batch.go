@@ -40,6 +40,7 @@ func (r *run) batch(actions []contract.Action) (complete bool, end *ending) {
 	for i, a := range actions {
 		sig := signature(a)
 		pos.repeat = seen[sig]
+		pos.index = i
 		seen[sig] = true
 		out, end := r.handle(a, &pos)
 		if end != nil {
@@ -75,6 +76,7 @@ type batchPos struct {
 	follows bool                           // an earlier action of the batch ran
 	clicked bool                           // a click ran since the page was last observed
 	repeat  bool                           // the same action ran earlier in the batch
+	index   int                            // the action's place in its batch, from 0
 }
 
 // loopHash is the DOM hash loop detection notes the action under: none

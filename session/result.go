@@ -8,6 +8,7 @@ import (
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
+	"github.com/aegis-run/aegis/navigator"
 )
 
 // StepReport describes one action the session handled, for progress
@@ -44,6 +45,10 @@ type StepReport struct {
 	// Tokens is what the session's model calls used so far (Config.Budget)
 	// and MaxTokens the task's token budget (0 when none).
 	Tokens, MaxTokens int
+	// Plan is, for an offline navigator (navigator.Planned), which item of
+	// its plan the action carries out: "script 3/5"; zero for the LLM
+	// navigator, an effect, the first URL and an expect step's wait.
+	Plan navigator.PlanItem
 }
 
 // Timings splits a session's wall-clock time. Harness is everything but
@@ -115,6 +120,10 @@ type Result struct {
 	// Tokens is what the model calls used (Config.Budget) and MaxTokens
 	// the task's token budget (0 when none).
 	Tokens, MaxTokens int
+	// Plan is, for an offline navigator (navigator.Planned), how many of
+	// its plan's items ran, of how many: "script 3/5"; zero for the LLM
+	// navigator.
+	Plan navigator.PlanItem
 	// Artifacts are the artifacts extracted, in order.
 	Artifacts []contract.Artifact
 	// Timings splits the session's time.
@@ -168,7 +177,7 @@ func (r *run) finish(end ending) (Result, error) {
 	} else if r.eff != nil {
 		r.eff.close()
 	}
-	res := Result{Status: end.status, Denied: r.denied, Approved: r.approved, Artifacts: r.artifacts,
+	res := Result{Status: end.status, Denied: r.denied, Approved: r.approved, Artifacts: r.artifacts, Plan: r.plannedRan(end.status),
 		Tokens: r.cfg.Budget.Tokens(), MaxTokens: r.cfg.Budget.Limits().MaxTokens}
 	if r.rec != nil {
 		t0 := time.Now()
@@ -290,4 +299,21 @@ func okDetail(a contract.Action, res contract.ToolResult, url string) string {
 		d += "; extracted " + strings.Join(res.ArtifactIDs, ", ") + " (in the next observation's extractedArtifacts)"
 	}
 	return d
+}
+
+// plannedRan is how much of an offline navigator's plan ran: the furthest
+// item that ran (the items run in order), of how many; all of them when
+// the session completed (it can only complete when the plan is exhausted:
+// a trailing expect step makes no action).
+func (r *run) plannedRan(status contract.SessionStatus) navigator.PlanItem {
+	p, ok := r.cfg.Navigator.(navigator.Planned)
+	if !ok {
+		return navigator.PlanItem{}
+	}
+	it := p.Item(-1)
+	it.N = r.planRan.N
+	if status == contract.SessionCompleted {
+		it.N = it.Total
+	}
+	return it
 }

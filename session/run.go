@@ -57,6 +57,7 @@ type run struct {
 	curURL                     string
 	plan                       *contract.Plan
 	progress                   []navigator.Progress
+	planRan                    navigator.PlanItem // the furthest plan item that ran (offline navigators)
 	feedback                   []navigator.Feedback
 	loops                      *loopDetector
 	replans                    int
@@ -370,7 +371,12 @@ func (r *run) execute() ending {
 			return *end
 		}
 		if err != nil {
-			return r.errorEnding("navigator", "the navigator failed", err)
+			e := r.errorEnding("navigator", "the navigator failed", err)
+			if rej := (*navigator.RejectedError)(nil); e.err != nil && errors.As(err, &rej) {
+				// An offline agent stopped on a denial or failure: that is why.
+				e.summary = "the navigator stopped: " + bound(rej.Error(), 1000)
+			}
+			return e
 		}
 		// Whatever the navigator promises, its answer is checked again.
 		nr, err := navigator.Validate(resp.NavigatorResponse, cfg.Secrets)
