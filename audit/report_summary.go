@@ -126,7 +126,7 @@ func summarize(b *Bundle, v *reportView, ended string) {
 	if d := duration(b.Manifest.StartedAt, ended); d != "—" {
 		v.Counts += " Took " + d + "."
 	}
-	v.Counts += tokensLine(b)
+	v.Counts += tokensLine(b) + modelLine(b.Manifest.Versions)
 	v.Final.Outcome = v.Outcome
 	v.Final.Ended = ended
 	if n := len(b.Steps); n > 0 {
@@ -160,6 +160,22 @@ func tokensLine(b *Bundle) string {
 		s += " of a budget of " + text.Thousands(budget)
 	}
 	return s + "."
+}
+
+// modelLine names the model and the identity its endpoint reported when a
+// model registry checked it (manifest versions.modelId, modelDigest):
+// " Model llama3.1:8b: the endpoint reported id llama3.1:8b, digest
+// sha256:46e0...", checked against the model registry."; "" without a model.
+func modelLine(v contract.Versions) string {
+	switch {
+	case v.Model == "":
+		return ""
+	case v.ModelID == "":
+		return " Model " + v.Model + " (identity not checked: no model registry)."
+	case v.ModelDigest == "":
+		return " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", checked against the model registry."
+	}
+	return " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", digest " + v.ModelDigest + ", checked against the model registry."
 }
 
 // outcome is how the session ended, from the sealed manifest or the

@@ -181,6 +181,9 @@ type runOptions struct {
 	witness         string
 	witnessRequired bool
 	checkpointEvery int
+
+	// modelRegistry is --model-registry: cli/modelreg.go.
+	modelRegistry string
 }
 
 // stringList is a repeatable string flag.
@@ -198,6 +201,7 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.evidence, "evidence", DefaultEvidenceDir, "evidence root `DIR`: each bundle goes to DIR/SESSION-ID")
 	fs.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible endpoint `URL`, up to /v1 (default $"+EnvLLMBaseURL+", else OpenAI)")
 	fs.StringVar(&o.model, "model", "", "model `id`; setting one selects the LLM agents (default $"+EnvModel+")")
+	fs.StringVar(&o.modelRegistry, "model-registry", "", "refuse a model that the registry `FILE` (schemas/model-registry.schema.json) does not list for the endpoint, or whose identity or digest the endpoint reports differently; the reported identity goes to the manifest")
 	fs.StringVar(&o.keyFile, "llm-key-file", "", "read the API key from `FILE` (mode 0600) instead of $OPENAI_API_KEY")
 	fs.StringVar(&o.secretsFile, "secrets-file", "", "read secrets from `FILE`: NAME=value or NAME@ORIGIN,...=value lines, mode 0600 ($AEGIS_SECRET_NAME gives the value)")
 	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
@@ -490,6 +494,10 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if err != nil {
 		return err
 	}
+	ident, err := checkModelRegistry(ctx, o, model)
+	if err != nil {
+		return err
+	}
 	browsers, closeBrowsers := commandBrowsers(stdio)
 	defer closeBrowsers()
 	approvals := gate.NewApprovals()
@@ -512,6 +520,8 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		Evidence:        session.EvidenceDir(o.evidence),
 		Budget:          budget,
 		Model:           model,
+		ModelID:         ident.ID,
+		ModelDigest:     ident.Digest,
 		Version:         Version,
 		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
 	}

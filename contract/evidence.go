@@ -82,6 +82,13 @@ type Versions struct {
 	Extension string `json:"extension,omitempty"`
 	// Model is the model the Planner and Navigator used; "" when absent.
 	Model string `json:"model,omitempty"`
+	// ModelID is the id the model's endpoint reported for it (GET
+	// /v1/models) when a model registry checked it; "" otherwise.
+	ModelID string `json:"modelId,omitempty"`
+	// ModelDigest is the digest the endpoint reported for the model
+	// (Ollama's /api/tags) when a model registry checked it; "" when the
+	// endpoint reports none or no registry checked it.
+	ModelDigest string `json:"modelDigest,omitempty"`
 }
 
 // Counts counts the records an evidence bundle holds.

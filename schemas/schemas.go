@@ -58,6 +58,7 @@ const (
 	KindManifest          Kind = "manifest"           // evidence bundle manifest
 	KindLedgerEntry       Kind = "ledger-entry"       // one entry of provenance/ledger.json
 	KindModelCall         Kind = "model-call"         // one model call: a line of model-calls.jsonl
+	KindModelRegistry     Kind = "model-registry"     // the models a site allows (aegis run --model-registry)
 )
 
 // kindRefs maps each kind to its schema, relative to BaseURL.
@@ -78,6 +79,7 @@ var kindRefs = map[Kind]string{
 	KindManifest:          "evidence-manifest.schema.json",
 	KindLedgerEntry:       "ledger-entry.schema.json",
 	KindModelCall:         "model-call.schema.json",
+	KindModelRegistry:     "model-registry.schema.json",
 }
 
 // Kinds returns every kind, sorted by name.

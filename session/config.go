@@ -225,6 +225,10 @@ type Config struct {
 	Budget *llm.Budget
 	// Model names the model, for the manifest; "" when none.
 	Model string
+	// ModelID and ModelDigest are the identity the model's endpoint
+	// reported when a model registry checked it (package modelreg), for
+	// the manifest's versions; "" when none was checked or reported.
+	ModelID, ModelDigest string
 	// Version is the aegis version, for the manifest; "" means "(devel)".
 	Version string
 	// LoopThreshold is K of loop detection; 0 means DefaultLoopThreshold.
@@ -277,6 +281,9 @@ func validate(cfg *Config) error {
 	}
 	if cfg.SessionID != "" && !idRe.MatchString(cfg.SessionID) {
 		return bad("session id %q: want letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit", Sanitize(cfg.SessionID, 140))
+	}
+	if (cfg.ModelID != "" && cfg.Model == "") || (cfg.ModelDigest != "" && cfg.ModelID == "") {
+		return bad("a model identity (ModelID, ModelDigest) needs the model it identifies (Model, ModelID)")
 	}
 	maxTokens, err := cfg.Task.MaxTokens()
 	if err != nil {

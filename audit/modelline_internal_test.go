@@ -1,0 +1,28 @@
+package audit
+
+import (
+	"testing"
+
+	"github.com/aegis-run/aegis/contract"
+)
+
+func TestModelLine(t *testing.T) {
+	d := "sha256:46e0c10c039e019119339687c3c1757cc81b9da49709a3b3924863ba87ca666e"
+	tests := []struct {
+		name string
+		v    contract.Versions
+		want string
+	}{
+		{"no model", contract.Versions{}, ""},
+		{"unchecked", contract.Versions{Model: "gpt-4o"}, " Model gpt-4o (identity not checked: no model registry)."},
+		{"id", contract.Versions{Model: "gpt-4o", ModelID: "gpt-4o"}, " Model gpt-4o: the endpoint reported id gpt-4o, checked against the model registry."},
+		{"digest", contract.Versions{Model: "llama3.1:8b", ModelID: "llama3.1:8b", ModelDigest: d}, " Model llama3.1:8b: the endpoint reported id llama3.1:8b, digest " + d + ", checked against the model registry."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := modelLine(tt.v); got != tt.want {
+				t.Errorf("modelLine = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
