@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // maxProbeBytes bounds a listing an endpoint returns.
@@ -140,13 +142,20 @@ func getJSON(ctx context.Context, pc ProbeConfig, url string, v any) error {
 	return nil
 }
 
+// quoteList quotes the ids an endpoint listed for an error message: at
+// most 10, each cut to 100 bytes (the endpoint is not trusted to keep
+// its listing short).
 func quoteList(s []string) string {
 	if len(s) == 0 {
 		return "no models"
 	}
-	q := make([]string, len(s))
-	for i, x := range s {
-		q[i] = fmt.Sprintf("%q", x)
+	const most = 10
+	var q []string
+	for _, x := range s[:min(len(s), most)] {
+		q = append(q, fmt.Sprintf("%q", text.Ellipsize(x, 100)))
+	}
+	if len(s) > most {
+		q = append(q, fmt.Sprintf("and %d more", len(s)-most))
 	}
 	return strings.Join(q, ", ")
 }
