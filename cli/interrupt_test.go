@@ -59,6 +59,27 @@ func newLineWatch(r *bufio.Scanner) *lineWatch {
 	return w
 }
 
+// startAegis starts bin with args in a process group of its own (so that
+// a signal reaches the browser and its driver too, as a terminal's does,
+// and the test's end kills them all), and returns it with its stdout and
+// a watch over its stderr lines.
+func startAegis(t *testing.T, bin string, args ...string) (*exec.Cmd, *bytes.Buffer, *lineWatch) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout := new(bytes.Buffer)
+	cmd.Stdout = stdout
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	return cmd, stdout, newLineWatch(bufio.NewScanner(pipe))
+}
+
 // wait returns the index of the first line matching re, failing the test
 // if the stream ends (or the guard of minutes passes) before one does.
 func (w *lineWatch) wait(t *testing.T, re *regexp.Regexp) int {
@@ -130,19 +151,7 @@ func TestInterruptSealsAndVerifies(t *testing.T) {
 			evidenceRoot := filepath.Join(t.TempDir(), "evidence")
 			args := append(tt.args, "--evidence", evidenceRoot, "--listen", "127.0.0.1:0",
 				"--listen-token-file", filepath.Join(t.TempDir(), "token"), "--approval-timeout", "30m")
-			cmd := exec.Command(bin, args...)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			var stdout bytes.Buffer
-			cmd.Stdout = &stdout
-			pipe, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-			stderr := newLineWatch(bufio.NewScanner(pipe))
+			cmd, stdout, stderr := startAegis(t, bin, args...)
 			step := stderr.wait(t, regexp.MustCompile(`^step \d+/\d+  `))
 			waiting := stderr.wait(t, regexp.MustCompile(`^aegis: approval waiting \(high risk\): click #submit "Place order": approve or deny it in the live console http://127\.0\.0\.1:\d+/\?session=s-[^\s#]+ \(bearer token in \S+; refused if unanswered in 30m0s\)$`))
 			if waiting < step {
@@ -157,7 +166,7 @@ func TestInterruptSealsAndVerifies(t *testing.T) {
 				t.Errorf("stopping... came after the end")
 			}
 			<-stderr.done
-			err = cmd.Wait()
+			err := cmd.Wait()
 			var ee *exec.ExitError
 			if got, want := exitStatus(err, &ee), ExitAborted; got != want {
 				t.Fatalf("exit %d (%v), want %d\nstdout:\n%s\nstderr:\n%s", got, err, want, stdout.String(), strings.Join(stderr.all(), "\n"))

@@ -3,8 +3,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -82,19 +80,7 @@ func TestLingerInProcessTree(t *testing.T) {
 			dir := t.TempDir()
 			args := append([]string{"demo", "--approve", "auto", "--listen", "127.0.0.1:0", "--evidence", filepath.Join(dir, "evidence"),
 				"--listen-token-file", filepath.Join(dir, "token")}, tt.args...)
-			cmd := exec.Command(bin, args...)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			var stdout bytes.Buffer
-			cmd.Stdout = &stdout
-			pipe, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-			stderr := newLineWatch(bufio.NewScanner(pipe))
+			cmd, stdout, stderr := startAegis(t, bin, args...)
 			if tt.lingers {
 				stderr.wait(t, lingering)
 				if left := descendants(t, cmd.Process.Pid); len(left) > 0 {
@@ -106,7 +92,7 @@ func TestLingerInProcessTree(t *testing.T) {
 				stderr.wait(t, regexp.MustCompile(`^aegis: stopping\.\.\. \(Ctrl-C`))
 			}
 			<-stderr.done
-			err = cmd.Wait()
+			err := cmd.Wait()
 			var ee *exec.ExitError
 			if got, want := exitStatus(err, &ee), ExitOK; got != want {
 				t.Fatalf("exit %d (%v), want %d\nstderr:\n%s", got, err, want, strings.Join(stderr.all(), "\n"))

@@ -541,10 +541,10 @@ func TestOriginRefused(t *testing.T) {
 	f.hello()
 }
 
-// TestGoalWithModel: a task without steps is planned and navigated by the
-// model of the host's configuration (its key never leaves the host), and
-// the model's name is recorded in the evidence.
-func TestGoalWithModel(t *testing.T) {
+// billModel is a model that plans one step and reads the bill in one
+// extract, then says done.
+func billModel(t *testing.T) *llmtest.Server {
+	t.Helper()
 	srv := llmtest.NewServer(t)
 	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
 		if len(r.Messages) > 0 && strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
@@ -553,6 +553,14 @@ func TestGoalWithModel(t *testing.T) {
 		}
 		llmtest.Answer(`{"actions":[{"id":"x1","type":"extract","reason":"read the bill","policyTags":[],"extract":"text"}],"status":"done","summary":"the bill is there"}`)(w, r)
 	})
+	return srv
+}
+
+// TestGoalWithModel: a task without steps is planned and navigated by the
+// model of the host's configuration (its key never leaves the host), and
+// the model's name is recorded in the evidence.
+func TestGoalWithModel(t *testing.T) {
+	srv := billModel(t)
 	f := startHost(t, func(o *nativehost.Options) {
 		o.Config.Model = &nativehost.ModelConfig{BaseURL: srv.URL, Model: "test-model", APIKey: "sk-test-key"}
 	})

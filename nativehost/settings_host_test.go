@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aegis-run/aegis/contract"
-	"github.com/aegis-run/aegis/llm/llmtest"
 	"github.com/aegis-run/aegis/nativehost"
 )
 
@@ -110,14 +108,7 @@ func TestBrokenConfigRunsNoSession(t *testing.T) {
 // TestResultAndReasons: the end carries what the result panel shows, and
 // each step the Navigator's reason and batch.
 func TestResultAndReasons(t *testing.T) {
-	srv := llmtest.NewServer(t)
-	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
-		if len(r.Messages) > 0 && strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
-			llmtest.Answer(`{"goal":"x","steps":[{"id":"s1","description":"look at the bill","successCriteria":"seen"}]}`)(w, r)
-			return
-		}
-		llmtest.Answer(`{"actions":[{"id":"x1","type":"extract","reason":"read the bill","policyTags":[],"extract":"text"}],"status":"done","summary":"the bill is there"}`)(w, r)
-	})
+	srv := billModel(t)
 	f := startHost(t, func(o *nativehost.Options) {
 		o.Config.Model = &nativehost.ModelConfig{BaseURL: srv.URL, Model: "test-model"}
 	})
