@@ -43,6 +43,20 @@ const (
 // and the executed action line alike.
 const RedactedText = "{{redacted}}"
 
+// RuleEffectRefused is the rule of the denial of an effect the browser's
+// boundary refused by itself, before any policy saw it: the session's
+// record of it keeps its action's hash (evidence/FORMAT.md, Effects).
+const RuleEffectRefused = "effect_refused"
+
+// Recorded returns a as records hold it: the text of a type action with
+// Redact true replaced by RedactedText.
+func (a Action) Recorded() Action {
+	if a.Type == ActType && a.Redact {
+		a.Text = RedactedText
+	}
+	return a
+}
+
 // DecisionRecord is the record of one gate decision (schema kind
 // "decision", seed 001 section 5): the action id and hash, the element the
 // action targets, the policy version, the result and its reasons, the risk,

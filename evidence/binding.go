@@ -10,6 +10,7 @@ import (
 	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/secrets"
 )
 
 // Decided = executed (FORMAT.md, section 8, rule 15): a decision records
@@ -38,7 +39,7 @@ const memberMasked = "masked"
 // (secretPlaceholder, RedactedText). A string the writer masked holds
 // one; a page may write them too, so in an aegis-evidence/2 bundle only
 // memberMasked says what was masked.
-var maskMarks = [][]byte{[]byte(RedactedText), []byte("{{secret:")}
+var maskMarks = [][]byte{[]byte(RedactedText), []byte(secrets.Prefix)}
 
 // hashedMembers are the members of a decision the action hash covers.
 var hashedMembers = []string{"action", "activeUrl", "target", "effect"}
@@ -128,7 +129,7 @@ func resolvePointer(r rec, ptr string) (string, bool) {
 	}
 	cur := r.value()
 	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		tok = pointerUnescaper.Replace(tok)
 		switch t := cur.(type) {
 		case map[string]any:
 			v, ok := t[tok]
@@ -233,12 +234,8 @@ func checkActionHash(r rec) error {
 func refusedCopy(r rec) bool {
 	reasons, _ := r.at("reasons").value().([]any)
 	return r.at("result").is(string(contract.ResultDenied)) && len(reasons) == 1 &&
-		recOf(reasons[0]).at("rule").is(ruleEffectRefused)
+		recOf(reasons[0]).at("rule").is(contract.RuleEffectRefused)
 }
-
-// ruleEffectRefused is the rule of the denial of an effect the browser's
-// boundary refused by itself (gate.RuleEffectRefused).
-const ruleEffectRefused = "effect_refused"
 
 // checkDecided checks an action line against what the latest decision
 // about its id decided: the action it records is the decided one, byte

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aegis-run/aegis/internal/text"
 )
 
 // Checkpoints: while a session runs, the writer hands the head of its
@@ -175,10 +177,7 @@ func (w *Writer) recordFailures() error {
 		return nil
 	}
 	msg := fmt.Sprintf("%d checkpoint(s) not taken by the witness: %s", len(failed), strings.Join(failed, "; "))
-	if len(msg) > 4000 {
-		msg = msg[:4000]
-	}
-	return w.errorEvent(CodeWitnessFailed, strings.ToValidUTF8(msg, "?"))
+	return w.errorEvent(CodeWitnessFailed, text.CutBytes(strings.ToValidUTF8(msg, "?"), 4000))
 }
 
 // sealCheckpoint sends the sealed ledger's head and waits for the answer

@@ -58,8 +58,8 @@ func (s *Ed25519Signer) Sign(ctx context.Context, message []byte) ([]byte, error
 // KeyID returns the key id of an Ed25519 public key.
 func KeyID(pub ed25519.PublicKey) string { return KeyIDPrefix + hex.EncodeToString(pub) }
 
-// parseKeyID returns the public key a key id names.
-func parseKeyID(id string) (ed25519.PublicKey, error) {
+// ParseKeyID returns the Ed25519 public key a key id (KeyID) names.
+func ParseKeyID(id string) (ed25519.PublicKey, error) {
 	h, ok := strings.CutPrefix(id, KeyIDPrefix)
 	if !ok || len(h) != 2*ed25519.PublicKeySize {
 		return nil, fmt.Errorf("key id %q: want %s and 64 lowercase hex digits", id, KeyIDPrefix)
@@ -182,7 +182,7 @@ func openEnvelope(tree any, signer string, manifest []byte, pub ed25519.PublicKe
 	if err != nil || len(sig) != ed25519.SignatureSize {
 		return false, &SignatureError{"sig: not a base64 Ed25519 signature"}
 	}
-	named, err := parseKeyID(keyID)
+	named, err := ParseKeyID(keyID)
 	if err != nil {
 		return false, &SignatureError{err.Error()}
 	}
@@ -247,7 +247,7 @@ func ParsePrivateKey(data []byte) (ed25519.PrivateKey, error) {
 // key id ("ed25519:" and 64 hex digits) on one line.
 func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
 	if s := strings.TrimSpace(string(data)); strings.HasPrefix(s, KeyIDPrefix) {
-		return parseKeyID(s)
+		return ParseKeyID(s)
 	}
 	b, rest := pem.Decode(data)
 	if b == nil || b.Type != "PUBLIC KEY" || len(strings.TrimSpace(string(rest))) != 0 {

@@ -230,6 +230,9 @@ func (m *masker) maskRecord(shape string, tree any) (any, []string, error) {
 // pointerEscaper escapes a member name for a JSON Pointer (RFC 6901).
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
+// pointerUnescaper reads a JSON Pointer's reference token back (RFC 6901).
+var pointerUnescaper = strings.NewReplacer("~1", "/", "~0", "~")
+
 // isBelowFree reports whether path is below a free path ending in "/**".
 func isBelowFree(free map[string]bool, path string) bool {
 	for p := range free {

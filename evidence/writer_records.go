@@ -50,9 +50,8 @@ func (w *Writer) Decision(rec contract.DecisionRecord) error {
 	if a := rec.Action; a != nil && a.Type == contract.ActType && a.Redact {
 		// Stored as the action line will store it (rule 15), and masked
 		// from now on.
-		c := *a
-		w.mask.addRedacted(c.Text)
-		c.Text = RedactedText
+		w.mask.addRedacted(a.Text)
+		c := a.Recorded()
 		rec.Action = &c
 	}
 	canon, r, masked, err := w.prepare(string(schemas.KindDecision), rec)
@@ -99,8 +98,8 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 	}
 	if a.Type == contract.ActType && a.Redact {
 		w.mask.addRedacted(a.Text)
-		a.Text = RedactedText
 	}
+	a = a.Recorded()
 	canon, lr, masked, err := w.prepare("", actionLine{Action: a, Result: r})
 	if err != nil {
 		return fmt.Errorf("evidence: action: %w", err)

@@ -21,7 +21,7 @@ const RuleEffectInvalid = "effect_invalid"
 
 // RuleEffectRefused: the driver's boundary refused the effect by itself
 // (Effect.Refused); no policy can allow it after the fact.
-const RuleEffectRefused = "effect_refused"
+const RuleEffectRefused = contract.RuleEffectRefused
 
 // maxEffectFieldWords bounds the words of one field name that the policy
 // matches: field names are short, and a hostile page must not grow the

@@ -236,7 +236,7 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 	target := elementMap(req.Target)
 	effect := effectMap(req.Effect)
 	hash = g.actionHash(req.SessionID, req.ActiveURL, action, target, effect)
-	d = g.skeleton(&req, now, hash)
+	d = g.skeleton(&req, now, hash, action)
 	if g == nil {
 		return g.failClosed(&req, now, hash, errors.New("gate: nil Gate"))
 	}
@@ -322,18 +322,22 @@ const maxRecordedURL = 2048
 // as an invalid target is not), the text of a type action with Redact
 // true replaced by contract.RedactedText (the record never holds it; the
 // action hash covers it keyed, see ActionHash).
-func recordedAction(a contract.Action) *contract.Action {
-	if schemas.ValidateValue(schemas.KindAction, actionMap(a)) != nil { // actionMap is the record of a valid action (package actionhash)
+//
+// m is a's actionMap, which Decide builds once for the hash as well.
+func recordedAction(a contract.Action, m map[string]any) *contract.Action {
+	if schemas.ValidateValue(schemas.KindAction, m) != nil { // actionMap is the record of a valid action (package actionhash)
 		return nil
 	}
-	if a.Type == contract.ActType && a.Redact {
-		a.Text = contract.RedactedText
-	}
+	a = a.Recorded()
 	return &a
 }
 
-// skeleton fills the fields known before evaluation.
-func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
+// skeleton fills the fields known before evaluation. action is
+// req.Action's actionMap; nil builds it.
+func (g *Gate) skeleton(req *Request, now time.Time, hash string, action map[string]any) Decision {
+	if action == nil {
+		action = actionMap(req.Action)
+	}
 	var d Decision
 	r := &d.DecisionRecord
 	r.PolicyVersion = g.PolicyVersion()
@@ -350,7 +354,7 @@ func (g *Gate) skeleton(req *Request, now time.Time, hash string) Decision {
 		r.ActionID = req.Action.ID
 	}
 	r.ActionHash = hash
-	if r.Action = recordedAction(req.Action); r.Action != nil { // the action judged, which the executed action line must equal (evidence verify)
+	if r.Action = recordedAction(req.Action, action); r.Action != nil { // the action judged, which the executed action line must equal (evidence verify)
 		if utf8.RuneCountInString(req.ActiveURL) <= maxRecordedURL {
 			u := req.ActiveURL
 			r.ActiveURL = &u
@@ -388,7 +392,7 @@ func (g *Gate) deny(d Decision, reasons []contract.Reason) Decision {
 // failClosed builds the deny of a policy that could not answer, and emits
 // the audit event.
 func (g *Gate) failClosed(req *Request, now time.Time, hash string, err error) Decision {
-	d := g.skeleton(req, now, hash)
+	d := g.skeleton(req, now, hash, nil)
 	msg := text.CutRunes(err.Error(), maxErrorLen)
 	d.FailClosed, d.Error, d.Err = true, msg, err
 	d.Reasons = []contract.Reason{{Rule: RuleFailClosed, Message: text.CutRunes("the policy could not answer, so the action is denied: "+msg, maxMessageLen)}}

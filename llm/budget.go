@@ -84,6 +84,11 @@ func (b *Budget) Exceeded() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.exceededLocked()
+}
+
+// exceededLocked is Exceeded with b.mu held.
+func (b *Budget) exceededLocked() error {
 	if b.limits.MaxTokens > 0 && b.used > b.limits.MaxTokens {
 		return &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used}
 	}
@@ -123,11 +128,11 @@ func (b *Budget) check(promptBytes, maxCompletion int) error {
 	if b == nil || b.limits.MaxTokens == 0 {
 		return nil
 	}
-	if err := b.Exceeded(); err != nil {
-		return err
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.exceededLocked(); err != nil {
+		return err
+	}
 	est := estimateTokens(promptBytes, b.bytes, b.tokens) + max(maxCompletion, 0)
 	if left := b.limits.MaxTokens - b.used; est > left {
 		return &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used, Predicted: est}

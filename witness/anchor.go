@@ -22,8 +22,7 @@ type Anchor struct {
 	OnFailure func(error)
 
 	mu     sync.Mutex
-	acked  uint64 // the size of the last checkpoint the witness took
-	report AnchorReport
+	report AnchorReport // report.Size: the last checkpoint the witness took
 }
 
 // AnchorReport is what an Anchor did.
@@ -77,7 +76,6 @@ func (a *Anchor) Checkpoint(ctx context.Context, h evidence.Head) error {
 		return err
 	}
 	a.report.Taken++
-	a.report.Size = a.acked
 	a.report.Sealed = h.Sealed
 	return nil
 }
@@ -87,9 +85,9 @@ func (a *Anchor) checkpoint(ctx context.Context, h evidence.Head) error {
 	if err != nil {
 		return err
 	}
-	err = a.add(ctx, a.acked, h, s.Note)
+	err = a.add(ctx, a.report.Size, h, s.Note)
 	var conflict *ConflictError
-	if errors.As(err, &conflict) && conflict.Size != a.acked {
+	if errors.As(err, &conflict) && conflict.Size != a.report.Size {
 		// The witness holds another size (this process restarted, or an
 		// answer was lost): prove from that one, once.
 		err = a.add(ctx, conflict.Size, h, s.Note)
@@ -97,7 +95,7 @@ func (a *Anchor) checkpoint(ctx context.Context, h evidence.Head) error {
 	if err != nil {
 		return fmt.Errorf("witness %s: checkpoint of %d entries: %w", a.w, h.Size, err)
 	}
-	a.acked = uint64(h.Size)
+	a.report.Size = uint64(h.Size)
 	return nil
 }
 

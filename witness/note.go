@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -80,17 +79,14 @@ func Sign(ctx context.Context, c Checkpoint, signer evidence.Signer) (*Signed, e
 	return &Signed{Checkpoint: c, KeyID: name, Note: note}, nil
 }
 
-// publicKey returns the Ed25519 key an evidence key id names.
+// publicKey returns the Ed25519 key an evidence key id names
+// (evidence.ParseKeyID).
 func publicKey(keyID string) (ed25519.PublicKey, error) {
-	h, ok := strings.CutPrefix(keyID, evidence.KeyIDPrefix)
-	if !ok || len(h) != 2*ed25519.PublicKeySize || strings.ToLower(h) != h {
-		return nil, fmt.Errorf("%w: key name %q is not an Ed25519 key id", ErrSignature, trim(keyID))
-	}
-	b, err := hex.DecodeString(h)
+	k, err := evidence.ParseKeyID(keyID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: key name %q is not an Ed25519 key id", ErrSignature, trim(keyID))
 	}
-	return ed25519.PublicKey(b), nil
+	return k, nil
 }
 
 // OpenNote parses a signed note holding an aegis checkpoint and verifies its
