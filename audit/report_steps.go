@@ -2,7 +2,6 @@ package audit
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"html/template"
 	"os"
@@ -146,10 +145,8 @@ func buildStep(b *Bundle, s *Step, n int, anchor string, budget *imageBudget) st
 func stepThumb(data []byte, id string, budget *imageBudget) (*imageView, string) {
 	px, err := thumbs.Check(data)
 	switch {
-	case errors.Is(err, thumbs.ErrNotDecoded):
+	case err != nil: // it wraps thumbs.ErrNotDecoded, with why
 		return nil, "no thumbnail: " + strings.TrimPrefix(err.Error(), thumbs.ErrNotDecoded.Error()+": ")
-	case err != nil:
-		return nil, "no thumbnail: the picture does not decode"
 	case px > budget.pixels:
 		return nil, "no thumbnail: the report's budget of pixels to decode is used up"
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -27,7 +28,7 @@ type nobodyApprover struct {
 func (a nobodyApprover) Approve(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
 	fmt.Fprintf(a.out, "aegis: approval required (%s risk): %s: refused, nobody could be asked (stdin is not a terminal): run in a terminal, give --approve low-and-medium-only, or --listen ADDR to answer in the web console\n",
 		req.Risk, session.Sanitize(session.DescribeRequest(req), 300))
-	return session.ApprovalAnswer{Approved: false, Approver: "policy:" + string(session.ApproveDeny), Channel: channelNobody}, nil
+	return session.ApprovalAnswer{Approved: false, Approver: evidence.RulePrefix + string(session.ApproveDeny), Channel: channelNobody}, nil
 }
 
 // announcedApprover is the live channel's approver of a run, which also

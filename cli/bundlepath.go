@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/aegis-run/aegis/evidence"
 )
 
 // zstdMagic starts every zstd frame, hence every packed bundle.
@@ -44,7 +46,7 @@ func notBundle(path string) error {
 // isBundleDir reports whether dir holds a bundle's manifest or ledger
 // (an unsealed bundle may lack the first, never both).
 func isBundleDir(dir string) bool {
-	for _, f := range []string{"manifest.json", filepath.Join("provenance", "ledger.json")} {
+	for _, f := range []string{evidence.FileManifest, filepath.FromSlash(evidence.FileLedger)} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
 			return true
 		}
@@ -80,7 +82,7 @@ func meant(dir, path string) string {
 		}
 		n++
 		at := time.Time{}
-		if fi, err := os.Stat(filepath.Join(p, "manifest.json")); err == nil {
+		if fi, err := os.Stat(filepath.Join(p, evidence.FileManifest)); err == nil {
 			at = fi.ModTime()
 		}
 		if newest == "" || at.After(newestAt) {

@@ -45,7 +45,7 @@ func schemeFor(u string) string {
 		host = h
 	}
 	host = strings.Trim(host, "[]")
-	if host == "localhost" || strings.HasPrefix(host, "127.") || host == "::1" {
+	if ip := net.ParseIP(host); strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") || ip != nil && ip.IsLoopback() {
 		return "http://"
 	}
 	return "https://"

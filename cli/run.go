@@ -373,10 +373,7 @@ func agents(o *runOptions, in contract.Input, set *secrets.Set, budget *llm.Budg
 		if model == "" {
 			return nil, nil, "", usageError("--agent llm needs a model: --model or $%s", EnvModel)
 		}
-		base := o.baseURL
-		if base == "" {
-			base = os.Getenv(EnvLLMBaseURL)
-		}
+		base := llmBaseURL(o)
 		key, err := llm.LoadAPIKey(o.keyFile)
 		if err != nil {
 			return nil, nil, "", usageError("%v", err)

@@ -283,3 +283,24 @@ func TestShownURL(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemeFor: a URL typed without a scheme gets http:// on a loopback
+// host (however spelt) and https:// elsewhere.
+func TestSchemeFor(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{"localhost:8080", "http://"},
+		{"LOCALHOST.:8080/x", "http://"},
+		{"127.0.0.1:1234", "http://"},
+		{"127.10.0.1", "http://"},
+		{"[::1]:8080", "http://"},
+		{"[0:0:0:0:0:0:0:1]:8080", "http://"},
+		{"example.com", "https://"},
+		{"localhost.example.com", "https://"},
+		{"128.0.0.1", "https://"},
+	}
+	for _, tt := range tests {
+		if got := schemeFor(tt.url); got != tt.want {
+			t.Errorf("schemeFor(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}

@@ -30,7 +30,6 @@ function show(view) {
   $('apiKey').value = '';
   $('clearApiKey').checked = false;
   text($('key-state'), '(' + (m ? m.apiKey : 'not set') + ')');
-  $('model-form').dataset.key = m ? m.apiKey : 'not set';
   if (view.error) showError('The configuration file does not load: ' + view.error);
 }
 

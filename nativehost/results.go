@@ -3,9 +3,9 @@ package nativehost
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/session"
 )
@@ -167,7 +167,7 @@ func cutValue(t contract.ArtifactType, s string, limit, room int) (string, bool,
 	}
 	// Each byte takes at least one byte escaped: no more than limit and
 	// room bytes, then the longest prefix that fits once escaped.
-	cut := runeCut(s, min(len(s), limit, room))
+	cut := len(text.CutBytes(s, min(len(s), limit, room)))
 	if n := escapedLen(s[:cut]); n <= room {
 		return s[:cut], true, n
 	}
@@ -180,16 +180,8 @@ func cutValue(t contract.ArtifactType, s string, limit, room int) (string, bool,
 			hi = mid
 		}
 	}
-	cut = runeCut(s, lo)
+	cut = len(text.CutBytes(s, lo))
 	return s[:cut], true, escapedLen(s[:cut])
-}
-
-// runeCut returns the largest n' <= n at which s can be cut between runes.
-func runeCut(s string, n int) int {
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
 }
 
 // cutTable returns the JSON of the longest prefix of rows (the table was
