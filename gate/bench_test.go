@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 
+	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/contract"
 )
 
@@ -85,7 +86,7 @@ func TestNoRecompilationPerDecision(t *testing.T) {
 		t.Fatalf("evaluator is a %T", g.ev)
 	}
 	for name, req := range benchRequests() {
-		in := buildInput(&req, testNow, actionMap(req.Action), elementMap(req.Target), effectMap(req.Effect))
+		in := buildInput(&req, testNow, actionhash.Action(req.Action), actionhash.Element(req.Target), actionhash.Effect(req.Effect))
 		for i := 0; i < 100; i++ {
 			m := metrics.New()
 			if _, err := l.pq.Eval(context.Background(), rego.EvalInput(in), rego.EvalTime(testNow), rego.EvalMetrics(m)); err != nil {

@@ -45,6 +45,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/schemas"
@@ -232,9 +233,9 @@ func (g *Gate) Decide(ctx context.Context, req Request) (d Decision) {
 		}
 		d.DurationUs = time.Since(start).Microseconds()
 	}()
-	action := actionMap(req.Action)
-	target := elementMap(req.Target)
-	effect := effectMap(req.Effect)
+	action := actionhash.Action(req.Action)
+	target := actionhash.Element(req.Target)
+	effect := actionhash.Effect(req.Effect)
 	hash = g.actionHash(req.SessionID, req.ActiveURL, action, target, effect)
 	d = g.skeleton(&req, now, hash, action)
 	if g == nil {
@@ -323,9 +324,9 @@ const maxRecordedURL = 2048
 // true replaced by contract.RedactedText (the record never holds it; the
 // action hash covers it keyed, see ActionHash).
 //
-// m is a's actionMap, which Decide builds once for the hash as well.
+// m is actionhash.Action(a), which Decide builds once for the hash as well.
 func recordedAction(a contract.Action, m map[string]any) *contract.Action {
-	if schemas.ValidateValue(schemas.KindAction, m) != nil { // actionMap is the record of a valid action (package actionhash)
+	if schemas.ValidateValue(schemas.KindAction, m) != nil { // actionhash.Action is the record of a valid action
 		return nil
 	}
 	a = a.Recorded()
@@ -333,10 +334,10 @@ func recordedAction(a contract.Action, m map[string]any) *contract.Action {
 }
 
 // skeleton fills the fields known before evaluation. action is
-// req.Action's actionMap; nil builds it.
+// actionhash.Action(req.Action); nil builds it.
 func (g *Gate) skeleton(req *Request, now time.Time, hash string, action map[string]any) Decision {
 	if action == nil {
-		action = actionMap(req.Action)
+		action = actionhash.Action(req.Action)
 	}
 	var d Decision
 	r := &d.DecisionRecord

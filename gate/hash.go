@@ -43,7 +43,7 @@ import (
 // action, target, page and session. Two gates hash a redacted action
 // differently: an approval binds within the gate that paused the action.
 func (g *Gate) ActionHash(req Request) string {
-	return g.actionHash(req.SessionID, req.ActiveURL, actionMap(req.Action), elementMap(req.Target), effectMap(req.Effect))
+	return g.actionHash(req.SessionID, req.ActiveURL, actionhash.Action(req.Action), actionhash.Element(req.Target), actionhash.Effect(req.Effect))
 }
 
 // redactKeySize is the size of a gate's redaction key, in bytes: the
@@ -87,11 +87,8 @@ func (g *Gate) actionHash(sessionID, activeURL string, action, target, effect ma
 			action = m
 		}
 	}
-	return plainActionHash(sessionID, activeURL, action, target, effect)
+	return actionhash.Sum(sessionID, activeURL, action, target, effect)
 }
-
-// plainActionHash is the SHA-256 of the canonical hashed document.
-var plainActionHash = actionhash.Sum
 
 // DecisionID derives a decision id from the record's own fields, so that an
 // auditor can recompute it: "dec-" and the first 32 hex digits of SHA-256

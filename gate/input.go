@@ -6,18 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
-)
-
-// actionMap, elementMap and effectMap are the action, its target and its
-// effect as the policy sees them and as the action hash covers them (one
-// implementation, shared with the evidence verifier: package actionhash).
-var (
-	actionMap  = actionhash.Action
-	elementMap = actionhash.Element
-	effectMap  = actionhash.Effect
 )
 
 // sessionFacts are the parts of the input that depend only on the session:
@@ -110,8 +100,8 @@ func newSessionFacts(req *Request) *sessionFacts {
 // buildInput builds the policy input document: the seed's shape (state,
 // action, step_index, policy), the session, the target element, the
 // effect, the pinned time, and the facts computed in Go (derived) that the
-// policy matches on. action, target and effect are actionMap, elementMap
-// and effectMap of the request's. The embedded engine and a remote OPA
+// policy matches on. action, target and effect are the request's as
+// actionhash.Action, Element and Effect give them. The embedded engine and a remote OPA
 // evaluate the same document. See policy/README.md for the document.
 //
 // The words risk and sensitivity are matched on come from the element the

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/canonjson"
 	"github.com/aegis-run/aegis/contract"
 )
@@ -27,9 +28,9 @@ func pinRequest(pin string) Request {
 // the plain document, the text included as it is.
 func oldActionHash(t testing.TB, r Request) string {
 	t.Helper()
-	doc := map[string]any{"action": actionMap(r.Action), "activeUrl": r.ActiveURL, "sessionId": r.SessionID, "target": nil}
+	doc := map[string]any{"action": actionhash.Action(r.Action), "activeUrl": r.ActiveURL, "sessionId": r.SessionID, "target": nil}
 	if r.Target != nil {
-		doc["target"] = elementMap(r.Target)
+		doc["target"] = actionhash.Element(r.Target)
 	}
 	b, err := canonjson.EncodeValue(doc)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-run/aegis/actionhash"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
 )
@@ -147,7 +148,7 @@ func TestSecretMisdirectedMessage(t *testing.T) {
 
 func TestSecretUses(t *testing.T) {
 	a := contract.Action{ID: "a1", Type: contract.ActType, Reason: "type {{secret:A}}", PolicyTags: []string{"x", "{{secret:A}}"}, Selector: "#x{{secret:B}}", Text: "{{secret:A}}", Redact: true}
-	uses, malformed := secretUses(actionMap(a), map[string][]string{"A": nil})
+	uses, malformed := secretUses(actionhash.Action(a), map[string][]string{"A": nil})
 	want := []any{
 		map[string]any{"name": "A", "field": "policyTags", "whole": true, "declared": true},
 		map[string]any{"name": "A", "field": "reason", "whole": false, "declared": true},
@@ -158,7 +159,7 @@ func TestSecretUses(t *testing.T) {
 		t.Errorf("uses %v, malformed %v; want %v", uses, malformed, want)
 	}
 	a.Text = "{{secret:A}} {{secret:"
-	_, malformed = secretUses(actionMap(a), nil)
+	_, malformed = secretUses(actionhash.Action(a), nil)
 	if len(malformed) != 1 || malformed[0].(map[string]any)["field"] != "text" {
 		t.Errorf("malformed %v, want the text", malformed)
 	}
