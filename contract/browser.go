@@ -222,7 +222,7 @@ const MaxBatchActions = 10
 //	select    Selector, Value
 //	scroll    Direction, AmountPx (optional)
 //	wait      DurationMs
-//	extract   Extract, Selector (optional)
+//	extract   Extract, Selector (optional), Vision (optional)
 //
 // MarshalJSON writes exactly the fields of the action's type (Redact is
 // always written for a type action, even when false) and refuses an action
@@ -263,6 +263,10 @@ type Action struct {
 	DurationMs int
 	// Extract is what an extract action extracts.
 	Extract ExtractKind
+	// Vision, on an extract screenshot action, asks that the screenshot be
+	// shown to the model with the next observation (a vision escalation,
+	// which the policy decides: rule vision_not_allowed).
+	Vision bool
 }
 
 // PolicyName returns the stable policy action name of the action, such as
@@ -297,7 +301,7 @@ var actionFields = map[ActionType][]actionField{
 	ActSelect:   {{"selector", true}, {"value", true}},
 	ActScroll:   {{"direction", true}, {"amountPx", false}},
 	ActWait:     {{"durationMs", true}},
-	ActExtract:  {{"selector", false}, {"extract", true}},
+	ActExtract:  {{"selector", false}, {"extract", true}, {"vision", false}},
 }
 
 // baseFields are the fields every action has.
@@ -335,12 +339,14 @@ func (a *Action) field(name string) (ptr any, zero bool) {
 		return &a.DurationMs, a.DurationMs == 0
 	case "extract":
 		return &a.Extract, a.Extract == ""
+	case "vision":
+		return &a.Vision, !a.Vision
 	}
 	return nil, true
 }
 
 // allTypedFields is every type-specific field name, in a fixed order.
-var allTypedFields = []string{"url", "selector", "timeoutMs", "text", "redact", "value", "direction", "amountPx", "durationMs", "extract"}
+var allTypedFields = []string{"url", "selector", "timeoutMs", "text", "redact", "value", "direction", "amountPx", "durationMs", "extract", "vision"}
 
 // MarshalJSON writes the common fields and exactly the fields of the
 // action's type, in the order of actionFields, each encoded by

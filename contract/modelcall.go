@@ -67,9 +67,25 @@ type ModelCall struct {
 	Attempts int `json:"attempts"`
 	// Mode is the structured-output mode of the last request.
 	Mode ModelOutputMode `json:"mode"`
+	// Images are the images the call showed the model (a vision
+	// escalation), in the order sent; nil when it showed none.
+	Images []ModelImage `json:"images,omitempty"`
 	// Error says why the call failed, 1 to MaxModelCallError characters;
 	// "" (absent) when it succeeded.
 	Error string `json:"error,omitempty"`
 	// Time is when the call ended, an RFC 3339 date-time.
 	Time string `json:"time"`
+}
+
+// MaxModelCallImages bounds ModelCall.Images.
+const MaxModelCallImages = 4
+
+// ModelImage is one image a model call showed the model: where it is in
+// the bundle and the SHA-256 of the bytes sent, which equals its
+// ImageArtifact record's contentHash.
+type ModelImage struct {
+	// URI is the image's path in the bundle (ImageArtifact.URI).
+	URI string `json:"uri"`
+	// SHA256 is the SHA-256 (64 lowercase hex digits) of the bytes sent.
+	SHA256 string `json:"sha256"`
 }

@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestCallRecordModelCall(t *testing.T) {
 		PromptTokens: 1834, CompletionTokens: 212, TotalTokens: 2046, LatencyMs: 1873, Attempts: 2,
 		Mode: contract.ModelOutputJSONObject, Time: "2026-01-23T10:15:07.412Z",
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
 	validModelCall(t, got)

@@ -164,7 +164,7 @@ func TestStrictAcceptsValidAnswers(t *testing.T) {
 	strict := compile(t, s.Strict)
 	answer := `{"actions":[
 	 {"id":"a1","type":"click","reason":"open","policyTags":[],"selector":"#x","timeoutMs":null},
-	 {"id":"a2","type":"extract","reason":"read","policyTags":["read"],"selector":null,"extract":"table"},
+	 {"id":"a2","type":"extract","reason":"read","policyTags":["read"],"selector":null,"extract":"table","vision":null},
 	 {"id":"a3","type":"type","reason":"name","policyTags":[],"selector":"#n","text":"alice","redact":false}
 	],"status":"continue","summary":"ok"}`
 	if err := strict.Validate(parse(t, []byte(answer))); err != nil {
