@@ -1,0 +1,73 @@
+// Package suite runs many tasks as one CI job (aegis suite): every task a
+// session of its own with its own evidence bundle, on a shared browser or
+// spread over a fleet of Playwright servers, summed up in a suite index
+// that aegis verify checks whole, and in the reports CI systems read (JUnit
+// XML, a Markdown summary).
+package suite
+
+import "github.com/aegis-run/aegis/contract"
+
+// FormatVersion names the suite index format.
+const FormatVersion = "aegis-suite/1"
+
+// Index is a suite's index (suite.json): what ran, how each task ended,
+// and where its evidence is.
+type Index struct {
+	// FormatVersion is FormatVersion.
+	FormatVersion string `json:"formatVersion"`
+	// StartedAt and EndedAt bound the suite's run, RFC 3339.
+	StartedAt string `json:"startedAt"`
+	EndedAt   string `json:"endedAt"`
+	// DurationMs is the suite's wall time in milliseconds.
+	DurationMs int64 `json:"durationMs"`
+	// Parallel is how many tasks ran at once.
+	Parallel int `json:"parallel"`
+	// Tasks holds one result per task, in the order the tasks were given.
+	Tasks []TaskResult `json:"tasks"`
+}
+
+// TaskResult is one task's line in the index.
+type TaskResult struct {
+	// Name names the task: its file's path as given (or relative to the
+	// suite directory).
+	Name string `json:"name"`
+	// Status is how the session ended (contract.SessionStatus, failed
+	// included); "" when no session could start (see Error).
+	Status contract.SessionStatus `json:"status,omitempty"`
+	// DurationMs is the task's wall time in milliseconds.
+	DurationMs int64 `json:"durationMs"`
+	// Actions, Denials and Approvals count the session's executed
+	// actions, denied actions and approved actions.
+	Actions   int `json:"actions"`
+	Denials   int `json:"denials"`
+	Approvals int `json:"approvals"`
+	// Tokens is what the session's model calls used (0 offline).
+	Tokens int `json:"tokens,omitempty"`
+	// Bundle is the task's evidence bundle, relative to the index's
+	// directory; "" when none was written.
+	Bundle string `json:"bundle,omitempty"`
+	// HeadHash is the bundle's ledger head at its seal.
+	HeadHash string `json:"headHash,omitempty"`
+	// Error says why the task did not complete, for people (and JUnit's
+	// failure message); "" when it completed.
+	Error string `json:"error,omitempty"`
+	// Endpoint is the Playwright server the task ran on; "" for a browser
+	// the suite launched.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Retries are the earlier attempts of the task, each on a server that
+	// failed (the suite retries a task once, elsewhere).
+	Retries []Retry `json:"retries,omitempty"`
+}
+
+// Retry is an attempt of a task that its server's failure ended.
+type Retry struct {
+	// Endpoint is the server that failed.
+	Endpoint string `json:"endpoint"`
+	// Error says how it failed.
+	Error string `json:"error"`
+	// Bundle is the attempt's evidence bundle, if it wrote one.
+	Bundle string `json:"bundle,omitempty"`
+}
+
+// Completed reports whether the task completed.
+func (t TaskResult) Completed() bool { return t.Status == contract.SessionCompleted }
