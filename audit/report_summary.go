@@ -77,12 +77,11 @@ var outcomeWords = map[string]struct{ label, class string }{
 // from the bundle and the step views built from it.
 func summarize(b *Bundle, v *reportView, ended string) {
 	v.Outcome = outcome(b, v.Steps)
-	executed, denied, approved, extracted := 0, 0, 0, 0
+	extracted := 0
 	for i, s := range b.Steps {
 		sv := v.Steps[i]
 		line := lineView{Number: sv.Number, Anchor: sv.Anchor, Title: sv.Title, Result: sv.Result, Risk: sv.Risk}
 		if s.Executed() {
-			executed++
 			if s.Result != nil && !s.Result.OK {
 				line.Note = "the action failed"
 				if s.Result.Error != nil {
@@ -90,13 +89,11 @@ func summarize(b *Bundle, v *reportView, ended string) {
 				}
 			}
 		} else {
-			denied++
 			line.Note = reasonText(s.Final())
 			v.Denials = append(v.Denials, line)
 		}
 		for _, d := range s.Decisions {
 			if a, ok := approvalLine(d); ok {
-				approved += boolInt(d.Result == contract.ResultApproved)
 				v.Approvals = append(v.Approvals, lineView{Number: sv.Number, Anchor: sv.Anchor, Title: sv.Title, Result: string(d.Result), Risk: string(d.Risk), Note: a})
 			}
 		}
@@ -121,8 +118,9 @@ func summarize(b *Bundle, v *reportView, ended string) {
 			v.Final.Extracted = sv.Extracted
 		}
 	}
+	t := b.Tally()
 	v.Counts = fmt.Sprintf("%s proposed: %d executed, %d not executed (denied); %d approved; %s extracted.",
-		plural(len(b.Steps), "action"), executed, denied, approved, plural(extracted, "result"))
+		plural(t.Proposed, "action"), t.Executed, t.Denied, t.Approved, plural(extracted, "result"))
 	if d := duration(b.Manifest.StartedAt, ended); d != "—" {
 		v.Counts += " Took " + d + "."
 	}
@@ -249,7 +247,7 @@ func reasonText(d contract.DecisionRecord) string {
 // false when d involved none.
 func approvalLine(d contract.DecisionRecord) (string, bool) {
 	switch {
-	case d.Approval != nil && d.Result == contract.ResultApproved:
+	case approves(d):
 		return "approved by " + approverText(d.Approval) + " at " + d.Approval.ApprovedAt, true
 	case d.Approval != nil:
 		return "an approval by " + approverText(d.Approval) + " was presented and refused: " + reasonText(d), true

@@ -59,6 +59,7 @@ const (
 	KindLedgerEntry       Kind = "ledger-entry"       // one entry of provenance/ledger.json
 	KindModelCall         Kind = "model-call"         // one model call: a line of model-calls.jsonl
 	KindModelRegistry     Kind = "model-registry"     // the models a site allows (aegis run --model-registry)
+	KindSuiteIndex        Kind = "suite-index"        // a suite's index, suite.json (aegis suite, aegis verify)
 )
 
 // kindRefs maps each kind to its schema, relative to BaseURL.
@@ -80,6 +81,7 @@ var kindRefs = map[Kind]string{
 	KindLedgerEntry:       "ledger-entry.schema.json",
 	KindModelCall:         "model-call.schema.json",
 	KindModelRegistry:     "model-registry.schema.json",
+	KindSuiteIndex:        "suite-index.schema.json",
 }
 
 // Kinds returns every kind, sorted by name.

@@ -133,7 +133,7 @@ func TestKindsSorted(t *testing.T) {
 	if got, want := sort.SliceIsSorted(ks, func(i, j int) bool { return ks[i] < ks[j] }), true; got != want {
 		t.Errorf("Kinds() = %v, not sorted", ks)
 	}
-	if got, want := len(ks), 17; got != want {
+	if got, want := len(ks), 18; got != want {
 		t.Errorf("len(Kinds()) = %d, want %d", got, want)
 	}
 }

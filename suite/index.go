@@ -57,6 +57,10 @@ type TaskResult struct {
 	// Retries are the earlier attempts of the task, each on a server that
 	// failed (the suite retries a task once, elsewhere).
 	Retries []Retry `json:"retries,omitempty"`
+	// Skipped says the task was not run: a suite budget ran out or the
+	// suite was stopped before its turn (Error says which). A skipped task
+	// has no status and no bundle.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // Retry is an attempt of a task that its server's failure ended.
@@ -71,3 +75,46 @@ type Retry struct {
 
 // Completed reports whether the task completed.
 func (t TaskResult) Completed() bool { return t.Status == contract.SessionCompleted }
+
+// Totals sums up a suite: how many tasks ended how, and what they did.
+type Totals struct {
+	// Tasks counts every task; Completed, Failed and Skipped split them:
+	// Failed counts every task that ran and did not complete (any other
+	// status, or no session at all), Skipped those not run.
+	Tasks, Completed, Failed, Skipped int
+	// Actions, Denials, Approvals and Tokens are the tasks' sums.
+	Actions, Denials, Approvals, Tokens int
+	// Retried counts the tasks retried after a server failed.
+	Retried int
+}
+
+// Totals sums up the index's tasks.
+func (idx Index) Totals() Totals {
+	var t Totals
+	for _, r := range idx.Tasks {
+		t.Tasks++
+		switch {
+		case r.Skipped:
+			t.Skipped++
+		case r.Completed():
+			t.Completed++
+		default:
+			t.Failed++
+		}
+		t.Actions += r.Actions
+		t.Denials += r.Denials
+		t.Approvals += r.Approvals
+		t.Tokens += r.Tokens
+		if len(r.Retries) > 0 {
+			t.Retried++
+		}
+	}
+	return t
+}
+
+// AllCompleted reports whether every task of the suite completed: what
+// the suite's exit status says.
+func (idx Index) AllCompleted() bool {
+	t := idx.Totals()
+	return t.Completed == t.Tasks
+}
