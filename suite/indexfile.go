@@ -151,7 +151,7 @@ func checkIndex(idx Index) error {
 // stays inside its base: no leading slash, no backslash or NUL, and no
 // empty, "." or ".." segment.
 func localBundle(rel string) bool {
-	if rel == "" || !filepath.IsLocal(filepath.FromSlash(rel)) || path.Clean(rel) != rel {
+	if rel == "" || rel == "." || !filepath.IsLocal(filepath.FromSlash(rel)) || path.Clean(rel) != rel {
 		return false
 	}
 	for i := 0; i < len(rel); i++ {

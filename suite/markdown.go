@@ -20,8 +20,9 @@ import (
 // an autolink (www. and http: and user@host).
 const mdSpecial = "\\`*_~[]!|:@."
 
-// maxCellRunes bounds a cell: names and reasons are cut to it.
-const maxCellRunes = 200
+// maxCellBytes bounds a cell: names and reasons are cut to it, with an
+// ellipsis.
+const maxCellBytes = 400
 
 // WriteMarkdown writes the suite's summary as GitHub-flavoured Markdown
 // to w.
@@ -78,7 +79,7 @@ func statusMark(r TaskResult) string {
 	return "❌"
 }
 
-// mdText makes s plain text inside a table cell: cut to maxCellRunes;
+// mdText makes s plain text inside a table cell: cut to maxCellBytes;
 // line breaks and other control characters become spaces (a newline
 // would end the row); HTML's special characters become entities (no tag
 // or comment opens); and every other character Markdown gives a meaning
@@ -86,7 +87,7 @@ func statusMark(r TaskResult) string {
 // ` a code span, * _ ~ emphasis, : . @ an autolink), so the page shows the
 // name as written. Invalid UTF-8 becomes U+FFFD.
 func mdText(s string) string {
-	s = text.CutRunes(s, maxCellRunes)
+	s = text.Ellipsize(s, maxCellBytes)
 	var b strings.Builder
 	for _, r := range s {
 		switch {
