@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
 )
 
 var update = flag.Bool("update", false, "rewrite the golden reports in testdata/")
@@ -260,4 +259,3 @@ func readString(t *testing.T, p string) string {
 	}
 	return string(b)
 }
-
