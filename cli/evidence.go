@@ -56,6 +56,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 
 const verifyUsage = `[--pubkey FILE] [--allow-unsealed] [--witness URL|file:PATH] [--json] BUNDLE|FILE.tar.zst
        aegis verify --proof FILE [--pubkey FILE] [--json] [BUNDLE]
+       aegis verify [--pubkey FILE] [--json] SUITE.json|SUITE-DIR
 
 Verifies an evidence bundle, a directory or a packed .tar.zst: every file
 against its schema and canonical form, every hash, the hash chain, the
@@ -82,8 +83,19 @@ signer: of exactly its entries, Merkle root and head hash once sealed. A
 truncated bundle, one rewritten and re-signed, one whose seal the witness
 never saw, or a witness that cannot be asked, fails (exit 1).
 
-Exit status: 0 valid, 1 invalid or unsealed (the first failure named),
-2 usage or unreadable input, 3 interrupted (Ctrl-C) before a verdict.`
+With a suite's index (suite.json, from aegis suite, or the directory
+holding it), verifies the suite whole: the index against its schema, and
+every task's bundle, which must lie inside the index's directory (no ..,
+no absolute path, no symbolic link), verify as above (against --pubkey
+when given), and agree with its line: the end manifest's status, the
+seal's head hash, and the actions, denials and approvals as aegis report
+counts them. A bundle in the directory that the index does not list
+fails too. One line per task: "ok" on stdout, "FAIL" and what differs on
+stderr.
+
+Exit status: 0 valid, 1 invalid or unsealed (the first failure named;
+for a suite, any task), 2 usage or unreadable input, 3 interrupted
+(Ctrl-C) before a verdict.`
 
 // verifyResult is the --json output of verify.
 type verifyResult struct {
@@ -148,6 +160,12 @@ func runVerify(ctx context.Context, args []string, stdio Stdio) error {
 	}
 	var bundleErr, proofErr, witnessErr error
 	if len(pos) == 1 {
+		if index, ok := suiteIndexPath(pos[0]); ok {
+			if *proofFile != "" || *witnessSpec != "" || *allowUnsealed {
+				return usageError("--proof, --witness and --allow-unsealed are about one bundle, not a suite (%s)", index)
+			}
+			return verifySuite(ctx, index, pub, *asJSON, stdio)
+		}
 		if err := notBundle(pos[0]); err != nil {
 			return err
 		}
