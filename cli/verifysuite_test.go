@@ -14,10 +14,10 @@ import (
 // exampleHead is the head hash of the example bundle's seal.
 const exampleHead = "6f9aa09b46f64257bbd048a956326d740b8d62f53a833c04e677a0bb1cf50d58"
 
-// writeSuite writes a suite directory of two tasks on copies of the
+// writeVerifiedSuite writes a suite directory of two tasks on copies of the
 // example bundle (completed: 3 actions, 1 denial, 1 approval) and a task
 // that could not start, with its index.
-func writeSuite(t *testing.T) string {
+func writeVerifiedSuite(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	var tasks []suite.TaskResult
@@ -41,7 +41,7 @@ func writeSuite(t *testing.T) string {
 // directory, prints a line per task, and exits 1 on any task that does
 // not verify, naming it and what differs.
 func TestVerifySuiteCommand(t *testing.T) {
-	dir := writeSuite(t)
+	dir := writeVerifiedSuite(t)
 	index := filepath.Join(dir, suite.IndexFile)
 	for _, arg := range []string{dir, index} {
 		code, out, errOut := run(t, "", "verify", "--pubkey", examplePub, arg)
@@ -91,7 +91,7 @@ func TestVerifySuiteCommand(t *testing.T) {
 // problem named); a missing one, or bundle-only flags on a suite, are
 // usage errors (exit 2).
 func TestVerifySuiteErrors(t *testing.T) {
-	dir := writeSuite(t)
+	dir := writeVerifiedSuite(t)
 	index := filepath.Join(dir, suite.IndexFile)
 	tests := []struct {
 		name string
