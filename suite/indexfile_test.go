@@ -111,7 +111,8 @@ func TestReadIndexErrors(t *testing.T) {
 		{"bundle climbing out", strings.Replace(good, `"a/s"`, `"a/../../s"`, 1), &invalid, "/tasks/0/bundle"},
 		{"wrong type", strings.Replace(good, `"actions":1`, `"actions":"1"`, 1), &invalid, "/tasks/0/actions"},
 		{"fraction", strings.Replace(good, `"actions":1`, `"actions":1.5`, 1), &invalid, "/tasks/0/actions"},
-		{"status without bundle", strings.Replace(good, `,"bundle":"a/s","headHash":"`+strings.Repeat("a", 64)+`"`, ``, 1), &invalid, "/tasks/0"},
+		{"head hash without bundle", strings.Replace(good, `,"bundle":"a/s"`, ``, 1), &invalid, "/tasks/0"},
+		{"skipped with a status", strings.Replace(good, `"status":"completed"`, `"status":"completed","skipped":true`, 1), &invalid, "/tasks/0"},
 		{"bundle twice", strings.Replace(good, `}]}`, `},{"name":"b.json","durationMs":1,"actions":0,"denials":0,"approvals":0,"bundle":"a/s","error":"x"}]}`, 1), nil, `task 2 ("b.json"): bundle "a/s" is also task 1 ("a.json")'s`},
 		{"too large", good + strings.Repeat(" ", schemas.MaxDocumentBytes), nil, "larger than"},
 	}

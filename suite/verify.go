@@ -166,8 +166,11 @@ func checkTask(ctx context.Context, dir string, t TaskResult, opts VerifyOptions
 			problem("attempt %d's bundle %s: %v", i+1, r.Bundle, err)
 		}
 	}
-	if t.Bundle != "" {
+	switch {
+	case t.Bundle != "":
 		checkBundle(ctx, dir, t, opts, &c, problem)
+	case t.Status != "":
+		problem("the index gives status %q but no bundle bears it out", t.Status)
 	}
 	c.Verified = len(c.Problems) == 0
 	return c
@@ -194,9 +197,9 @@ func checkBundle(ctx context.Context, dir string, t TaskResult, opts VerifyOptio
 	c.Sealed, c.Entries = v.Sealed, v.Entries
 	if !v.Sealed {
 		if t.Status != "" || t.HeadHash != "" {
-			problem("bundle %s is unsealed (%d intact entries), but the index gives it a status and head hash", t.Bundle, v.Entries)
+			problem("bundle %s is unsealed (%d intact entries): nothing bears out the index's status %q and head hash %q", t.Bundle, v.Entries, t.Status, t.HeadHash)
 		}
-		return // an attempt cut short: its entries verified, nothing to compare
+		return // a session cut short: its entries verified, no status claimed
 	}
 	status := ""
 	if b.End != nil {

@@ -1,10 +1,12 @@
 package suite
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -149,6 +151,12 @@ func TestVerifyMismatch(t *testing.T) {
 			os.RemoveAll(filepath.Join(dir, "t", "b"))
 			os.WriteFile(filepath.Join(dir, "t", "b"), []byte("x"), 0o644)
 		}, "is not a directory"},
+		{"status without a bundle", with(func(r *TaskResult) { r.Bundle, r.HeadHash = "", "" }), nil,
+			`the index gives status "completed" but no bundle bears it out`},
+		{"status without a head hash", with(func(r *TaskResult) { r.HeadHash = "" }), nil,
+			`headHash: the index says "", the bundle "` + exampleHead + `"`},
+		{"unsealed bundle with a status", with(nil), func(t *testing.T, dir string) { unseal(t, filepath.Join(dir, "t", "b")) },
+			`bundle t/b is unsealed (26 intact entries): nothing bears out the index's status "completed"`},
 		{"manifest removed", with(nil), func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "t", "b", evidence.FileManifest))
 		}, "does not verify"},
@@ -179,6 +187,38 @@ func TestVerifyMismatch(t *testing.T) {
 				t.Errorf("the good task failed too: %+v", rep.Tasks[0])
 			}
 		})
+	}
+}
+
+// unseal turns a copy of the example into the bundle a writer killed just
+// before its seal leaves: the manifest as it started, the ledger without
+// its manifest-end entry.
+func unseal(t *testing.T, dir string) {
+	t.Helper()
+	start, err := os.ReadFile(filepath.Join(dir, "provenance", "manifest-start.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, evidence.FileManifest), start, 0o644)
+	os.Remove(filepath.Join(dir, "provenance", "manifest-end.json"))
+	os.Remove(filepath.Join(dir, "provenance", "seal.dsse.json"))
+	ledger, _ := os.ReadFile(filepath.Join(dir, "provenance", "ledger.json"))
+	lines := bytes.SplitAfter(ledger, []byte("\n"))
+	os.WriteFile(filepath.Join(dir, "provenance", "ledger.json"), bytes.Join(lines[:len(lines)-2], nil), 0o644)
+}
+
+// TestVerifyUnsealed: a task whose session was cut short (no status, an
+// error) verifies when its unsealed bundle's entries do.
+func TestVerifyUnsealed(t *testing.T) {
+	line := TaskResult{Name: "cut.json", DurationMs: 10, Bundle: "cut/b", Error: "the server failed"}
+	dir := suiteDir(t, line)
+	unseal(t, filepath.Join(dir, "cut", "b"))
+	rep, err := Verify(context.Background(), filepath.Join(dir, IndexFile), VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rep.Tasks[0], (TaskCheck{Name: "cut.json", Bundle: "cut/b", Verified: true, Entries: 26}); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
 
