@@ -145,19 +145,33 @@ func summarize(b *Bundle, v *reportView, ended string) {
 
 // tokensLine says what the model calls used, in tokens, and the task's
 // token budget (hints.maxTokens) if any: " 3 model calls: 12,345 tokens of
-// a budget of 50,000."; "" for a session without model calls or budget.
+// a budget of 50,000."; then, when the calls were priced (costUsd) or the
+// task has a cost budget (hints.maxCostUsd), what they cost: " 3 model
+// calls: 12,345 tokens, cost $0.0042 of a budget of $0.10."; "" for a
+// session without model calls or budget.
 func tokensLine(b *Bundle) string {
-	total := 0
+	total, cost, priced := 0, 0.0, false
 	for _, mc := range b.ModelCalls {
 		total = min(total+mc.Tokens(), 1<<53-1) // record counts are at most 2^53 - 1
+		if mc.CostUSD != nil {
+			cost += *mc.CostUSD
+			priced = true
+		}
 	}
 	budget, _ := b.Manifest.Task.MaxTokens()
-	if len(b.ModelCalls) == 0 && budget == 0 {
+	maxCost, _ := b.Manifest.Task.MaxCostUSD()
+	if len(b.ModelCalls) == 0 && budget == 0 && maxCost == 0 {
 		return ""
 	}
 	s := " " + plural(len(b.ModelCalls), "model call") + ": " + text.Thousands(total) + " tokens"
 	if budget > 0 {
 		s += " of a budget of " + text.Thousands(budget)
+	}
+	if priced || maxCost > 0 {
+		s += ", cost " + text.USD(cost)
+		if maxCost > 0 {
+			s += " of a budget of " + text.USD(maxCost)
+		}
 	}
 	return s + "."
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/aegis-run/aegis/contract"
@@ -62,7 +60,8 @@ type Limits struct {
 	// 0 to MaxTokenBudget.
 	MaxTokens int
 	// MaxCostUSD bounds what all calls cost in US dollars, 0 to
-	// MaxCostBudget; a limit needs Prices.
+	// MaxCostBudget. A call of a model without a price is refused under
+	// it (ErrUnpriced): its cost could not be counted.
 	MaxCostUSD float64
 	// Prices are the models' prices by model name (the name a client's
 	// Config.Model sends; the Planner and the Navigator may share one).
@@ -94,9 +93,6 @@ func NewBudget(limits Limits) (*Budget, error) {
 	}
 	if !(limits.MaxCostUSD >= 0) || limits.MaxCostUSD > MaxCostBudget {
 		return nil, fmt.Errorf("llm: cost budget %v: want more than 0 and at most %d US dollars (0 for none)", limits.MaxCostUSD, MaxCostBudget)
-	}
-	if limits.MaxCostUSD > 0 && len(limits.Prices) == 0 {
-		return nil, errors.New("llm: a cost budget needs the models' prices (Limits.Prices)")
 	}
 	prices := make(map[string]Price, len(limits.Prices))
 	for name, p := range limits.Prices {
@@ -314,9 +310,9 @@ func (e *BudgetError) Error() string {
 	if e.Budget == BudgetCost {
 		if e.PredictedUSD > 0 {
 			return fmt.Sprintf("the cost budget (%s %s) would be passed: cost %s of %s, the next model call is estimated at %s, %s is left",
-				e.Budget, USD(e.LimitUSD), USD(e.UsedUSD), USD(e.LimitUSD), USD(e.PredictedUSD), USD(max(e.LimitUSD-e.UsedUSD, 0)))
+				e.Budget, text.USD(e.LimitUSD), text.USD(e.UsedUSD), text.USD(e.LimitUSD), text.USD(e.PredictedUSD), text.USD(max(e.LimitUSD-e.UsedUSD, 0)))
 		}
-		return fmt.Sprintf("the cost budget (%s %s) was passed: cost %s of %s", e.Budget, USD(e.LimitUSD), USD(e.UsedUSD), USD(e.LimitUSD))
+		return fmt.Sprintf("the cost budget (%s %s) was passed: cost %s of %s", e.Budget, text.USD(e.LimitUSD), text.USD(e.UsedUSD), text.USD(e.LimitUSD))
 	}
 	if e.Predicted > 0 {
 		return fmt.Sprintf("the token budget (%s %s) would be passed: %s tokens used, the next model call is estimated at %s, %s are left",
@@ -327,17 +323,3 @@ func (e *BudgetError) Error() string {
 
 // Is matches ErrBudgetExceeded.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExceeded }
-
-// USD formats an amount of US dollars for people: "$" and four decimals,
-// trailing zeros past the second dropped ("$0.0042", "$0.10", "$12.50");
-// an amount under $0.0001 that is not 0 reads "<$0.0001".
-func USD(x float64) string {
-	if x > 0 && x < 0.00005 {
-		return "<$0.0001"
-	}
-	s := strconv.FormatFloat(x, 'f', 4, 64)
-	for range 2 {
-		s = strings.TrimSuffix(s, "0")
-	}
-	return "$" + s
-}
