@@ -5,9 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,35 +18,20 @@ import (
 
 const ollamaDigest = "46e0c10c039e019119339687c3c1757cc81b9da49709a3b3924863ba87ca666e"
 
-// ollamaEndpoint is an httptest server speaking Ollama's dialect: its
-// model listings (GET /v1/models, GET /api/tags with the digest) and chat
-// completions, passed to a scripted llmtest server that completes the
-// orders task.
+// ollamaEndpoint is an httptest server speaking Ollama's dialect
+// (llmtest.Ollama: its model listings, GET /v1/models and GET /api/tags
+// with the digest) whose chat completions complete the orders task.
 func ollamaEndpoint(t *testing.T, model string) string {
 	t.Helper()
-	chat := llmtest.NewServer(t)
-	chat.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+	srv := llmtest.NewDialect(t, llmtest.Ollama, llmtest.Served{ID: model, Digest: ollamaDigest})
+	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
 		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
 			llmtest.Answer(`{"goal":"x","steps":[{"id":"s1","description":"read the orders","successCriteria":"table extracted"}]}`)(w, r)
 			return
 		}
 		llmtest.Answer(`{"actions":[{"id":"e1","type":"extract","reason":"read","policyTags":[],"extract":"table","selector":"#orders"}],"status":"done","summary":"read the orders table"}`)(w, r)
 	})
-	target, err := url.Parse(strings.TrimSuffix(chat.URL, "/v1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model","created":1,"owned_by":"library"}]}`, model)
-	})
-	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"models":[{"name":%q,"model":%q,"size":4920753328,"digest":%q}]}`, model, model, ollamaDigest)
-	})
-	mux.Handle("POST /v1/chat/completions", httputil.NewSingleHostReverseProxy(target))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
+	return srv.URL
 }
 
 func writeRegistry(t *testing.T, endpoint, name, digest string) string {
@@ -129,4 +111,80 @@ func TestRunModelRegistry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunLLMCostBudget: --max-cost-usd bounds what the model calls cost at
+// the registry's prices: the progress lines show the cost of the budget,
+// the call that passes it ends the run aborted (exit 3) with the budget
+// named, and each model call's record holds its cost. Without
+// --model-registry the run is refused before it starts (exit 2), saying
+// what to do.
+func TestRunLLMCostBudget(t *testing.T) {
+	const model = "Qwen/Qwen2.5-7B-Instruct"
+	site := demoSite(t)
+	srv := llmtest.NewDialect(t, llmtest.VLLM, llmtest.Served{ID: model, ContextTokens: 32768})
+	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
+			llmtest.VLLM.Answer(`{"goal":"x","steps":[{"id":"s1","description":"wait","successCriteria":"waited"}]}`, 1, 899)(w, r)
+			return
+		}
+		llmtest.VLLM.Answer(`{"actions":[{"id":"w1","type":"wait","reason":"wait","policyTags":[],"durationMs":1}],"status":"continue","summary":"waiting"}`, 1, 899)(w, r)
+	})
+	// $1 per million prompt tokens, $10 per million completion tokens:
+	// $0.008991 a call.
+	reg := writeFile(t, "models.json", fmt.Sprintf(`{"models":[{"name":%q,"endpoint":%q,"id":%q,"contextTokens":32768,"prices":{"inputPerMTokUsd":1,"outputPerMTokUsd":10},"images":false}]}`, model, srv.URL, model), 0o600)
+	run := func(t *testing.T, extra ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		args := append([]string{"run", "--evidence", t.TempDir(), "--json", "--max-cost-usd", "0.025", "--llm-base-url", srv.URL, "--model", model, "--goal", "Wait", "--url", site + "/orders"}, extra...)
+		code := Run(context.Background(), args, Stdio{Out: &out, Err: &errb})
+		return code, out.String(), errb.String()
+	}
+
+	t.Run("no registry", func(t *testing.T) {
+		code, _, errs := run(t)
+		if code != ExitUsage || len(srv.Requests()) != 0 {
+			t.Fatalf("exit %d after %d model requests, want %d before any\n%s", code, len(srv.Requests()), ExitUsage, errs)
+		}
+		if want := `a cost budget (--max-cost-usd or hints.maxCostUsd) needs the model's prices: give --model-registry FILE with an entry for model "` + model + `" at ` + srv.URL; !strings.Contains(errs, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, errs)
+		}
+	})
+	t.Run("passed", func(t *testing.T) {
+		code, out, errs := run(t, "--model-registry", reg)
+		if code != ExitAborted {
+			t.Fatalf("exit %d, want %d\n%s", code, ExitAborted, errs)
+		}
+		for _, want := range []string{"tokens 1,800 · $0.018/$0.025\n", "tokens 2,700 · $0.027/$0.025; evidence", "why: aborted after 2 actions: the cost budget (maxCostUsd $0.025) was passed: cost $0.027 of $0.025"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, errs)
+			}
+		}
+		var o contract.Output
+		if err := contract.Decode(schemas.KindOutput, []byte(out), &o); err != nil {
+			t.Fatal(err)
+		}
+		dir := verifyOutput(t, o)
+		b, err := audit.Open(context.Background(), dir, audit.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.ModelCalls) != 3 {
+			t.Fatalf("%d model calls recorded, want 3", len(b.ModelCalls))
+		}
+		for i, mc := range b.ModelCalls {
+			if mc.CostUSD == nil || *mc.CostUSD < 0.008990 || *mc.CostUSD > 0.008992 {
+				t.Errorf("model call %d: cost %v, want 0.008991", i, mc.CostUSD)
+			}
+		}
+		if got, _ := b.Manifest.Task.MaxCostUSD(); got != 0.025 {
+			t.Errorf("the task's hints.maxCostUsd %v, want 0.025", got)
+		}
+		var rep bytes.Buffer
+		if err := audit.RenderReport(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if want := "3 model calls: 2,700 tokens, cost $0.027 of a budget of $0.025."; !strings.Contains(rep.String(), want) {
+			t.Errorf("the report does not say %q", want)
+		}
+	})
 }
