@@ -177,19 +177,27 @@ func tokensLine(b *Bundle) string {
 }
 
 // modelLine names the model and the identity its endpoint reported when a
-// model registry checked it (manifest versions.modelId, modelDigest):
-// " Model llama3.1:8b: the endpoint reported id llama3.1:8b, digest
-// sha256:46e0...", checked against the model registry."; "" without a model.
+// model registry checked it (manifest versions.modelId, modelDigest), and
+// the registry's prices (versions.modelPrices): " Model llama3.1:8b: the
+// endpoint reported id llama3.1:8b, digest sha256:46e0...", checked
+// against the model registry; priced at $0.00 and $0.00 per million
+// prompt and completion tokens."; "" without a model.
 func modelLine(v contract.Versions) string {
+	s := ""
 	switch {
 	case v.Model == "":
 		return ""
 	case v.ModelID == "":
 		return " Model " + v.Model + " (identity not checked: no model registry)."
 	case v.ModelDigest == "":
-		return " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", checked against the model registry."
+		s = " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", checked against the model registry"
+	default:
+		s = " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", digest " + v.ModelDigest + ", checked against the model registry"
 	}
-	return " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", digest " + v.ModelDigest + ", checked against the model registry."
+	if p := v.ModelPrices; p != nil {
+		s += "; priced at " + text.USD(p.InputPerMTok) + " and " + text.USD(p.OutputPerMTok) + " per million prompt and completion tokens"
+	}
+	return s + "."
 }
 
 // outcome is how the session ended, from the sealed manifest or the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -74,15 +75,15 @@ func TestRunModelRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := b.Manifest.Versions
-		want := contract.Versions{Aegis: got.Aegis, Policy: got.Policy, Model: model, ModelID: model, ModelDigest: ollamaDigest}
-		if got != want {
+		want := contract.Versions{Aegis: got.Aegis, Policy: got.Policy, Model: model, ModelID: model, ModelDigest: ollamaDigest, ModelPrices: &contract.ModelPrices{}}
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("manifest versions = %+v, want %+v", got, want)
 		}
 		var rep bytes.Buffer
 		if err := audit.RenderReport(b, &rep); err != nil {
 			t.Fatal(err)
 		}
-		if line := "Model " + model + ": the endpoint reported id " + model + ", digest " + ollamaDigest + ", checked against the model registry."; !strings.Contains(rep.String(), line) {
+		if line := "Model " + model + ": the endpoint reported id " + model + ", digest " + ollamaDigest + ", checked against the model registry; priced at $0.00 and $0.00 per million prompt and completion tokens."; !strings.Contains(rep.String(), line) {
 			t.Errorf("the report does not say %q", line)
 		}
 	})
@@ -178,6 +179,9 @@ func TestRunLLMCostBudget(t *testing.T) {
 		}
 		if got, _ := b.Manifest.Task.MaxCostUSD(); got != 0.025 {
 			t.Errorf("the task's hints.maxCostUsd %v, want 0.025", got)
+		}
+		if got, want := b.Manifest.Versions.ModelPrices, (contract.ModelPrices{InputPerMTok: 1, OutputPerMTok: 10}); got == nil || *got != want {
+			t.Errorf("manifest versions.modelPrices %+v, want %+v", got, want)
 		}
 		var rep bytes.Buffer
 		if err := audit.RenderReport(b, &rep); err != nil {

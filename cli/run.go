@@ -461,7 +461,7 @@ func runBudget(o *runOptions, in contract.Input, model string, priced *modelreg.
 	limits := llm.Limits{MaxTokens: maxTokens, MaxCostUSD: maxCost}
 	switch {
 	case priced != nil:
-		limits.Prices = map[string]llm.Price{model: {InputPerMTok: priced.Prices.InputPerMTok, OutputPerMTok: priced.Prices.OutputPerMTok}}
+		limits.Prices = map[string]llm.Price{model: priced.Prices}
 	case maxCost > 0 && model != "":
 		return nil, usageError("a cost budget (--max-cost-usd or hints.%s) needs the model's prices: give --model-registry FILE with an entry for model %q at %s and its prices (README, \"Model registry\")", contract.HintMaxCostUSD, model, llmBaseURL(o))
 	}
@@ -470,6 +470,16 @@ func runBudget(o *runOptions, in contract.Input, model string, priced *modelreg.
 		return nil, usageError("invalid task: %v", err)
 	}
 	return budget, nil
+}
+
+// modelPrices are the prices of the registry's entry for the manifest;
+// nil without one.
+func modelPrices(entry *modelreg.Model) *contract.ModelPrices {
+	if entry == nil {
+		return nil
+	}
+	p := entry.Prices
+	return &p
 }
 
 // statusExit maps a session status to the exit code of run and demo.
@@ -577,6 +587,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		Model:           model,
 		ModelID:         ident.ID,
 		ModelDigest:     ident.Digest,
+		ModelPrices:     modelPrices(entry),
 		Version:         Version,
 		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
 	}

@@ -83,6 +83,28 @@ func (in Input) MaxCostUSD() (float64, error) {
 	return v, nil
 }
 
+// ModelPrices are a model's prices in US dollars per million tokens, as
+// the model registry lists them (0 for a local model) and the manifest
+// records them (versions.modelPrices).
+type ModelPrices struct {
+	// InputPerMTok is USD per 1,000,000 prompt tokens, 0 to
+	// MaxPricePerMTokUSD.
+	InputPerMTok float64 `json:"inputPerMTokUsd"`
+	// OutputPerMTok is USD per 1,000,000 completion tokens, 0 to
+	// MaxPricePerMTokUSD.
+	OutputPerMTok float64 `json:"outputPerMTokUsd"`
+}
+
+// MaxPricePerMTokUSD bounds a price per million tokens (the schemas'
+// maximum).
+const MaxPricePerMTokUSD = 100_000
+
+// Cost is what a call of prompt and completion tokens costs at p, in US
+// dollars (negative counts count nothing).
+func (p ModelPrices) Cost(prompt, completion int) float64 {
+	return (float64(max(prompt, 0))*p.InputPerMTok + float64(max(completion, 0))*p.OutputPerMTok) / 1e6
+}
+
 // WithMaxCostUSD returns the task with hints.maxCostUsd set to usd
 // (removed when usd is 0), the other hints kept. usd must be 0 to
 // MaxTaskCostUSD.

@@ -33,23 +33,12 @@ const BudgetCost = contract.HintMaxCostUSD
 // (contract.MaxTaskCostUSD).
 const MaxCostBudget = contract.MaxTaskCostUSD
 
-// MaxPricePerMTok bounds a price (the registry schema's maximum).
-const MaxPricePerMTok = 100_000
+// MaxPricePerMTok bounds a price (contract.MaxPricePerMTokUSD).
+const MaxPricePerMTok = contract.MaxPricePerMTokUSD
 
 // Price is what a model costs, in US dollars per million tokens (0 for a
-// local model).
-type Price struct {
-	// InputPerMTok is USD per 1,000,000 prompt tokens.
-	InputPerMTok float64
-	// OutputPerMTok is USD per 1,000,000 completion tokens.
-	OutputPerMTok float64
-}
-
-// Cost is what a call of prompt and completion tokens costs at p, in US
-// dollars.
-func (p Price) Cost(prompt, completion int) float64 {
-	return (float64(max(prompt, 0))*p.InputPerMTok + float64(max(completion, 0))*p.OutputPerMTok) / 1e6
-}
+// local model): the registry's prices, as the manifest records them.
+type Price = contract.ModelPrices
 
 // ErrBudgetExceeded is matched (errors.Is) by every *BudgetError.
 var ErrBudgetExceeded = errors.New("llm: model budget exceeded")

@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -51,13 +52,9 @@ type Model struct {
 	Images bool `json:"images"`
 }
 
-// Prices are a model's prices in US dollars per million tokens.
-type Prices struct {
-	// InputPerMTok is USD per 1,000,000 prompt tokens.
-	InputPerMTok float64 `json:"inputPerMTokUsd"`
-	// OutputPerMTok is USD per 1,000,000 completion tokens.
-	OutputPerMTok float64 `json:"outputPerMTokUsd"`
-}
+// Prices are a model's prices in US dollars per million tokens
+// (inputPerMTokUsd, outputPerMTokUsd), as the manifest records them.
+type Prices = contract.ModelPrices
 
 // Load reads the registry file at path and validates it against its
 // schema; the error names the file and every problem.
