@@ -177,8 +177,8 @@ func tokensLine(b *Bundle) string {
 }
 
 // modelLine names the model and the identity its endpoint reported when a
-// model registry checked it (manifest versions.modelId, modelDigest), and
-// the registry's prices (versions.modelPrices): " Model llama3.1:8b: the
+// model registry checked it (manifest versions.modelId, modelDigest, a
+// llama.cpp server's modelPath), and the registry's prices (versions.modelPrices): " Model llama3.1:8b: the
 // endpoint reported id llama3.1:8b, digest sha256:46e0...", checked
 // against the model registry; priced at $0.00 and $0.00 per million
 // prompt and completion tokens."; "" without a model.
@@ -193,6 +193,9 @@ func modelLine(v contract.Versions) string {
 		s = " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", checked against the model registry"
 	default:
 		s = " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", digest " + v.ModelDigest + ", checked against the model registry"
+	}
+	if v.ModelPath != "" {
+		s += " (model file " + v.ModelPath + ", as the llama.cpp server reported it: it reports no digest)"
 	}
 	if p := v.ModelPrices; p != nil {
 		s += "; priced at " + text.USD(p.InputPerMTok) + " and " + text.USD(p.OutputPerMTok) + " per million prompt and completion tokens"

@@ -192,3 +192,58 @@ func TestRunLLMCostBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestRunLlamaCpp: against a llama.cpp server (its dialect: the model
+// listed under its --alias, GET /props with the model file), a registered
+// model runs and the manifest records the model file; a registry entry
+// with a digest is refused (exit 2), since the server cannot report one.
+func TestRunLlamaCpp(t *testing.T) {
+	const model, file = "qwen", "/models/qwen2.5-7b-instruct-q4_k_m.gguf"
+	site := demoSite(t)
+	srv := llmtest.NewDialect(t, llmtest.LlamaCpp, llmtest.Served{ID: model, Path: file})
+	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
+			llmtest.LlamaCpp.Answer(`{"goal":"x","steps":[{"id":"s1","description":"read the orders","successCriteria":"table extracted"}]}`, 700, 40)(w, r)
+			return
+		}
+		llmtest.LlamaCpp.Answer(`{"actions":[{"id":"e1","type":"extract","reason":"read","policyTags":[],"extract":"table","selector":"#orders"}],"status":"done","summary":"read the orders table"}`, 900, 60)(w, r)
+	})
+	entry := `{"models":[{"name":%q,"endpoint":%q,"id":%q%s,"contextTokens":32768,"prices":{"inputPerMTokUsd":0,"outputPerMTokUsd":0},"images":false}]}`
+	run := func(t *testing.T, digest string) (int, string, string) {
+		reg := writeFile(t, "models.json", fmt.Sprintf(entry, model, srv.URL, model, digest), 0o600)
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), []string{"run", "--evidence", t.TempDir(), "--json", "--llm-base-url", srv.URL, "--model", model, "--model-registry", reg, "--goal", "List my orders", "--url", site + "/orders"}, Stdio{Out: &out, Err: &errb})
+		return code, out.String(), errb.String()
+	}
+	t.Run("registered", func(t *testing.T) {
+		code, out, errs := run(t, "")
+		if code != ExitOK {
+			t.Fatalf("exit %d\n%s", code, errs)
+		}
+		var o contract.Output
+		if err := contract.Decode(schemas.KindOutput, []byte(out), &o); err != nil {
+			t.Fatal(err)
+		}
+		b, err := audit.Open(context.Background(), verifyOutput(t, o), audit.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := b.Manifest.Versions; v.ModelID != model || v.ModelPath != file || v.ModelDigest != "" {
+			t.Errorf("manifest versions %+v, want id %q, path %q, no digest", v, model, file)
+		}
+		if !strings.Contains(errs, "tokens 1,700 · $0.00") {
+			t.Errorf("the progress lines do not show the tokens and the cost at 0:\n%s", errs)
+		}
+	})
+	t.Run("digest registered", func(t *testing.T) {
+		code, _, errs := run(t, `,"digest":"`+ollamaDigest+`"`)
+		if code != ExitUsage {
+			t.Fatalf("exit %d, want %d\n%s", code, ExitUsage, errs)
+		}
+		for _, want := range []string{"a llama.cpp server reports no digest of its model file", `model_path "` + file + `"`, "remove the digest from the registry entry"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, errs)
+			}
+		}
+	})
+}

@@ -587,6 +587,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		Model:           model,
 		ModelID:         ident.ID,
 		ModelDigest:     ident.Digest,
+		ModelPath:       ident.ModelPath,
 		ModelPrices:     modelPrices(entry),
 		Version:         Version,
 		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },

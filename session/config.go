@@ -230,6 +230,9 @@ type Config struct {
 	// reported when a model registry checked it (package modelreg), for
 	// the manifest's versions; "" when none was checked or reported.
 	ModelID, ModelDigest string
+	// ModelPath is the model file a llama.cpp server reported, for the
+	// manifest (versions.modelPath); "" when none.
+	ModelPath string
 	// ModelPrices are the registry's prices of the model, for the
 	// manifest (versions.modelPrices); nil when no registry checked it.
 	ModelPrices *contract.ModelPrices
@@ -286,8 +289,8 @@ func validate(cfg *Config) error {
 	if cfg.SessionID != "" && !idRe.MatchString(cfg.SessionID) {
 		return bad("session id %q: want letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit", Sanitize(cfg.SessionID, 140))
 	}
-	if (cfg.ModelID != "" && cfg.Model == "") || ((cfg.ModelDigest != "" || cfg.ModelPrices != nil) && cfg.ModelID == "") {
-		return bad("a model identity (ModelID, ModelDigest, ModelPrices) needs the model it identifies (Model, ModelID)")
+	if (cfg.ModelID != "" && cfg.Model == "") || ((cfg.ModelDigest != "" || cfg.ModelPath != "" || cfg.ModelPrices != nil) && cfg.ModelID == "") {
+		return bad("a model identity (ModelID, ModelDigest, ModelPath, ModelPrices) needs the model it identifies (Model, ModelID)")
 	}
 	maxTokens, err := cfg.Task.MaxTokens()
 	if err != nil {
