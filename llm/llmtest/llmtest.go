@@ -1,7 +1,10 @@
 // Package llmtest is a fake OpenAI-compatible chat completions endpoint
 // for tests: it records every request and answers from a script of
 // replies (a valid answer, an error status with headers, a timeout the
-// test's Clock fires once the server has the request...).
+// test's Clock fires once the server has the request...). NewDialect
+// starts one that also speaks a local server's dialect (Ollama, the
+// llama.cpp server, vLLM: their model listings, usage and error bodies);
+// every one takes messages of content parts, image_url among them.
 package llmtest
 
 import (
