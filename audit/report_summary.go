@@ -143,37 +143,62 @@ func summarize(b *Bundle, v *reportView, ended string) {
 
 // tokensLine says what the model calls used, in tokens, and the task's
 // token budget (hints.maxTokens) if any: " 3 model calls: 12,345 tokens of
-// a budget of 50,000."; "" for a session without model calls or budget.
+// a budget of 50,000."; then, when the calls were priced (costUsd) or the
+// task has a cost budget (hints.maxCostUsd), what they cost: " 3 model
+// calls: 12,345 tokens, cost $0.0042 of a budget of $0.10."; "" for a
+// session without model calls or budget.
 func tokensLine(b *Bundle) string {
-	total := 0
+	total, cost, priced := 0, 0.0, false
 	for _, mc := range b.ModelCalls {
 		total = min(total+mc.Tokens(), 1<<53-1) // record counts are at most 2^53 - 1
+		if mc.CostUSD != nil {
+			cost += *mc.CostUSD
+			priced = true
+		}
 	}
 	budget, _ := b.Manifest.Task.MaxTokens()
-	if len(b.ModelCalls) == 0 && budget == 0 {
+	maxCost, _ := b.Manifest.Task.MaxCostUSD()
+	if len(b.ModelCalls) == 0 && budget == 0 && maxCost == 0 {
 		return ""
 	}
 	s := " " + plural(len(b.ModelCalls), "model call") + ": " + text.Thousands(total) + " tokens"
 	if budget > 0 {
 		s += " of a budget of " + text.Thousands(budget)
 	}
+	if priced || maxCost > 0 {
+		s += ", cost " + text.USD(cost)
+		if maxCost > 0 {
+			s += " of a budget of " + text.USD(maxCost)
+		}
+	}
 	return s + "."
 }
 
 // modelLine names the model and the identity its endpoint reported when a
-// model registry checked it (manifest versions.modelId, modelDigest):
-// " Model llama3.1:8b: the endpoint reported id llama3.1:8b, digest
-// sha256:46e0...", checked against the model registry."; "" without a model.
+// model registry checked it (manifest versions.modelId, modelDigest, a
+// llama.cpp server's modelPath), and the registry's prices (versions.modelPrices): " Model llama3.1:8b: the
+// endpoint reported id llama3.1:8b, digest sha256:46e0...", checked
+// against the model registry; priced at $0.00 and $0.00 per million
+// prompt and completion tokens."; "" without a model.
 func modelLine(v contract.Versions) string {
+	s := ""
 	switch {
 	case v.Model == "":
 		return ""
 	case v.ModelID == "":
 		return " Model " + v.Model + " (identity not checked: no model registry)."
 	case v.ModelDigest == "":
-		return " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", checked against the model registry."
+		s = " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", checked against the model registry"
+	default:
+		s = " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", digest " + v.ModelDigest + ", checked against the model registry"
 	}
-	return " Model " + v.Model + ": the endpoint reported id " + v.ModelID + ", digest " + v.ModelDigest + ", checked against the model registry."
+	if v.ModelPath != "" {
+		s += " (model file " + v.ModelPath + ", as the llama.cpp server reported it: it reports no digest)"
+	}
+	if p := v.ModelPrices; p != nil {
+		s += "; priced at " + text.USD(p.InputPerMTok) + " and " + text.USD(p.OutputPerMTok) + " per million prompt and completion tokens"
+	}
+	return s + "."
 }
 
 // outcome is how the session ended, from the sealed manifest or the

@@ -153,7 +153,8 @@ func TestDemoDenied(t *testing.T) {
 }
 
 // TestDemoLLM: with a model configured, the demo runs the LLM agents (a
-// fake endpoint here) and the password never reaches the model.
+// fake Ollama here, checked against a model registry, as README's "Local
+// models" runs it) and completes; the password never reaches the model.
 func TestDemoLLM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium")
@@ -162,12 +163,13 @@ func TestDemoLLM(t *testing.T) {
 	act := func(id, typ, rest string) string {
 		return `{"id":"` + id + `","type":"` + typ + `","reason":"demo","policyTags":[]` + rest + `}`
 	}
-	srv := llmtest.NewServer(t)
+	const model = "llama3.1:8b"
+	srv := llmtest.NewDialect(t, llmtest.Ollama, llmtest.Served{ID: model, Digest: ollamaDigest})
 	var mu sync.Mutex
 	n := 0
 	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
 		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
-			llmtest.Answer(`{"goal":"x","steps":[{"id":"s1","description":"sign in, order, list","successCriteria":"orders extracted"}]}`)(w, r)
+			llmtest.Ollama.Answer(`{"goal":"x","steps":[{"id":"s1","description":"sign in, order, list","successCriteria":"orders extracted"}]}`, 900, 40)(w, r)
 			return
 		}
 		mu.Lock()
@@ -187,10 +189,11 @@ func TestDemoLLM(t *testing.T) {
 			{"done", act("f1", "extract", `,"extract":"table","selector":"#orders"`)},
 		}
 		b := batches[min(i, len(batches)-1)]
-		llmtest.Answer(`{"actions":[`+b.actions+`],"status":"`+b.status+`","summary":"demo step"}`)(w, r)
+		llmtest.Ollama.Answer(`{"actions":[`+b.actions+`],"status":"`+b.status+`","summary":"demo step"}`, 1500, 120)(w, r)
 	})
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"demo", "--evidence", t.TempDir(), "--llm-base-url", srv.URL, "--model", "fake"}, Stdio{Out: &out, Err: &errb})
+	reg := writeRegistry(t, srv.URL, model, ollamaDigest)
+	code := Run(context.Background(), []string{"demo", "--evidence", t.TempDir(), "--llm-base-url", srv.URL, "--model", model, "--model-registry", reg}, Stdio{Out: &out, Err: &errb})
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}

@@ -31,36 +31,38 @@ func llmBaseURL(o *runOptions) string {
 // endpoint what it serves and refuses (a usage error, exit 2) a model the
 // registry does not list for that endpoint or whose reported identity or
 // digest differs from the registered one. It returns the identity the
-// endpoint reported, for the manifest; without --model-registry or without
-// a model it checks nothing and returns the zero Identity.
-func checkModelRegistry(ctx context.Context, o *runOptions, model string) (modelreg.Identity, error) {
+// endpoint reported, for the manifest, and the registry's entry (its
+// prices price the run); without --model-registry or without a model it
+// checks nothing and returns the zero Identity and no entry.
+func checkModelRegistry(ctx context.Context, o *runOptions, model string) (modelreg.Identity, *modelreg.Model, error) {
 	if o.modelRegistry == "" || model == "" {
-		return modelreg.Identity{}, nil
+		return modelreg.Identity{}, nil, nil
 	}
 	reg, err := modelreg.Load(o.modelRegistry)
 	if err != nil {
-		return modelreg.Identity{}, usageError("--model-registry: %v", err)
+		return modelreg.Identity{}, nil, usageError("--model-registry: %v", err)
 	}
 	base := llmBaseURL(o)
 	if _, ok := reg.Lookup(model, base); !ok {
 		_, err := reg.Check(model, base, modelreg.Identity{})
-		return modelreg.Identity{}, usageError("--model-registry %s: %v", o.modelRegistry, err)
+		return modelreg.Identity{}, nil, usageError("--model-registry %s: %v", o.modelRegistry, err)
 	}
 	key, err := llm.LoadAPIKey(o.keyFile)
 	if err != nil {
-		return modelreg.Identity{}, usageError("%v", err)
+		return modelreg.Identity{}, nil, usageError("%v", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, modelProbeTimeout)
 	defer cancel()
 	got, err := modelreg.Probe(pctx, modelreg.ProbeConfig{BaseURL: base, Model: model, APIKey: string(key)})
 	if err != nil {
-		return modelreg.Identity{}, usageError("--model-registry %s: cannot learn the identity of model %q at %s: %v", o.modelRegistry, model, base, err)
+		return modelreg.Identity{}, nil, usageError("--model-registry %s: cannot learn the identity of model %q at %s: %v", o.modelRegistry, model, base, err)
 	}
-	if _, err := reg.Check(model, base, got); err != nil {
+	entry, err := reg.Check(model, base, got)
+	if err != nil {
 		if errors.Is(err, modelreg.ErrRefused) {
-			return modelreg.Identity{}, usageError("--model-registry %s: %v", o.modelRegistry, err)
+			return modelreg.Identity{}, nil, usageError("--model-registry %s: %v", o.modelRegistry, err)
 		}
-		return modelreg.Identity{}, fmt.Errorf("model registry: %w", err)
+		return modelreg.Identity{}, nil, fmt.Errorf("model registry: %w", err)
 	}
-	return got, nil
+	return got, &entry, nil
 }

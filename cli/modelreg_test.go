@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -21,35 +19,20 @@ import (
 
 const ollamaDigest = "46e0c10c039e019119339687c3c1757cc81b9da49709a3b3924863ba87ca666e"
 
-// ollamaEndpoint is an httptest server speaking Ollama's dialect: its
-// model listings (GET /v1/models, GET /api/tags with the digest) and chat
-// completions, passed to a scripted llmtest server that completes the
-// orders task.
+// ollamaEndpoint is an httptest server speaking Ollama's dialect
+// (llmtest.Ollama: its model listings, GET /v1/models and GET /api/tags
+// with the digest) whose chat completions complete the orders task.
 func ollamaEndpoint(t *testing.T, model string) string {
 	t.Helper()
-	chat := llmtest.NewServer(t)
-	chat.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+	srv := llmtest.NewDialect(t, llmtest.Ollama, llmtest.Served{ID: model, Digest: ollamaDigest})
+	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
 		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
 			llmtest.Answer(`{"goal":"x","steps":[{"id":"s1","description":"read the orders","successCriteria":"table extracted"}]}`)(w, r)
 			return
 		}
 		llmtest.Answer(`{"actions":[{"id":"e1","type":"extract","reason":"read","policyTags":[],"extract":"table","selector":"#orders"}],"status":"done","summary":"read the orders table"}`)(w, r)
 	})
-	target, err := url.Parse(strings.TrimSuffix(chat.URL, "/v1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model","created":1,"owned_by":"library"}]}`, model)
-	})
-	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"models":[{"name":%q,"model":%q,"size":4920753328,"digest":%q}]}`, model, model, ollamaDigest)
-	})
-	mux.Handle("POST /v1/chat/completions", httputil.NewSingleHostReverseProxy(target))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
+	return srv.URL
 }
 
 func writeRegistry(t *testing.T, endpoint, name, digest string) string {
@@ -92,15 +75,15 @@ func TestRunModelRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := b.Manifest.Versions
-		want := contract.Versions{Aegis: got.Aegis, Policy: got.Policy, Model: model, ModelID: model, ModelDigest: ollamaDigest}
-		if got != want {
+		want := contract.Versions{Aegis: got.Aegis, Policy: got.Policy, Model: model, ModelID: model, ModelDigest: ollamaDigest, ModelPrices: &contract.ModelPrices{}}
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("manifest versions = %+v, want %+v", got, want)
 		}
 		var rep bytes.Buffer
 		if err := audit.RenderReport(b, &rep); err != nil {
 			t.Fatal(err)
 		}
-		if line := "Model " + model + ": the endpoint reported id " + model + ", digest " + ollamaDigest + ", checked against the model registry."; !strings.Contains(rep.String(), line) {
+		if line := "Model " + model + ": the endpoint reported id " + model + ", digest " + ollamaDigest + ", checked against the model registry; priced at $0.00 and $0.00 per million prompt and completion tokens."; !strings.Contains(rep.String(), line) {
 			t.Errorf("the report does not say %q", line)
 		}
 	})
@@ -129,4 +112,138 @@ func TestRunModelRegistry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunLLMCostBudget: --max-cost-usd bounds what the model calls cost at
+// the registry's prices: the progress lines show the cost of the budget,
+// the call that passes it ends the run aborted (exit 3) with the budget
+// named, and each model call's record holds its cost. Without
+// --model-registry the run is refused before it starts (exit 2), saying
+// what to do.
+func TestRunLLMCostBudget(t *testing.T) {
+	const model = "Qwen/Qwen2.5-7B-Instruct"
+	site := demoSite(t)
+	srv := llmtest.NewDialect(t, llmtest.VLLM, llmtest.Served{ID: model, ContextTokens: 32768})
+	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
+			llmtest.VLLM.Answer(`{"goal":"x","steps":[{"id":"s1","description":"wait","successCriteria":"waited"}]}`, 1, 899)(w, r)
+			return
+		}
+		llmtest.VLLM.Answer(`{"actions":[{"id":"w1","type":"wait","reason":"wait","policyTags":[],"durationMs":1}],"status":"continue","summary":"waiting"}`, 1, 899)(w, r)
+	})
+	// $1 per million prompt tokens, $10 per million completion tokens:
+	// $0.008991 a call.
+	reg := writeFile(t, "models.json", fmt.Sprintf(`{"models":[{"name":%q,"endpoint":%q,"id":%q,"contextTokens":32768,"prices":{"inputPerMTokUsd":1,"outputPerMTokUsd":10},"images":false}]}`, model, srv.URL, model), 0o600)
+	run := func(t *testing.T, extra ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		args := append([]string{"run", "--evidence", t.TempDir(), "--json", "--max-cost-usd", "0.025", "--llm-base-url", srv.URL, "--model", model, "--goal", "Wait", "--url", site + "/orders"}, extra...)
+		code := Run(context.Background(), args, Stdio{Out: &out, Err: &errb})
+		return code, out.String(), errb.String()
+	}
+
+	t.Run("no registry", func(t *testing.T) {
+		code, _, errs := run(t)
+		if code != ExitUsage || len(srv.Requests()) != 0 {
+			t.Fatalf("exit %d after %d model requests, want %d before any\n%s", code, len(srv.Requests()), ExitUsage, errs)
+		}
+		if want := `a cost budget (--max-cost-usd or hints.maxCostUsd) needs the model's prices: give --model-registry FILE with an entry for model "` + model + `" at ` + srv.URL; !strings.Contains(errs, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, errs)
+		}
+	})
+	t.Run("passed", func(t *testing.T) {
+		code, out, errs := run(t, "--model-registry", reg)
+		if code != ExitAborted {
+			t.Fatalf("exit %d, want %d\n%s", code, ExitAborted, errs)
+		}
+		for _, want := range []string{"tokens 1,800 · $0.018/$0.025\n", "tokens 2,700 · $0.027/$0.025; evidence", "why: aborted after 2 actions: the cost budget (maxCostUsd $0.025) was passed: cost $0.027 of $0.025"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, errs)
+			}
+		}
+		var o contract.Output
+		if err := contract.Decode(schemas.KindOutput, []byte(out), &o); err != nil {
+			t.Fatal(err)
+		}
+		dir := verifyOutput(t, o)
+		b, err := audit.Open(context.Background(), dir, audit.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.ModelCalls) != 3 {
+			t.Fatalf("%d model calls recorded, want 3", len(b.ModelCalls))
+		}
+		for i, mc := range b.ModelCalls {
+			if mc.CostUSD == nil || *mc.CostUSD < 0.008990 || *mc.CostUSD > 0.008992 {
+				t.Errorf("model call %d: cost %v, want 0.008991", i, mc.CostUSD)
+			}
+		}
+		if got, _ := b.Manifest.Task.MaxCostUSD(); got != 0.025 {
+			t.Errorf("the task's hints.maxCostUsd %v, want 0.025", got)
+		}
+		if got, want := b.Manifest.Versions.ModelPrices, (contract.ModelPrices{InputPerMTok: 1, OutputPerMTok: 10}); got == nil || *got != want {
+			t.Errorf("manifest versions.modelPrices %+v, want %+v", got, want)
+		}
+		var rep bytes.Buffer
+		if err := audit.RenderReport(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if want := "3 model calls: 2,700 tokens, cost $0.027 of a budget of $0.025."; !strings.Contains(rep.String(), want) {
+			t.Errorf("the report does not say %q", want)
+		}
+	})
+}
+
+// TestRunLlamaCpp: against a llama.cpp server (its dialect: the model
+// listed under its --alias, GET /props with the model file), a registered
+// model runs and the manifest records the model file; a registry entry
+// with a digest is refused (exit 2), since the server cannot report one.
+func TestRunLlamaCpp(t *testing.T) {
+	const model, file = "qwen", "/models/qwen2.5-7b-instruct-q4_k_m.gguf"
+	site := demoSite(t)
+	srv := llmtest.NewDialect(t, llmtest.LlamaCpp, llmtest.Served{ID: model, Path: file})
+	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
+			llmtest.LlamaCpp.Answer(`{"goal":"x","steps":[{"id":"s1","description":"read the orders","successCriteria":"table extracted"}]}`, 700, 40)(w, r)
+			return
+		}
+		llmtest.LlamaCpp.Answer(`{"actions":[{"id":"e1","type":"extract","reason":"read","policyTags":[],"extract":"table","selector":"#orders"}],"status":"done","summary":"read the orders table"}`, 900, 60)(w, r)
+	})
+	entry := `{"models":[{"name":%q,"endpoint":%q,"id":%q%s,"contextTokens":32768,"prices":{"inputPerMTokUsd":0,"outputPerMTokUsd":0},"images":false}]}`
+	run := func(t *testing.T, digest string) (int, string, string) {
+		reg := writeFile(t, "models.json", fmt.Sprintf(entry, model, srv.URL, model, digest), 0o600)
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), []string{"run", "--evidence", t.TempDir(), "--json", "--llm-base-url", srv.URL, "--model", model, "--model-registry", reg, "--goal", "List my orders", "--url", site + "/orders"}, Stdio{Out: &out, Err: &errb})
+		return code, out.String(), errb.String()
+	}
+	t.Run("registered", func(t *testing.T) {
+		code, out, errs := run(t, "")
+		if code != ExitOK {
+			t.Fatalf("exit %d\n%s", code, errs)
+		}
+		var o contract.Output
+		if err := contract.Decode(schemas.KindOutput, []byte(out), &o); err != nil {
+			t.Fatal(err)
+		}
+		b, err := audit.Open(context.Background(), verifyOutput(t, o), audit.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := b.Manifest.Versions; v.ModelID != model || v.ModelPath != file || v.ModelDigest != "" {
+			t.Errorf("manifest versions %+v, want id %q, path %q, no digest", v, model, file)
+		}
+		if !strings.Contains(errs, "tokens 1,700 · $0.00") {
+			t.Errorf("the progress lines do not show the tokens and the cost at 0:\n%s", errs)
+		}
+	})
+	t.Run("digest registered", func(t *testing.T) {
+		code, _, errs := run(t, `,"digest":"`+ollamaDigest+`"`)
+		if code != ExitUsage {
+			t.Fatalf("exit %d, want %d\n%s", code, ExitUsage, errs)
+		}
+		for _, want := range []string{"a llama.cpp server reports no digest of its model file", `model_path "` + file + `"`, "remove the digest from the registry entry"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, errs)
+			}
+		}
+	})
 }

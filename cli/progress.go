@@ -13,7 +13,9 @@ import (
 // progressLine renders one action for stderr, such as
 // `step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms  tokens
 // 12,345/50,000` (the tokens the model calls used so far and the token
-// budget, when there is one; no tokens without model calls). An action of
+// budget, when there is one; no tokens without model calls), followed by
+// what they cost when the model is priced or the task has a cost budget:
+// `tokens 12,345/50,000 · $0.0042/$0.10`. An action of
 // an offline navigator ends with its item of the plan: `step 3/50  click
 // #submit "Submit"  allowed (medium)  12ms  script 2/5`.
 //
@@ -49,7 +51,7 @@ func progressLine(r session.StepReport) string {
 	if r.Error != "" {
 		b.WriteString("  failed: " + session.Sanitize(r.Error, 200))
 	}
-	if t := tokens(r.Tokens, r.MaxTokens); t != "" {
+	if t := usage(r.Tokens, r.MaxTokens, r.CostUSD, r.MaxCostUSD, r.Priced); t != "" {
 		b.WriteString("  " + t)
 	}
 	if r.Effect == nil && r.Plan.N > 0 {
@@ -71,6 +73,24 @@ func tokens(used, budget int) string {
 	return ""
 }
 
+// usage is tokens, followed by the cost when the calls are priced or
+// there is a cost budget: "tokens 12,345/50,000 · $0.0042/$0.10",
+// "tokens 12,345 · $0.0042" without budgets.
+func usage(used, budget int, cost, maxCost float64, priced bool) string {
+	t := tokens(used, budget)
+	if !priced && maxCost == 0 {
+		return t
+	}
+	if t == "" {
+		t = "tokens 0"
+	}
+	t += " · " + text.USD(cost)
+	if maxCost > 0 {
+		t += "/" + text.USD(maxCost)
+	}
+	return t
+}
+
 // endLine says how the session ended, how much of an offline navigator's
 // plan ran ("script 3/5 ran"), why when it did not complete, and where the
 // bundle is.
@@ -78,7 +98,7 @@ func endLine(res session.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "aegis: %s in %s: %d actions, %d denied, %d approved", res.Status,
 		res.Timings.Total.Round(10*time.Millisecond), res.Output.ActionsExecuted, res.Denied, res.Approved)
-	if t := tokens(res.Tokens, res.MaxTokens); t != "" {
+	if t := usage(res.Tokens, res.MaxTokens, res.CostUSD, res.MaxCostUSD, res.Priced); t != "" {
 		b.WriteString(", " + t)
 	}
 	if p := res.Plan.String(); p != "" {

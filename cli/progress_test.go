@@ -32,6 +32,14 @@ func TestProgressLine(t *testing.T) {
 			`step 3/50  click #continue "Continue"  allowed (low)  12ms  tokens 1,234,567`},
 		{session.StepReport{Index: 1, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, MaxTokens: 900},
 			`step 1/50  click #continue "Continue"  allowed (low)  12ms  tokens 0/900`},
+		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, Tokens: 12345, MaxTokens: 50000, CostUSD: 0.0042, MaxCostUSD: 0.1, Priced: true},
+			`step 3/50  click #continue "Continue"  allowed (low)  12ms  tokens 12,345/50,000 · $0.0042/$0.10`},
+		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, Tokens: 12345, CostUSD: 0.0042, Priced: true},
+			`step 3/50  click #continue "Continue"  allowed (low)  12ms  tokens 12,345 · $0.0042`},
+		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, Tokens: 9000, Priced: true},
+			`step 3/50  click #continue "Continue"  allowed (low)  12ms  tokens 9,000 · $0.00`},
+		{session.StepReport{Index: 1, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, MaxCostUSD: 2.5},
+			`step 1/50  click #continue "Continue"  allowed (low)  12ms  tokens 0 · $0.00/$2.50`},
 		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, Plan: navigator.PlanItem{Kind: "script", N: 2, Total: 5}},
 			`step 3/50  click #continue "Continue"  allowed (low)  12ms  script 2/5`},
 	}
@@ -56,6 +64,8 @@ func TestEndLine(t *testing.T) {
 			"aegis: aborted in 1s: 1 actions, 2 denied, 0 approved; evidence /ev/s-1 (sealed, head 0123456789ab…)\naegis: why: denied by a person in the popup: click #pay \"Pay\"[2J"},
 		{session.Result{Status: contract.SessionAborted, Output: contract.Output{Summary: "aborted after 2 actions: the token budget (maxTokens 1,800) was passed: 2,100 tokens used", ActionsExecuted: 2}, Tokens: 2100, MaxTokens: 1800, Evidence: sealed, Timings: session.Timings{Total: time.Second}},
 			"aegis: aborted in 1s: 2 actions, 0 denied, 0 approved, tokens 2,100/1,800; evidence /ev/s-1 (sealed, head 0123456789ab…)\naegis: why: aborted after 2 actions: the token budget (maxTokens 1,800) was passed: 2,100 tokens used"},
+		{session.Result{Status: contract.SessionAborted, Output: contract.Output{Summary: "aborted after 2 actions: the cost budget (maxCostUsd $0.01) was passed: cost $0.0123 of $0.01", ActionsExecuted: 2}, Tokens: 2100, CostUSD: 0.0123, MaxCostUSD: 0.01, Priced: true, Evidence: sealed, Timings: session.Timings{Total: time.Second}},
+			"aegis: aborted in 1s: 2 actions, 0 denied, 0 approved, tokens 2,100 · $0.0123/$0.01; evidence /ev/s-1 (sealed, head 0123456789ab…)\naegis: why: aborted after 2 actions: the cost budget (maxCostUsd $0.01) was passed: cost $0.0123 of $0.01"},
 		{session.Result{Status: contract.SessionFailed, Output: contract.Output{Summary: "the navigator stopped: action s3 denied", ActionsExecuted: 3}, Denied: 1, Plan: navigator.PlanItem{Kind: "script", N: 2, Total: 4}, Evidence: sealed, Timings: session.Timings{Total: time.Second}},
 			"aegis: failed in 1s: 3 actions, 1 denied, 0 approved, script 2/4 ran; evidence /ev/s-1 (sealed, head 0123456789ab…)\naegis: why: the navigator stopped: action s3 denied"},
 	}

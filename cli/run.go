@@ -18,6 +18,7 @@ import (
 	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/live"
 	"github.com/aegis-run/aegis/llm"
+	"github.com/aegis-run/aegis/modelreg"
 	"github.com/aegis-run/aegis/navigator"
 	"github.com/aegis-run/aegis/planner"
 	"github.com/aegis-run/aegis/schemas"
@@ -68,8 +69,10 @@ TASK.json is a ComputerUseInput (seed 003): {"goal", "urls", "maxActions",
 tokens of the model calls, the planner's and the navigator's: the session
 ends aborted once they pass it, or before a call estimated to pass it (the
 prompt at about four bytes a token, calibrated by the usage the endpoint
-reports, plus the completion bound). The urls are the allowlist (by origin); the first
-is opened first. hints.steps (plain-language steps: navigate, click, type,
+reports, plus the completion bound). hints.maxCostUsd (or --max-cost-usd)
+bounds what they cost in US dollars the same way, at the model's prices in
+the model registry (--model-registry, required with a cost budget). The
+urls are the allowlist (by origin); the first is opened first. hints.steps (plain-language steps: navigate, click, type,
 select, scroll, wait, extract, expect) drive the steps agent; hints.script
 (raw BrowserActions) the script agent.
 
@@ -158,6 +161,7 @@ type runOptions struct {
 	preset       string
 	maxActions   int
 	maxTokens    int
+	maxCostUSD   float64
 	maxDuration  time.Duration
 	evidence     string
 	json         bool
@@ -226,6 +230,7 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	fs.IntVar(&o.maxActions, "max-actions", 0, "action budget, 1 to 200 (default the task's, else 50)")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "duration budget, 1s to 30m (default the task's, else 10m)")
 	fs.IntVar(&o.maxTokens, "max-tokens", 0, fmt.Sprintf("token budget of the model calls (prompt and completion, planner and navigator), 1 to %s; sets the task's hints.maxTokens (default the task's, else none)", text.Thousands(contract.MaxTaskTokens)))
+	fs.Float64Var(&o.maxCostUSD, "max-cost-usd", 0, fmt.Sprintf("cost budget of the model calls in US `dollars` (more than 0, at most %s), priced from --model-registry; sets the task's hints.maxCostUsd (default the task's, else none)", text.Thousands(contract.MaxTaskCostUSD)))
 	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), live (default with --listen), deny (default otherwise) or low-and-medium-only")
 	fs.BoolVar(&o.json, "json", false, "print the output as one compact JSON line (default indented)")
 	addSessionFlags(fs, &o)
@@ -290,6 +295,17 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 	} else if _, err := in.MaxTokens(); err != nil {
 		return in, usageError("%s: %v", taskName(file), err)
 	}
+	if o.maxCostUSD != 0 {
+		if !(o.maxCostUSD > 0) || o.maxCostUSD > contract.MaxTaskCostUSD {
+			return in, usageError("--max-cost-usd %v: want more than 0 and at most %s (US dollars)", o.maxCostUSD, text.Thousands(contract.MaxTaskCostUSD))
+		}
+		var err error
+		if in, err = in.WithMaxCostUSD(o.maxCostUSD); err != nil {
+			return in, usageError("--max-cost-usd: %v", err)
+		}
+	} else if _, err := in.MaxCostUSD(); err != nil {
+		return in, usageError("%s: %v", taskName(file), err)
+	}
 	if err := checkTaskURLs(in.URLs, file); err != nil {
 		return in, err
 	}
@@ -349,56 +365,39 @@ func hasHint(in contract.Input, name string) bool {
 // agents builds the Planner and the Navigator for the task.
 //
 // The model clients charge budget, the session's (session.Config.Budget).
-func agents(o *runOptions, in contract.Input, set *secrets.Set, budget *llm.Budget) (planner.Planner, navigator.Navigator, string, error) {
-	model := o.model
-	if model == "" {
-		model = os.Getenv(EnvModel)
+func agents(o *runOptions, in contract.Input, set *secrets.Set, budget *llm.Budget) (planner.Planner, navigator.Navigator, error) {
+	model, err := agentModel(o, in)
+	if err != nil {
+		return nil, nil, err
 	}
-	agent := o.agent
-	if agent == "" {
-		switch {
-		case model != "":
-			agent = "llm"
-		case hasHint(in, "steps"):
-			agent = "steps"
-		case hasHint(in, "script"):
-			agent = "script"
-		default:
-			return nil, nil, "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script%s", EnvModel, hintTypo(in))
-		}
-		o.agent = agent
-	}
-	switch agent {
+	switch agent := o.agent; agent {
 	case "llm":
-		if model == "" {
-			return nil, nil, "", usageError("--agent llm needs a model: --model or $%s", EnvModel)
-		}
 		base := llmBaseURL(o)
 		key, err := llm.LoadAPIKey(o.keyFile)
 		if err != nil {
-			return nil, nil, "", usageError("%v", err)
+			return nil, nil, usageError("%v", err)
 		}
 		c, err := llm.New(llm.Config{BaseURL: base, Model: model, APIKey: key, Guard: set.Guard(), Budget: budget})
 		if err != nil {
-			return nil, nil, "", usageError("%v", err)
+			return nil, nil, usageError("%v", err)
 		}
 		pl, err := planner.NewLLM(c, planner.LLMOptions{Secrets: set})
 		if err != nil {
-			return nil, nil, "", err
+			return nil, nil, err
 		}
 		nav, err := navigator.NewLLM(c, navigator.LLMOptions{Secrets: set})
 		if err != nil {
-			return nil, nil, "", err
+			return nil, nil, err
 		}
-		return pl, nav, model, nil
+		return pl, nav, nil
 	case "steps", "script":
 		plan, err := planner.FromHints(in.Goal, in.Hints)
 		if err != nil {
-			return nil, nil, "", usageError("the task's hints: %v", err)
+			return nil, nil, usageError("the task's hints: %v", err)
 		}
 		pl, err := planner.NewStatic(plan)
 		if err != nil {
-			return nil, nil, "", usageError("the task's hints: %v", err)
+			return nil, nil, usageError("the task's hints: %v", err)
 		}
 		var nav navigator.Navigator
 		if agent == "steps" {
@@ -407,11 +406,80 @@ func agents(o *runOptions, in contract.Input, set *secrets.Set, budget *llm.Budg
 			nav, err = navigator.NewScriptFromHints(in.Hints, navigator.ScriptOptions{Secrets: set})
 		}
 		if err != nil {
-			return nil, nil, "", usageError("the task's hints for the %s agent: %v", agent, err)
+			return nil, nil, usageError("the task's hints for the %s agent: %v", agent, err)
 		}
-		return pl, nav, "", nil
+		return pl, nav, nil
 	}
-	return nil, nil, "", usageError("unknown --agent %q (want llm, steps or script)", agent)
+	return nil, nil, usageError("unknown --agent %q (want llm, steps or script)", o.agent)
+}
+
+// agentModel settles the agent (o.agent: --agent, else llm with a model,
+// else steps or script by the task's hints) and returns the model of the
+// llm agent ("" for the offline agents).
+func agentModel(o *runOptions, in contract.Input) (string, error) {
+	model := o.model
+	if model == "" {
+		model = os.Getenv(EnvModel)
+	}
+	if o.agent == "" {
+		switch {
+		case model != "":
+			o.agent = "llm"
+		case hasHint(in, "steps"):
+			o.agent = "steps"
+		case hasHint(in, "script"):
+			o.agent = "script"
+		default:
+			return "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script%s", EnvModel, hintTypo(in))
+		}
+	}
+	switch o.agent {
+	case "llm":
+		if model == "" {
+			return "", usageError("--agent llm needs a model: --model or $%s", EnvModel)
+		}
+		return model, nil
+	case "steps", "script":
+		return "", nil
+	}
+	return "", usageError("unknown --agent %q (want llm, steps or script)", o.agent)
+}
+
+// runBudget is the session's model budget: the task's token and cost
+// budgets, and the model's prices from the registry entry (priced) when
+// a registry checked the model. A cost budget for a model without prices
+// (no --model-registry) is refused: nothing could count its cost.
+func runBudget(o *runOptions, in contract.Input, model string, priced *modelreg.Model) (*llm.Budget, error) {
+	maxTokens, err := in.MaxTokens()
+	if err != nil {
+		return nil, usageError("invalid task: %v", err)
+	}
+	maxCost, err := in.MaxCostUSD()
+	if err != nil {
+		return nil, usageError("invalid task: %v", err)
+	}
+	limits := llm.Limits{MaxTokens: maxTokens, MaxCostUSD: maxCost}
+	switch {
+	case priced != nil:
+		limits.Prices = map[string]llm.Price{model: priced.Prices}
+	case maxCost > 0 && model != "":
+		return nil, usageError("a cost budget (--max-cost-usd or hints.%s) needs the model's prices: give --model-registry FILE with an entry for model %q at %s and its prices (README, \"Model registry\")", contract.HintMaxCostUSD, model, llmBaseURL(o))
+	}
+	budget, err := llm.NewBudget(limits)
+	if err != nil {
+		return nil, usageError("invalid task: %v", err)
+	}
+	return budget, nil
+}
+
+// modelPrices are the prices of the registry's entry for the manifest;
+// nil without one.
+func modelPrices(entry *modelreg.Model) *contract.ModelPrices {
+	if entry == nil {
+		return nil
+	}
+	p := entry.Prices
+	return &p
 }
 
 // statusExit maps a session status to the exit code of run and demo.
@@ -479,19 +547,19 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	stdio, flush := filterStdio(stdio, set)
 	defer flush()
 	defer func() { err = redactError(set, err) }()
-	maxTokens, err := in.MaxTokens()
-	if err != nil {
-		return usageError("invalid task: %v", err)
-	}
-	budget, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
-	if err != nil {
-		return usageError("invalid task: %v", err)
-	}
-	pl, nav, model, err := agents(o, in, set, budget)
+	model, err := agentModel(o, in)
 	if err != nil {
 		return err
 	}
-	ident, err := checkModelRegistry(ctx, o, model)
+	ident, entry, err := checkModelRegistry(ctx, o, model)
+	if err != nil {
+		return err
+	}
+	budget, err := runBudget(o, in, model, entry)
+	if err != nil {
+		return err
+	}
+	pl, nav, err := agents(o, in, set, budget)
 	if err != nil {
 		return err
 	}
@@ -519,6 +587,8 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		Model:           model,
 		ModelID:         ident.ID,
 		ModelDigest:     ident.Digest,
+		ModelPath:       ident.ModelPath,
+		ModelPrices:     modelPrices(entry),
 		Version:         Version,
 		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
 	}

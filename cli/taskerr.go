@@ -75,6 +75,10 @@ func taskError(err error, file string, doc []byte, o *runOptions) error {
 			lines = append(lines, fmt.Sprintf("unknown field %q: the token budget is a hint, {\"hints\": {\"%s\": N}} (or --max-tokens)", k, k))
 			continue
 		}
+		if k == contract.HintMaxCostUSD {
+			lines = append(lines, fmt.Sprintf("unknown field %q: the cost budget is a hint, {\"hints\": {\"%s\": USD}} (or --max-cost-usd)", k, k))
+			continue
+		}
 		if best := closest(k, known); best != "" {
 			suggested[best] = true
 			lines = append(lines, fmt.Sprintf("unknown field %q (did you mean %q?)", k, best))

@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // The model budgets of a task. Seed 003's input has no member for them and
 // its hints are free-form, so they live in the hints, where the protocol
 // allows extra members: hints.maxTokens bounds the tokens (prompt and
 // completion) of all the session's model calls, the Planner's and the
-// Navigator's. The task is recorded in the manifest, so the bundle says
-// which budget a session ran under.
+// Navigator's, and hints.maxCostUsd bounds what they cost in US dollars
+// (priced from the model registry). The task is recorded in the manifest,
+// so the bundle says which budgets a session ran under.
 
 // HintMaxTokens is the hint member that holds a task's token budget.
 const HintMaxTokens = "maxTokens"
@@ -23,27 +25,98 @@ const MaxTaskTokens = 1_000_000_000
 // hints do not name one, else an integer from 1 to MaxTaskTokens (an error
 // for any other value, or for hints that are not a JSON object).
 func (in Input) MaxTokens() (int, error) {
+	raw, ok, err := in.hint(HintMaxTokens)
+	if err != nil || !ok {
+		return 0, err
+	}
+	v, isNum := number(raw)
+	if !isNum || v != float64(int64(v)) || v < 1 || v > MaxTaskTokens {
+		return 0, fmt.Errorf("contract: hints.%s is %s: want an integer from 1 to %d", HintMaxTokens, clip(raw), MaxTaskTokens)
+	}
+	return int(v), nil
+}
+
+// hint returns the raw value of the hints' member name, and whether it is
+// there (an error for hints that are not a JSON object).
+func (in Input) hint(name string) (json.RawMessage, bool, error) {
 	if len(bytes.TrimSpace(in.Hints)) == 0 {
-		return 0, nil
+		return nil, false, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(in.Hints, &m); err != nil {
-		return 0, fmt.Errorf("contract: task hints: %w", err)
+		return nil, false, fmt.Errorf("contract: task hints: %w", err)
 	}
-	raw, ok := m[HintMaxTokens]
-	if !ok {
-		return 0, nil
-	}
+	raw, ok := m[name]
+	return raw, ok, nil
+}
+
+// number reads a hint's raw value as a JSON number.
+func number(raw json.RawMessage) (float64, bool) {
 	var x any
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	_ = d.Decode(&x) // raw is one JSON value: json.Unmarshal checked it
 	n, ok := x.(json.Number)
 	v, err := n.Float64()
-	if !ok || err != nil || v != float64(int64(v)) || v < 1 || v > MaxTaskTokens {
-		return 0, fmt.Errorf("contract: hints.%s is %s: want an integer from 1 to %d", HintMaxTokens, clip(raw), MaxTaskTokens)
+	return v, ok && err == nil
+}
+
+// HintMaxCostUSD is the hint member that holds a task's cost budget.
+const HintMaxCostUSD = "maxCostUsd"
+
+// MaxTaskCostUSD is the largest cost budget a task may set, in US dollars.
+const MaxTaskCostUSD = 1_000_000
+
+// MaxCostUSD returns the task's cost budget in US dollars,
+// hints.maxCostUsd: 0 when the hints do not name one, else a number
+// greater than 0 and at most MaxTaskCostUSD (an error for any other
+// value, or for hints that are not a JSON object).
+func (in Input) MaxCostUSD() (float64, error) {
+	raw, ok, err := in.hint(HintMaxCostUSD)
+	if err != nil || !ok {
+		return 0, err
 	}
-	return int(v), nil
+	v, isNum := number(raw)
+	if !isNum || !(v > 0) || v > MaxTaskCostUSD {
+		return 0, fmt.Errorf("contract: hints.%s is %s: want a number greater than 0 and at most %d (US dollars)", HintMaxCostUSD, clip(raw), MaxTaskCostUSD)
+	}
+	return v, nil
+}
+
+// ModelPrices are a model's prices in US dollars per million tokens, as
+// the model registry lists them (0 for a local model) and the manifest
+// records them (versions.modelPrices).
+type ModelPrices struct {
+	// InputPerMTok is USD per 1,000,000 prompt tokens, 0 to
+	// MaxPricePerMTokUSD.
+	InputPerMTok float64 `json:"inputPerMTokUsd"`
+	// OutputPerMTok is USD per 1,000,000 completion tokens, 0 to
+	// MaxPricePerMTokUSD.
+	OutputPerMTok float64 `json:"outputPerMTokUsd"`
+}
+
+// MaxPricePerMTokUSD bounds a price per million tokens (the schemas'
+// maximum).
+const MaxPricePerMTokUSD = 100_000
+
+// Cost is what a call of prompt and completion tokens costs at p, in US
+// dollars (negative counts count nothing).
+func (p ModelPrices) Cost(prompt, completion int) float64 {
+	return (float64(max(prompt, 0))*p.InputPerMTok + float64(max(completion, 0))*p.OutputPerMTok) / 1e6
+}
+
+// WithMaxCostUSD returns the task with hints.maxCostUsd set to usd
+// (removed when usd is 0), the other hints kept. usd must be 0 to
+// MaxTaskCostUSD.
+func (in Input) WithMaxCostUSD(usd float64) (Input, error) {
+	if !(usd >= 0) || usd > MaxTaskCostUSD {
+		return in, fmt.Errorf("contract: cost budget %v: want a number greater than 0 and at most %d (US dollars)", usd, MaxTaskCostUSD)
+	}
+	var v json.RawMessage
+	if usd > 0 {
+		v = json.RawMessage(strconv.FormatFloat(usd, 'f', -1, 64))
+	}
+	return in.withHint(HintMaxCostUSD, v)
 }
 
 // WithMaxTokens returns the task with hints.maxTokens set to n (removed
@@ -52,6 +125,16 @@ func (in Input) WithMaxTokens(n int) (Input, error) {
 	if n < 0 || n > MaxTaskTokens {
 		return in, fmt.Errorf("contract: token budget %d: want 1 to %d", n, MaxTaskTokens)
 	}
+	var v json.RawMessage
+	if n > 0 {
+		v = json.RawMessage(strconv.Itoa(n))
+	}
+	return in.withHint(HintMaxTokens, v)
+}
+
+// withHint returns the task with the hints' member name set to v (removed
+// when v is nil), the other hints kept.
+func (in Input) withHint(name string, v json.RawMessage) (Input, error) {
 	m := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(in.Hints)) > 0 {
 		if err := json.Unmarshal(in.Hints, &m); err != nil {
@@ -61,10 +144,10 @@ func (in Input) WithMaxTokens(n int) (Input, error) {
 			m = map[string]json.RawMessage{}
 		}
 	}
-	if n == 0 {
-		delete(m, HintMaxTokens)
+	if v == nil {
+		delete(m, name)
 	} else {
-		m[HintMaxTokens] = json.RawMessage(fmt.Sprint(n))
+		m[name] = v
 	}
 	out := in
 	out.Hints = nil

@@ -65,3 +65,61 @@ func TestInputWithMaxTokens(t *testing.T) {
 		t.Errorf("a negative budget was accepted")
 	}
 }
+
+// TestInputMaxCostUSD: hints.maxCostUsd is the task's cost budget in US
+// dollars, a number greater than 0 and at most MaxTaskCostUSD; absent
+// hints or member mean none.
+func TestInputMaxCostUSD(t *testing.T) {
+	tests := []struct {
+		hints   string
+		want    float64
+		wantErr string
+	}{
+		{``, 0, ""},
+		{`{"maxTokens":100}`, 0, ""},
+		{`{"maxCostUsd":0.25}`, 0.25, ""},
+		{`{"maxCostUsd":1e-4}`, 0.0001, ""},
+		{`{"maxCostUsd":3}`, 3, ""},
+		{`{"maxCostUsd":1000000}`, 1000000, ""},
+		{`{"maxCostUsd":0}`, 0, "hints.maxCostUsd is 0: want a number greater than 0 and at most 1000000 (US dollars)"},
+		{`{"maxCostUsd":-0.5}`, 0, "hints.maxCostUsd is -0.5"},
+		{`{"maxCostUsd":1000000.01}`, 0, "hints.maxCostUsd is 1000000.01"},
+		{`{"maxCostUsd":"0.10"}`, 0, `hints.maxCostUsd is "0.10"`},
+		{`{"maxCostUsd":null}`, 0, "hints.maxCostUsd is null"},
+		{`{"maxCostUsd":1e400}`, 0, "hints.maxCostUsd is 1e400"},
+		{`"x"`, 0, "task hints"},
+	}
+	for _, tc := range tests {
+		in := contract.Input{Goal: "g", URLs: []string{"https://example.com/"}, Hints: json.RawMessage(tc.hints)}
+		got, err := in.MaxCostUSD()
+		if got != tc.want || (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("hints %s: got %v, %v; want %v, %q", tc.hints, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// TestInputWithMaxCostUSD: setting the cost budget keeps the other hints
+// (the token budget among them), 0 removes it, and a value out of range is
+// refused.
+func TestInputWithMaxCostUSD(t *testing.T) {
+	in := contract.Input{Goal: "g", URLs: []string{"https://example.com/"}, Hints: json.RawMessage(`{"maxTokens":9}`)}
+	out, err := in.WithMaxCostUSD(0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out.Hints), `{"maxCostUsd":0.1,"maxTokens":9}`; got != want {
+		t.Errorf("hints %s, want %s", got, want)
+	}
+	if got, err := out.MaxCostUSD(); got != 0.1 || err != nil {
+		t.Errorf("MaxCostUSD %v, %v", got, err)
+	}
+	out, err = out.WithMaxCostUSD(0)
+	if err != nil || string(out.Hints) != `{"maxTokens":9}` {
+		t.Errorf("hints %s, %v", out.Hints, err)
+	}
+	for _, bad := range []float64{-1, contract.MaxTaskCostUSD + 1} {
+		if _, err := in.WithMaxCostUSD(bad); err == nil {
+			t.Errorf("WithMaxCostUSD(%v) accepted", bad)
+		}
+	}
+}

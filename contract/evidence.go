@@ -89,6 +89,14 @@ type Versions struct {
 	// (Ollama's /api/tags) when a model registry checked it; "" when the
 	// endpoint reports none or no registry checked it.
 	ModelDigest string `json:"modelDigest,omitempty"`
+	// ModelPath is the model file a llama.cpp server reported (GET /props
+	// model_path) when a model registry checked the model: its identity
+	// where the server reports no digest; "" otherwise.
+	ModelPath string `json:"modelPath,omitempty"`
+	// ModelPrices are the prices the model registry lists for the model,
+	// which priced the run (ModelCall.CostUSD, hints.maxCostUsd); nil when
+	// no registry checked it.
+	ModelPrices *ModelPrices `json:"modelPrices,omitempty"`
 }
 
 // Counts counts the records an evidence bundle holds.

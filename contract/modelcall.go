@@ -67,6 +67,10 @@ type ModelCall struct {
 	Attempts int `json:"attempts"`
 	// Mode is the structured-output mode of the last request.
 	Mode ModelOutputMode `json:"mode"`
+	// CostUSD is what the call cost in US dollars, from the usage the
+	// endpoint reported at the model's registered prices (0 to
+	// MaxModelCallCostUSD); nil (absent) when the model had no price.
+	CostUSD *float64 `json:"costUsd,omitempty"`
 	// Images are the images the call showed the model (a vision
 	// escalation), in the order sent; nil when it showed none.
 	Images []ModelImage `json:"images,omitempty"`
@@ -76,6 +80,10 @@ type ModelCall struct {
 	// Time is when the call ended, an RFC 3339 date-time.
 	Time string `json:"time"`
 }
+
+// MaxModelCallCostUSD bounds ModelCall.CostUSD: a call's cost in US
+// dollars (the schema's maximum).
+const MaxModelCallCostUSD = 1_000_000_000
 
 // MaxModelCallImages bounds ModelCall.Images.
 const MaxModelCallImages = 4

@@ -14,9 +14,9 @@ import (
 // session (the Planner's and the Navigator's: Config.Budget), which charge
 // it with what each response reports and consult it before each request;
 // the session reads it to end the run once it is passed. It bounds tokens
-// today; a cost limit (prices per model from a registry) is meant to join
-// Limits and BudgetError.Budget as another named limit, charged from the
-// same Usage.
+// (Limits.MaxTokens) and money (Limits.MaxCostUSD, priced per model by
+// Limits.Prices, which come from the model registry), both charged from
+// the same Usage.
 
 // MaxTokenBudget is the largest token budget (contract.MaxTaskTokens).
 const MaxTokenBudget = contract.MaxTaskTokens
@@ -24,6 +24,21 @@ const MaxTokenBudget = contract.MaxTaskTokens
 // BudgetTokens names the token budget in a BudgetError: the task's hint
 // that sets it (contract.HintMaxTokens).
 const BudgetTokens = contract.HintMaxTokens
+
+// BudgetCost names the cost budget in a BudgetError: the task's hint that
+// sets it (contract.HintMaxCostUSD).
+const BudgetCost = contract.HintMaxCostUSD
+
+// MaxCostBudget is the largest cost budget in US dollars
+// (contract.MaxTaskCostUSD).
+const MaxCostBudget = contract.MaxTaskCostUSD
+
+// MaxPricePerMTok bounds a price (contract.MaxPricePerMTokUSD).
+const MaxPricePerMTok = contract.MaxPricePerMTokUSD
+
+// Price is what a model costs, in US dollars per million tokens (0 for a
+// local model): the registry's prices, as the manifest records them.
+type Price = contract.ModelPrices
 
 // ErrBudgetExceeded is matched (errors.Is) by every *BudgetError.
 var ErrBudgetExceeded = errors.New("llm: model budget exceeded")
@@ -33,16 +48,26 @@ type Limits struct {
 	// MaxTokens bounds the tokens (prompt and completion) of all calls,
 	// 0 to MaxTokenBudget.
 	MaxTokens int
+	// MaxCostUSD bounds what all calls cost in US dollars, 0 to
+	// MaxCostBudget. A call of a model without a price is refused under
+	// it (ErrUnpriced): its cost could not be counted.
+	MaxCostUSD float64
+	// Prices are the models' prices by model name (the name a client's
+	// Config.Model sends; the Planner and the Navigator may share one).
+	// A priced model's calls are costed even without MaxCostUSD; with
+	// it, a call of a model without a price is refused.
+	Prices map[string]Price
 }
 
-// Budget counts the tokens a session's model calls used and refuses calls
-// past its Limits. It is safe for concurrent use; a nil *Budget is no
+// Budget counts the tokens a session's model calls used, and what they
+// cost, and refuses calls past its Limits. It is safe for concurrent use; a nil *Budget is no
 // budget (it counts nothing and refuses nothing).
 type Budget struct {
 	limits Limits
 
 	mu   sync.Mutex
-	used int // tokens the endpoints reported, over every call
+	used int     // tokens the endpoints reported, over every call
+	cost float64 // what they cost in US dollars (Limits.Prices)
 	// bytes and tokens are the prompt sizes in bytes and in reported
 	// tokens of the calls that reported usage: their ratio calibrates the
 	// estimate of the next prompt (EstimatePromptTokens).
@@ -55,15 +80,55 @@ func NewBudget(limits Limits) (*Budget, error) {
 	if limits.MaxTokens < 0 || limits.MaxTokens > MaxTokenBudget {
 		return nil, fmt.Errorf("llm: token budget %d: want 1 to %d (0 for none)", limits.MaxTokens, MaxTokenBudget)
 	}
+	if !(limits.MaxCostUSD >= 0) || limits.MaxCostUSD > MaxCostBudget {
+		return nil, fmt.Errorf("llm: cost budget %v: want more than 0 and at most %d US dollars (0 for none)", limits.MaxCostUSD, MaxCostBudget)
+	}
+	prices := make(map[string]Price, len(limits.Prices))
+	for name, p := range limits.Prices {
+		if !validPrice(p.InputPerMTok) || !validPrice(p.OutputPerMTok) {
+			return nil, fmt.Errorf("llm: price of model %q (%v, %v per million tokens): want 0 to %d US dollars", name, p.InputPerMTok, p.OutputPerMTok, MaxPricePerMTok)
+		}
+		prices[name] = p
+	}
+	limits.Prices = prices
 	return &Budget{limits: limits}, nil
 }
 
-// Limits returns the budget's limits (zero for a nil budget).
+func validPrice(usd float64) bool { return usd >= 0 && usd <= MaxPricePerMTok }
+
+// Price returns the price of model, and whether the budget has one.
+func (b *Budget) Price(model string) (Price, bool) {
+	if b == nil {
+		return Price{}, false
+	}
+	p, ok := b.limits.Prices[model]
+	return p, ok
+}
+
+// Priced reports whether the budget costs calls: it has a cost limit or
+// prices.
+func (b *Budget) Priced() bool {
+	return b != nil && (b.limits.MaxCostUSD > 0 || len(b.limits.Prices) > 0)
+}
+
+// Limits returns the budget's limits (zero for a nil budget). Its Prices
+// are the budget's own: do not change them.
 func (b *Budget) Limits() Limits {
 	if b == nil {
 		return Limits{}
 	}
 	return b.limits
+}
+
+// CostUSD returns what the calls so far cost, in US dollars (0 without
+// prices).
+func (b *Budget) CostUSD() float64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cost
 }
 
 // Tokens returns the tokens used so far.
@@ -92,24 +157,35 @@ func (b *Budget) exceededLocked() error {
 	if b.limits.MaxTokens > 0 && b.used > b.limits.MaxTokens {
 		return &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used}
 	}
+	if b.limits.MaxCostUSD > 0 && b.cost > b.limits.MaxCostUSD {
+		return &BudgetError{Budget: BudgetCost, LimitUSD: b.limits.MaxCostUSD, UsedUSD: b.cost}
+	}
 	return nil
 }
 
 // charge adds one response's usage (contract.CallTokens: its total, or
-// prompt plus completion when that is more). promptBytes is the
-// size of the prompt sent, for the estimate.
-func (b *Budget) charge(u Usage, promptBytes int) {
+// prompt plus completion when that is more) and, when the budget has a
+// price for model, its cost (prompt × input price + completion × output
+// price), which it returns (0 when unpriced). promptBytes is the size of
+// the prompt sent, for the estimate.
+func (b *Budget) charge(model string, u Usage, promptBytes int) float64 {
 	if b == nil {
-		return
+		return 0
 	}
 	n := contract.CallTokens(u.PromptTokens, u.CompletionTokens, u.TotalTokens)
+	cost := 0.0
+	if p, ok := b.limits.Prices[model]; ok {
+		cost = p.Cost(u.PromptTokens, u.CompletionTokens)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.used = addTokens(b.used, n)
+	b.cost += cost
 	if u.PromptTokens > 0 && promptBytes > 0 {
 		b.bytes = addTokens(b.bytes, promptBytes)
 		b.tokens = addTokens(b.tokens, u.PromptTokens)
 	}
+	return cost
 }
 
 // addTokens adds without overflowing.
@@ -120,12 +196,14 @@ func addTokens(a, n int) int {
 	return a + n
 }
 
-// check refuses a call that cannot fit: the budget is passed already, or
-// the prompt's estimated size (promptBytes, see EstimatePromptTokens) plus
-// maxCompletion (the completion bound sent with the request, 0 when
-// none) is more than what is left.
-func (b *Budget) check(promptBytes, maxCompletion int) error {
-	if b == nil || b.limits.MaxTokens == 0 {
+// check refuses a call of model that cannot fit: the budget is passed
+// already, or the prompt's estimated size (promptBytes, see
+// EstimatePromptTokens) plus maxCompletion (the completion bound sent with
+// the request, 0 when none) is more than the tokens left, or costs more
+// than the money left. Under a cost limit, a model without a price is
+// refused (its cost cannot be counted).
+func (b *Budget) check(model string, promptBytes, maxCompletion int) error {
+	if b == nil || (b.limits.MaxTokens == 0 && b.limits.MaxCostUSD == 0) {
 		return nil
 	}
 	b.mu.Lock()
@@ -133,12 +211,28 @@ func (b *Budget) check(promptBytes, maxCompletion int) error {
 	if err := b.exceededLocked(); err != nil {
 		return err
 	}
-	est := estimateTokens(promptBytes, b.bytes, b.tokens) + max(maxCompletion, 0)
-	if left := b.limits.MaxTokens - b.used; est > left {
-		return &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used, Predicted: est}
+	prompt := estimateTokens(promptBytes, b.bytes, b.tokens)
+	completion := max(maxCompletion, 0)
+	if b.limits.MaxTokens > 0 {
+		if est, left := prompt+completion, b.limits.MaxTokens-b.used; est > left {
+			return &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used, Predicted: est}
+		}
+	}
+	if b.limits.MaxCostUSD > 0 {
+		p, ok := b.limits.Prices[model]
+		if !ok {
+			return fmt.Errorf("%w: the cost budget has no price for model %q: add the model's prices to the model registry", ErrUnpriced, model)
+		}
+		if est := p.Cost(prompt, completion); est > b.limits.MaxCostUSD-b.cost {
+			return &BudgetError{Budget: BudgetCost, LimitUSD: b.limits.MaxCostUSD, UsedUSD: b.cost, PredictedUSD: est}
+		}
 	}
 	return nil
 }
+
+// ErrUnpriced is the error of a call under a cost budget whose model has
+// no price: it is not sent.
+var ErrUnpriced = errors.New("llm: model has no price")
 
 // EstimatePromptTokens estimates the tokens of a prompt of promptBytes
 // bytes (the UTF-8 bytes of its messages' roles and contents): in the
@@ -180,19 +274,35 @@ func promptBytes(msgs []Message) int {
 
 // BudgetError is a call refused, or a session ended, by a budget.
 type BudgetError struct {
-	// Budget names the limit: BudgetTokens.
+	// Budget names the limit: BudgetTokens or BudgetCost.
 	Budget string
-	// Limit is the limit and Used what the calls so far used.
+	// Limit is the token limit and Used the tokens the calls so far used
+	// (BudgetTokens).
 	Limit, Used int
 	// Predicted, when not 0, says the call was refused before it was
-	// sent: the estimate of what it would use (prompt and completion
-	// bound), more than Limit - Used.
+	// sent: the estimate of the tokens it would use (prompt and
+	// completion bound), more than Limit - Used (BudgetTokens).
 	Predicted int
+	// LimitUSD is the cost limit and UsedUSD what the calls so far cost,
+	// in US dollars (BudgetCost).
+	LimitUSD, UsedUSD float64
+	// PredictedUSD, when not 0, says the call was refused before it was
+	// sent: the estimate of what it would cost, more than LimitUSD -
+	// UsedUSD (BudgetCost).
+	PredictedUSD float64
 }
 
 // Error says which budget, its limit, what was used and, for a refused
-// call, what it would have used.
+// call, what it would have used: "the cost budget (maxCostUsd $0.01) was
+// passed: cost $0.0123 of $0.01".
 func (e *BudgetError) Error() string {
+	if e.Budget == BudgetCost {
+		if e.PredictedUSD > 0 {
+			return fmt.Sprintf("the cost budget (%s %s) would be passed: cost %s of %s, the next model call is estimated at %s, %s is left",
+				e.Budget, text.USD(e.LimitUSD), text.USD(e.UsedUSD), text.USD(e.LimitUSD), text.USD(e.PredictedUSD), text.USD(max(e.LimitUSD-e.UsedUSD, 0)))
+		}
+		return fmt.Sprintf("the cost budget (%s %s) was passed: cost %s of %s", e.Budget, text.USD(e.LimitUSD), text.USD(e.UsedUSD), text.USD(e.LimitUSD))
+	}
 	if e.Predicted > 0 {
 		return fmt.Sprintf("the token budget (%s %s) would be passed: %s tokens used, the next model call is estimated at %s, %s are left",
 			e.Budget, text.Thousands(e.Limit), text.Thousands(e.Used), text.Thousands(e.Predicted), text.Thousands(max(e.Limit-e.Used, 0)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -119,7 +120,7 @@ func TestBudgetPredicts(t *testing.T) {
 // TestBudgetNone: a nil budget, and one without limits, refuse nothing.
 func TestBudgetNone(t *testing.T) {
 	var nb *llm.Budget
-	if nb.Tokens() != 0 || nb.Exceeded() != nil || nb.Limits() != (llm.Limits{}) {
+	if nb.Tokens() != 0 || nb.Exceeded() != nil || !reflect.DeepEqual(nb.Limits(), llm.Limits{}) || nb.CostUSD() != 0 || nb.Priced() {
 		t.Errorf("nil budget: %d tokens, %v", nb.Tokens(), nb.Exceeded())
 	}
 	srv := llmtest.NewServer(t)

@@ -20,9 +20,10 @@
 //     usage, latency, attempts;
 //   - Ask: validate an answer and retry with the problems fed back,
 //     bounded;
-//   - a token Budget shared by a session's clients: each response's usage
-//     is charged to it, and a request it predicts would pass it is never
-//     sent (*BudgetError).
+//   - a Budget of tokens and money shared by a session's clients: each
+//     response's usage is charged to it (and costed at the model's
+//     price), and a request it predicts would pass it is never sent
+//     (*BudgetError).
 //
 // The model is assumed hostile: nothing here trusts its answers; callers
 // validate them (Ask makes that the only way to get one).
@@ -150,7 +151,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		resp.Mode = mode
 		resp.Attempts = attempt
 		size := promptBytes(msgs)
-		if err := c.cfg.Budget.check(size, c.cfg.MaxTokens); err != nil {
+		if err := c.cfg.Budget.check(c.cfg.Model, size, c.cfg.MaxTokens); err != nil {
 			// Refused before sending: nothing of it was sent or used.
 			resp.Attempts = attempt - 1
 			return resp, err
@@ -162,7 +163,10 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 				resp.Model = c.cfg.Model
 			}
 			resp.Usage = Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens, TotalTokens: out.Usage.TotalTokens}
-			c.cfg.Budget.charge(resp.Usage, size)
+			cost := c.cfg.Budget.charge(c.cfg.Model, resp.Usage, size)
+			if _, ok := c.cfg.Budget.Price(c.cfg.Model); ok {
+				resp.CostUSD = &cost
+			}
 			if len(out.Choices) > 0 {
 				resp.Content = out.Choices[0].Message.Content
 				resp.FinishReason = string(out.Choices[0].FinishReason)

@@ -76,6 +76,9 @@ type CallRecord struct {
 	Attempts int `json:"attempts"`
 	// Mode is the structured-output mode of the last attempt.
 	Mode StructuredOutput `json:"mode,omitempty"`
+	// CostUSD is what the call cost in US dollars at the model's price
+	// (Budget.Price); nil when the model has no price.
+	CostUSD *float64 `json:"costUsd,omitempty"`
 	// Error is the call's error, when it failed; "" when it succeeded.
 	Error string `json:"error,omitempty"`
 }
@@ -85,7 +88,8 @@ type CallRecord struct {
 // sessionID, made for step step, ending at t (written in UTC with
 // nanoseconds). What the endpoint reported is kept within the schema's
 // bounds, so that a hostile or broken endpoint cannot make the record
-// unwritable: token counts are clamped to 0..2^53-1, the latency to
+// unwritable: token counts are clamped to 0..2^53-1, the cost to
+// 0..contract.MaxModelCallCostUSD, the latency to
 // 0..contract.MaxModelLatencyMs, the model id and the error cut to
 // contract.MaxModelIDLen and contract.MaxModelCallError characters (marked
 // with "…") with invalid UTF-8 replaced. A call that failed before it sent
@@ -109,6 +113,13 @@ func (r CallRecord) ModelCall(sessionID string, step int, t time.Time) contract.
 		Mode:             contract.ModelOutputMode(r.Mode),
 		Error:            cutRunes(r.Error, contract.MaxModelCallError),
 		Time:             t.UTC().Format(time.RFC3339Nano),
+	}
+	if r.CostUSD != nil {
+		c := min(max(*r.CostUSD, 0), contract.MaxModelCallCostUSD)
+		if c != c { // NaN
+			c = 0
+		}
+		mc.CostUSD = &c
 	}
 	if mc.PromptHash == "" {
 		mc.PromptHash = PromptHash(nil)
@@ -195,6 +206,9 @@ type Response struct {
 	Attempts int
 	// Mode is the structured-output mode of the last attempt.
 	Mode StructuredOutput
+	// CostUSD is what the call cost at the model's price (Budget.Price);
+	// nil when it has none.
+	CostUSD *float64
 }
 
 // Record returns the call's evidence record; err is the call's error, if
@@ -210,6 +224,7 @@ func (r Response) Record(err error) CallRecord {
 		LatencyMs:        r.Latency.Milliseconds(),
 		Attempts:         r.Attempts,
 		Mode:             r.Mode,
+		CostUSD:          r.CostUSD,
 	}
 	if err != nil {
 		rec.Error = text.Ellipsize(err.Error(), 500)

@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -116,5 +117,35 @@ func TestModelCallOfRealCalls(t *testing.T) {
 	validModelCall(t, mc)
 	if mc.Attempts != 1 || mc.PromptHash != llm.PromptHash(nil) || mc.Error == "" || mc.Mode != contract.ModelOutputNone {
 		t.Errorf("record of an empty request: %+v", mc)
+	}
+}
+
+// TestModelCallCost: a priced call's cost goes to the record within the
+// schema's bounds (0 to contract.MaxModelCallCostUSD, NaN as 0); an
+// unpriced call's record has none.
+func TestModelCallCost(t *testing.T) {
+	at := time.Date(2026, 1, 23, 10, 15, 0, 0, time.UTC)
+	f := func(x float64) *float64 { return &x }
+	tests := []struct {
+		name string
+		cost *float64
+		want *float64
+	}{
+		{"unpriced", nil, nil},
+		{"local", f(0), f(0)},
+		{"priced", f(0.006705), f(0.006705)},
+		{"negative", f(-1), f(0)},
+		{"too large", f(1e300), f(contract.MaxModelCallCostUSD)},
+		{"NaN", f(math.NaN()), f(0)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := llm.CallRecord{Purpose: llm.PurposePlan, Model: "m", PromptHash: llm.PromptHash(nil), Attempts: 1, CostUSD: tc.cost}
+			got := rec.ModelCall("s", 0, at).CostUSD
+			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			validModelCall(t, rec.ModelCall("s", 0, at))
+		})
 	}
 }

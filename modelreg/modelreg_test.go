@@ -11,51 +11,61 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-run/aegis/llm/llmtest"
 	"github.com/aegis-run/aegis/modelreg"
 )
 
 const digest = "46e0c10c039e019119339687c3c1757cc81b9da49709a3b3924863ba87ca666e"
 
-// dialect is an httptest server speaking one server's model listing.
-func dialect(t *testing.T, name string) *httptest.Server {
+// openAI is an httptest server listing models as OpenAI does. The local
+// servers' dialects are llmtest's (llmtest.NewDialect).
+func openAI(t *testing.T) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	switch name {
-	case "openai": // OpenAI and vLLM
-		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"gpt-4o-2024-08-06","object":"model","created":1,"owned_by":"system"},{"id":"gpt-4o-mini","object":"model","owned_by":"system"}]}`)
-		})
-	case "ollama":
-		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"llama3.1:8b","object":"model","created":1,"owned_by":"library"}]}`)
-		})
-		mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprintf(w, `{"models":[{"name":"llama3.1:8b","model":"llama3.1:8b","modified_at":"2024-08-01T00:00:00Z","size":4920753328,"digest":%q,"details":{"format":"gguf","family":"llama"}}]}`, digest)
-		})
-	case "llamacpp":
-		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"/models/qwen2.5-7b-instruct-q4_k_m.gguf","object":"model","created":1,"owned_by":"llamacpp","meta":{"vocab_type":2,"n_ctx_train":32768,"n_params":7615616512}}]}`)
-		})
-	}
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"gpt-4o-2024-08-06","object":"model","created":1,"owned_by":"system"},{"id":"gpt-4o-mini","object":"model","owned_by":"system"}]}`)
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
 }
 
+const ggufPath = "/models/qwen2.5-7b-instruct-q4_k_m.gguf"
+
+// TestProbeDialects: Probe learns each server's identity of the model:
+// OpenAI's id; Ollama's id and digest; a llama.cpp server's id (its file
+// path, or its --alias, which --model may name by the file's name) and
+// model_path, no digest; vLLM's id and the context it serves.
 func TestProbeDialects(t *testing.T) {
 	tests := []struct {
-		dialect, model string
-		want           modelreg.Identity
+		name  string
+		base  func(t *testing.T) string
+		model string
+		want  modelreg.Identity
 	}{
-		{"openai", "gpt-4o-2024-08-06", modelreg.Identity{ID: "gpt-4o-2024-08-06"}},
-		{"ollama", "llama3.1:8b", modelreg.Identity{ID: "llama3.1:8b", Digest: digest}},
-		{"llamacpp", "/models/qwen2.5-7b-instruct-q4_k_m.gguf", modelreg.Identity{ID: "/models/qwen2.5-7b-instruct-q4_k_m.gguf"}},
-		{"llamacpp", "qwen2.5-7b-instruct-q4_k_m.gguf", modelreg.Identity{ID: "/models/qwen2.5-7b-instruct-q4_k_m.gguf"}},
+		{"openai", func(t *testing.T) string { return openAI(t).URL + "/v1/" }, "gpt-4o-2024-08-06", modelreg.Identity{ID: "gpt-4o-2024-08-06"}},
+		{"ollama", func(t *testing.T) string {
+			return llmtest.NewDialect(t, llmtest.Ollama, llmtest.Served{ID: "llama3.1:8b", Digest: digest}).URL
+		}, "llama3.1:8b", modelreg.Identity{ID: "llama3.1:8b", Digest: digest, Server: modelreg.ServerOllama}},
+		{"llama.cpp by path", func(t *testing.T) string {
+			return llmtest.NewDialect(t, llmtest.LlamaCpp, llmtest.Served{ID: ggufPath, ContextTokens: 8192}).URL
+		}, ggufPath, modelreg.Identity{ID: ggufPath, Server: modelreg.ServerLlamaCpp, ModelPath: ggufPath}},
+		{"llama.cpp by file name", func(t *testing.T) string {
+			return llmtest.NewDialect(t, llmtest.LlamaCpp, llmtest.Served{ID: ggufPath}).URL + "/"
+		}, "qwen2.5-7b-instruct-q4_k_m.gguf", modelreg.Identity{ID: ggufPath, Server: modelreg.ServerLlamaCpp, ModelPath: ggufPath}},
+		{"llama.cpp --alias", func(t *testing.T) string {
+			return llmtest.NewDialect(t, llmtest.LlamaCpp, llmtest.Served{ID: "qwen", Path: ggufPath}).URL
+		}, "qwen", modelreg.Identity{ID: "qwen", Server: modelreg.ServerLlamaCpp, ModelPath: ggufPath}},
+		{"vllm", func(t *testing.T) string {
+			return llmtest.NewDialect(t, llmtest.VLLM, llmtest.Served{ID: "Qwen/Qwen2.5-7B-Instruct", ContextTokens: 32768}).URL
+		}, "Qwen/Qwen2.5-7B-Instruct", modelreg.Identity{ID: "Qwen/Qwen2.5-7B-Instruct", Server: modelreg.ServerVLLM, ContextTokens: 32768}},
+		{"vllm without max_model_len", func(t *testing.T) string {
+			return llmtest.NewDialect(t, llmtest.VLLM, llmtest.Served{ID: "served-name", Root: "/weights/qwen"}).URL
+		}, "served-name", modelreg.Identity{ID: "served-name", Server: modelreg.ServerVLLM}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.dialect+"/"+tt.model, func(t *testing.T) {
-			srv := dialect(t, tt.dialect)
-			got, err := modelreg.Probe(context.Background(), modelreg.ProbeConfig{BaseURL: srv.URL + "/v1/", Model: tt.model})
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := modelreg.Probe(context.Background(), modelreg.ProbeConfig{BaseURL: tt.base(t), Model: tt.model})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +77,7 @@ func TestProbeDialects(t *testing.T) {
 }
 
 func TestProbeModelNotServed(t *testing.T) {
-	srv := dialect(t, "openai")
+	srv := openAI(t)
 	_, err := modelreg.Probe(context.Background(), modelreg.ProbeConfig{BaseURL: srv.URL + "/v1", Model: "o3"})
 	if err == nil || !strings.Contains(err.Error(), `does not list model "o3"`) || !strings.Contains(err.Error(), `"gpt-4o-mini"`) {
 		t.Fatalf("err = %v, want one naming the model and what the endpoint lists", err)
@@ -102,6 +112,11 @@ func TestCheck(t *testing.T) {
 		{"no digest reported", "pinned", base, modelreg.Identity{ID: "pinned"}, []string{"expects digest " + digest, "reported none"}},
 		{"id mismatch", "gpt-4o-2024-08-06", base, modelreg.Identity{ID: "gpt-4o-mini"}, []string{`expects id "gpt-4o-2024-08-06"`, `reported "gpt-4o-mini"`}},
 		{"not in registry", "o3", base, modelreg.Identity{ID: "o3"}, []string{`model "o3"`, "not in the registry"}},
+		{"llama.cpp cannot report the digest", "pinned", base, modelreg.Identity{ID: "pinned", Server: modelreg.ServerLlamaCpp, ModelPath: ggufPath},
+			[]string{"expects digest " + digest, "a llama.cpp server reports no digest of its model file", `model_path "` + ggufPath + `"`, "remove the digest"}},
+		{"context within what is served", "gpt-4o-2024-08-06", base, modelreg.Identity{ID: "gpt-4o-2024-08-06", Server: modelreg.ServerVLLM, ContextTokens: 128000}, nil},
+		{"context longer than served", "gpt-4o-2024-08-06", base, modelreg.Identity{ID: "gpt-4o-2024-08-06", Server: modelreg.ServerVLLM, ContextTokens: 32768},
+			[]string{"context of 128000 tokens", "serves at most 32768 (max_model_len)", "lower contextTokens"}},
 		{"other endpoint", "llama3.1:8b", "http://10.0.0.2:11434/v1", modelreg.Identity{ID: "llama3.1:8b", Digest: digest}, []string{"registered for " + base, "not for endpoint http://10.0.0.2:11434/v1"}},
 	}
 	for _, tt := range tests {
@@ -128,15 +143,44 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestProbeThenCheck: what Probe learns of each local server passes Check
+// against a matching registry entry, and a registry entry that asks more
+// than the server can report or serves is refused.
 func TestProbeThenCheck(t *testing.T) {
-	srv := dialect(t, "ollama")
-	r := registry(t, srv.URL+"/v1")
-	got, err := modelreg.Probe(context.Background(), modelreg.ProbeConfig{BaseURL: srv.URL + "/v1", Model: "llama3.1:8b"})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name    string
+		d       llmtest.Dialect
+		served  llmtest.Served
+		entry   string // the registry entry's extra members
+		wantErr string
+	}{
+		{"ollama", llmtest.Ollama, llmtest.Served{ID: "m", Digest: digest}, `"digest":"sha256:` + digest + `"`, ""},
+		{"ollama, other digest", llmtest.Ollama, llmtest.Served{ID: "m", Digest: strings.Repeat("1", 64)}, `"digest":"` + digest + `"`, "the model's weights changed"},
+		{"llama.cpp", llmtest.LlamaCpp, llmtest.Served{ID: "m", Path: ggufPath}, ``, ""},
+		{"llama.cpp with a digest", llmtest.LlamaCpp, llmtest.Served{ID: "m", Path: ggufPath}, `"digest":"` + digest + `"`, "reports no digest"},
+		{"vllm", llmtest.VLLM, llmtest.Served{ID: "m", ContextTokens: 4096}, ``, ""},
+		{"vllm, shorter context", llmtest.VLLM, llmtest.Served{ID: "m", ContextTokens: 2048}, ``, "serves at most 2048"},
 	}
-	if _, err := r.Check("llama3.1:8b", srv.URL+"/v1", got); err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewDialect(t, tt.d, tt.served)
+			extra := ""
+			if tt.entry != "" {
+				extra = "," + tt.entry
+			}
+			r, err := modelreg.Parse([]byte(fmt.Sprintf(`{"models":[{"name":"m","endpoint":%q,"id":"m","contextTokens":4096,"prices":{"inputPerMTokUsd":0,"outputPerMTokUsd":0},"images":false%s}]}`, srv.URL, extra)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := modelreg.Probe(context.Background(), modelreg.ProbeConfig{BaseURL: srv.URL, Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Check("m", srv.URL, got)
+			if (err == nil) != (tt.wantErr == "") || (err != nil && (!errors.Is(err, modelreg.ErrRefused) || !strings.Contains(err.Error(), tt.wantErr))) {
+				t.Errorf("Check: %v, want %q", err, tt.wantErr)
+			}
+		})
 	}
 }
 

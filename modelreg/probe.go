@@ -20,9 +20,27 @@ type Identity struct {
 	// ID is the model's id in GET /v1/models.
 	ID string
 	// Digest is the digest the endpoint reported (Ollama's /api/tags);
-	// "" when it reports none.
+	// "" when it reports none (the llama.cpp server and vLLM report
+	// none).
 	Digest string
+	// Server is the dialect the endpoint showed it speaks: ServerOllama
+	// (it answered /api/tags), ServerLlamaCpp (it answered /props),
+	// ServerVLLM (its listing is vLLM's), "" when none of them.
+	Server string
+	// ModelPath is the model file a llama.cpp server reported (GET /props
+	// model_path): the identity's extra fact where no digest is reported.
+	ModelPath string
+	// ContextTokens is the context the endpoint serves the model with,
+	// when it reports it (vLLM's max_model_len); 0 otherwise.
+	ContextTokens int
 }
+
+// The servers Probe recognizes (Identity.Server).
+const (
+	ServerOllama   = "ollama"
+	ServerLlamaCpp = "llama.cpp"
+	ServerVLLM     = "vllm"
+)
 
 // ProbeConfig says how to reach an endpoint.
 type ProbeConfig struct {
@@ -39,36 +57,46 @@ type ProbeConfig struct {
 // Probe asks the endpoint for the model's identity: GET {base}/models must
 // list the model (OpenAI, vLLM, the llama.cpp server; a llama.cpp server
 // lists its one model under its file path or --alias, whatever --model
-// names), and GET {root}/api/tags, where root is the base without /v1,
-// gives its digest when the endpoint is Ollama (an endpoint without that
-// listing reports no digest).
+// names; vLLM adds root and max_model_len). Where the base ends in /v1,
+// its root (the base without /v1) tells the local servers apart: GET
+// {root}/api/tags gives Ollama's digest of the model, else GET
+// {root}/props gives a llama.cpp server's model_path (it reports no
+// digest: the file is not hashed). An endpoint answering neither (404 or
+// another status) is not taken for either.
 func Probe(ctx context.Context, pc ProbeConfig) (Identity, error) {
 	base := NormalizeEndpoint(pc.BaseURL)
 	var list struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID          string `json:"id"`
+			OwnedBy     string `json:"owned_by"`
+			Root        string `json:"root"`
+			MaxModelLen int    `json:"max_model_len"`
 		} `json:"data"`
 	}
 	if err := getJSON(ctx, pc, base+"/models", &list); err != nil {
 		return Identity{}, fmt.Errorf("model identity: %w", err)
 	}
 	var ids []string
-	id := ""
-	for _, d := range list.Data {
+	found := -1
+	for i, d := range list.Data {
 		ids = append(ids, d.ID)
-		if d.ID == pc.Model {
-			id = d.ID
+		if d.ID == pc.Model && found < 0 {
+			found = i
 		}
 	}
-	if id == "" && len(list.Data) == 1 && isLlamaCppAlias(pc.Model, list.Data[0].ID) {
-		id = list.Data[0].ID
+	if found < 0 && len(list.Data) == 1 && isLlamaCppAlias(pc.Model, list.Data[0].ID) {
+		found = 0
 	}
-	if id == "" {
+	if found < 0 {
 		return Identity{}, fmt.Errorf("model identity: %s/models does not list model %q (it lists %s)", base, pc.Model, quoteList(ids))
 	}
-	ident := Identity{ID: id}
+	m := list.Data[found]
+	ident := Identity{ID: m.ID}
+	if m.OwnedBy == "vllm" || m.MaxModelLen > 0 {
+		ident.Server, ident.ContextTokens = ServerVLLM, max(m.MaxModelLen, 0)
+	}
 	root, ok := strings.CutSuffix(base, "/v1")
-	if !ok {
+	if !ok || ident.Server == ServerVLLM {
 		return ident, nil
 	}
 	var tags struct {
@@ -81,16 +109,29 @@ func Probe(ctx context.Context, pc ProbeConfig) (Identity, error) {
 	err := getJSON(ctx, pc, root+"/api/tags", &tags)
 	var se *statusError
 	switch {
-	case errors.As(err, &se):
-		return ident, nil // not Ollama
-	case err != nil:
+	case err == nil:
+		ident.Server = ServerOllama
+		for _, t := range tags.Models {
+			if t.Name == ident.ID || t.Model == ident.ID {
+				ident.Digest = t.Digest
+				break
+			}
+		}
+		return ident, nil
+	case !errors.As(err, &se):
 		return Identity{}, fmt.Errorf("model identity: %w", err)
 	}
-	for _, m := range tags.Models {
-		if m.Name == id || m.Model == id {
-			ident.Digest = m.Digest
-			break
-		}
+	var props struct {
+		ModelPath string `json:"model_path"`
+	}
+	err = getJSON(ctx, pc, root+"/props", &props)
+	switch {
+	case errors.As(err, &se):
+		return ident, nil // neither Ollama nor llama.cpp
+	case err != nil:
+		return Identity{}, fmt.Errorf("model identity: %w", err)
+	case props.ModelPath != "":
+		ident.Server, ident.ModelPath = ServerLlamaCpp, props.ModelPath
 	}
 	return ident, nil
 }

@@ -4,8 +4,12 @@
 // a registry file is schemas/model-registry.schema.json; Load validates a
 // file against it. Probe asks an endpoint what it serves (OpenAI, vLLM and
 // the llama.cpp server: GET /v1/models; Ollama also: GET /api/tags with
-// each model's digest) and Registry.Check refuses a model the registry does
-// not list or whose reported identity differs from the registered one.
+// each model's digest; llama.cpp: GET /props with its model_path; vLLM:
+// max_model_len in its listing) and Registry.Check refuses a model the
+// registry does not list, whose reported identity differs from the
+// registered one, whose registered digest the endpoint cannot report
+// (llama.cpp), or whose registered context is longer than the endpoint
+// serves (vLLM).
 package modelreg
 
 import (
@@ -16,6 +20,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -47,13 +52,9 @@ type Model struct {
 	Images bool `json:"images"`
 }
 
-// Prices are a model's prices in US dollars per million tokens.
-type Prices struct {
-	// InputPerMTok is USD per 1,000,000 prompt tokens.
-	InputPerMTok float64 `json:"inputPerMTokUsd"`
-	// OutputPerMTok is USD per 1,000,000 completion tokens.
-	OutputPerMTok float64 `json:"outputPerMTokUsd"`
-}
+// Prices are a model's prices in US dollars per million tokens
+// (inputPerMTokUsd, outputPerMTokUsd), as the manifest records them.
+type Prices = contract.ModelPrices
 
 // Load reads the registry file at path and validates it against its
 // schema; the error names the file and every problem.
@@ -137,10 +138,15 @@ func (r *Registry) Check(name, endpoint string, got Identity) (Model, error) {
 	if got.ID != m.ID {
 		return Model{}, fmt.Errorf("%w: model %q at %s: the registry expects id %q, the endpoint reported %q: the endpoint serves another model; fix the endpoint or the registry", ErrRefused, name, endpoint, m.ID, got.ID)
 	}
+	if m.ContextTokens > got.ContextTokens && got.ContextTokens > 0 {
+		return Model{}, fmt.Errorf("%w: model %q at %s: the registry says a context of %d tokens, the endpoint serves at most %d (max_model_len): lower contextTokens in the registry, or serve the model with a longer context (vllm serve --max-model-len)", ErrRefused, name, endpoint, m.ContextTokens, got.ContextTokens)
+	}
 	if m.Digest != "" {
 		want := strings.TrimPrefix(m.Digest, "sha256:")
 		have := strings.TrimPrefix(got.Digest, "sha256:")
 		switch {
+		case got.Digest == "" && got.Server == ServerLlamaCpp:
+			return Model{}, fmt.Errorf("%w: model %q at %s: the registry expects digest %s, but a llama.cpp server reports no digest of its model file (GET /props gives only model_path %q), so the digest cannot be checked: remove the digest from the registry entry (the id and the model path identify the model), or serve the model from Ollama, which reports one", ErrRefused, name, endpoint, m.Digest, got.ModelPath)
 		case got.Digest == "":
 			return Model{}, fmt.Errorf("%w: model %q at %s: the registry expects digest %s, the endpoint reported none: the registered digest needs an endpoint that reports one (Ollama's /api/tags), or remove it from the registry", ErrRefused, name, endpoint, m.Digest)
 		case want != have:

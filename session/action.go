@@ -499,6 +499,7 @@ func (r *run) storeArtifacts(exs []driver.Extracted) error {
 func (r *run) report(rep StepReport) {
 	if r.cfg.OnStep != nil {
 		rep.Tokens, rep.MaxTokens = r.cfg.Budget.Tokens(), r.cfg.Budget.Limits().MaxTokens
+		rep.CostUSD, rep.MaxCostUSD, rep.Priced = r.cfg.Budget.CostUSD(), r.cfg.Budget.Limits().MaxCostUSD, r.cfg.Budget.Priced()
 		r.cfg.OnStep(redactReport(r.cfg.Secrets, rep))
 	}
 }

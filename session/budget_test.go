@@ -1,12 +1,13 @@
 package session_test
 
-// The model budget: hints.maxTokens, counted over the Planner's and the
-// Navigator's calls (llm.Budget), ends the session aborted once passed, or
-// before a call predicted to pass it.
+// The model budget: hints.maxTokens and hints.maxCostUsd, counted over the
+// Planner's and the Navigator's calls (llm.Budget), end the session
+// aborted once passed, or before a call predicted to pass them.
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -37,20 +38,32 @@ func navContent(status string, actions ...string) string {
 // answering "continue" with one wait until its done-th call (from 0).
 func budgetRun(t *testing.T, maxTokens, maxCompletion, prompt, completion, done int) (session.Result, error, *llmtest.Server, *llm.Budget) {
 	t.Helper()
+	return limitsRun(t, llm.Limits{MaxTokens: maxTokens}, maxCompletion, prompt, completion, done)
+}
+
+// limitsRun is budgetRun under any limits: the task's hints name the
+// same budgets.
+func limitsRun(t *testing.T, limits llm.Limits, maxCompletion, prompt, completion, done int) (session.Result, error, *llmtest.Server, *llm.Budget) {
+	t.Helper()
 	srv := fakeModel(t, usageReply(planAnswer, prompt, completion), func(n int, _ *llmtest.Request) llmtest.Reply {
 		if n >= done {
 			return usageReply(navContent("done", aWait(fmt.Sprintf("d%d", n), 1)), prompt, completion)
 		}
 		return usageReply(navContent("continue", aWait(fmt.Sprintf("w%d", n), 1)), prompt, completion)
 	})
-	budget, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
+	budget, err := llm.NewBudget(limits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pl, nav := llmAgents(t, srv, nil, func(c *llm.Config) { c.Budget, c.MaxTokens = budget, maxCompletion })
 	in := task("Wait", []string{fakeOrigin + "/orders"}, "")
-	if maxTokens > 0 {
-		if in, err = in.WithMaxTokens(maxTokens); err != nil {
+	if limits.MaxTokens > 0 {
+		if in, err = in.WithMaxTokens(limits.MaxTokens); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if limits.MaxCostUSD > 0 {
+		if in, err = in.WithMaxCostUSD(limits.MaxCostUSD); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,6 +195,10 @@ func TestTokenBudgetConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	costly, err := llm.NewBudget(llm.Limits{MaxCostUSD: 0.25, Prices: testPrices})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		hints  string
@@ -195,6 +212,10 @@ func TestTokenBudgetConfig(t *testing.T) {
 		{"fraction", `{"maxTokens":1.5}`, nil, "hints.maxTokens is 1.5"},
 		{"string", `{"maxTokens":"many"}`, nil, `hints.maxTokens is "many"`},
 		{"too many", `{"maxTokens":1000000001}`, nil, "want an integer from 1 to 1000000000"},
+		{"a cost limit the task lacks", ``, costly, "is not the task's hints.maxCostUsd (0"},
+		{"another cost limit", `{"maxCostUsd":0.5}`, costly, "the model budget's cost limit (0.25) is not the task's hints.maxCostUsd (0.5"},
+		{"no budget for the cost", `{"maxCostUsd":0.5}`, nil, "no model budget enforces it"},
+		{"a negative cost", `{"maxCostUsd":-1}`, nil, "hints.maxCostUsd is -1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,4 +228,73 @@ func TestTokenBudgetConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testPrices price the sessions' model, "test-model": $1 per million
+// prompt tokens, $10 per million completion tokens.
+var testPrices = map[string]llm.Price{"test-model": {InputPerMTok: 1, OutputPerMTok: 10}}
+
+// TestCostBudget: calls of 1 prompt and 999 completion tokens cost
+// $0.009991 each; under a cost budget of $0.025 the third call passes it,
+// and the session ends aborted before running that call's batch, the
+// budget named in the summary and in an error event, each call's cost in
+// its record. With a completion bound of 600 ($0.006), calls of $0.002991
+// under $0.02 stop before the sixth: it is never sent.
+func TestCostBudget(t *testing.T) {
+	t.Run("passed", func(t *testing.T) {
+		res, err, srv, _ := limitsRun(t, llm.Limits{MaxCostUSD: 0.025, Prices: testPrices}, 0, 1, 999, 10)
+		if err != nil || res.Status != contract.SessionAborted {
+			t.Fatalf("status %s err %v", res.Status, err)
+		}
+		files := verify(t, res)
+		if got, want := len(srv.Requests()), 3; got != want {
+			t.Errorf("%d model requests, want %d", got, want)
+		}
+		if got, want := ranIDs(t, files), []string{"start", "w0"}; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("ran %v, want %v (nothing of the answer that passed the budget)", got, want)
+		}
+		if math.Abs(res.CostUSD-0.029973) > 1e-9 || res.MaxCostUSD != 0.025 || !res.Priced {
+			t.Errorf("result cost %v of %v (priced %v), want 0.029973 of 0.025", res.CostUSD, res.MaxCostUSD, res.Priced)
+		}
+		const named = "the cost budget (maxCostUsd $0.025) was passed: cost $0.03 of $0.025"
+		if evs := budgetEvents(t, files); len(evs) != 1 || !strings.Contains(evs[0].Message, named) {
+			t.Fatalf("budget events %+v, want one saying %q", evs, named)
+		}
+		if s := res.Output.Summary; !strings.Contains(s, named) {
+			t.Errorf("summary %q does not name the budget", s)
+		}
+		mcs := lines[contract.ModelCall](t, files, "model-calls.jsonl")
+		if len(mcs) != 3 {
+			t.Fatalf("%d model calls recorded, want 3", len(mcs))
+		}
+		for i, mc := range mcs {
+			if mc.CostUSD == nil || math.Abs(*mc.CostUSD-0.009991) > 1e-12 {
+				t.Errorf("model call %d: cost %v, want 0.009991", i, mc.CostUSD)
+			}
+		}
+	})
+	t.Run("predicted", func(t *testing.T) {
+		res, err, srv, budget := limitsRun(t, llm.Limits{MaxCostUSD: 0.02, Prices: testPrices}, 600, 1, 299, 100)
+		if err != nil || res.Status != contract.SessionAborted {
+			t.Fatalf("status %s err %v", res.Status, err)
+		}
+		files := verify(t, res)
+		if got, want := len(srv.Requests()), 5; got != want {
+			t.Errorf("%d model requests, want %d (the plan and four Navigator calls)", got, want)
+		}
+		if budget.Exceeded() != nil {
+			t.Errorf("exceeded %v: want never passed", budget.Exceeded())
+		}
+		evs := budgetEvents(t, files)
+		if len(evs) != 1 || !strings.Contains(evs[0].Message, "the cost budget (maxCostUsd $0.02) would be passed: cost $0.015 of $0.02") {
+			t.Fatalf("budget events %+v", evs)
+		}
+		if !strings.Contains(res.Output.Summary, "maxCostUsd $0.02") {
+			t.Errorf("summary %q does not name the budget", res.Output.Summary)
+		}
+		mcs := lines[contract.ModelCall](t, files, "model-calls.jsonl")
+		if last := mcs[len(mcs)-1]; len(mcs) != 6 || !strings.Contains(last.Error, "would be passed") || last.CostUSD != nil {
+			t.Errorf("%d model calls, last %+v", len(mcs), last)
+		}
+	})
 }

@@ -215,8 +215,9 @@ type Config struct {
 	Bus *Bus
 	// Budget is the session's model budget (llm.NewBudget), the same
 	// value the clients of Planner and Navigator charge (llm.Config.Budget):
-	// its token limit must be the task's hints.maxTokens (0 when the task
-	// names none). nil means no budget and no count, and is refused for a
+	// its token limit must be the task's hints.maxTokens and its cost
+	// limit the task's hints.maxCostUsd (0 when the task names none). nil
+	// means no budget and no count, and is refused for a
 	// task that names one (nothing would enforce it); offline agents use
 	// no tokens, so any budget holds for them. The session reads it after
 	// every Planner and Navigator answer: once it is passed, or once it
@@ -229,6 +230,12 @@ type Config struct {
 	// reported when a model registry checked it (package modelreg), for
 	// the manifest's versions; "" when none was checked or reported.
 	ModelID, ModelDigest string
+	// ModelPath is the model file a llama.cpp server reported, for the
+	// manifest (versions.modelPath); "" when none.
+	ModelPath string
+	// ModelPrices are the registry's prices of the model, for the
+	// manifest (versions.modelPrices); nil when no registry checked it.
+	ModelPrices *contract.ModelPrices
 	// Version is the aegis version, for the manifest; "" means "(devel)".
 	Version string
 	// LoopThreshold is K of loop detection; 0 means DefaultLoopThreshold.
@@ -282,8 +289,8 @@ func validate(cfg *Config) error {
 	if cfg.SessionID != "" && !idRe.MatchString(cfg.SessionID) {
 		return bad("session id %q: want letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit", Sanitize(cfg.SessionID, 140))
 	}
-	if (cfg.ModelID != "" && cfg.Model == "") || (cfg.ModelDigest != "" && cfg.ModelID == "") {
-		return bad("a model identity (ModelID, ModelDigest) needs the model it identifies (Model, ModelID)")
+	if (cfg.ModelID != "" && cfg.Model == "") || ((cfg.ModelDigest != "" || cfg.ModelPath != "" || cfg.ModelPrices != nil) && cfg.ModelID == "") {
+		return bad("a model identity (ModelID, ModelDigest, ModelPath, ModelPrices) needs the model it identifies (Model, ModelID)")
 	}
 	maxTokens, err := cfg.Task.MaxTokens()
 	if err != nil {
@@ -295,6 +302,16 @@ func validate(cfg *Config) error {
 		return bad("the task sets hints.%s (%d) but no model budget enforces it: make one (llm.NewBudget) for Budget and the model clients' llm.Config.Budget", contract.HintMaxTokens, maxTokens)
 	case cfg.Budget != nil && cfg.Budget.Limits().MaxTokens != maxTokens:
 		return bad("the model budget's token limit (%d) is not the task's hints.%s (%d; 0 for none)", cfg.Budget.Limits().MaxTokens, contract.HintMaxTokens, maxTokens)
+	}
+	maxCost, err := cfg.Task.MaxCostUSD()
+	if err != nil {
+		return &Error{Code: "config", Msg: "invalid task", Err: err}
+	}
+	switch {
+	case cfg.Budget == nil && maxCost > 0:
+		return bad("the task sets hints.%s (%v) but no model budget enforces it: make one (llm.NewBudget) with the models' prices for Budget and the model clients' llm.Config.Budget", contract.HintMaxCostUSD, maxCost)
+	case cfg.Budget != nil && cfg.Budget.Limits().MaxCostUSD != maxCost:
+		return bad("the model budget's cost limit (%v) is not the task's hints.%s (%v; 0 for none)", cfg.Budget.Limits().MaxCostUSD, contract.HintMaxCostUSD, maxCost)
 	}
 	if _, err := origins(cfg.Task.URLs); err != nil {
 		return &Error{Code: "config", Msg: "task URLs", Err: err}

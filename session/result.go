@@ -45,6 +45,11 @@ type StepReport struct {
 	// Tokens is what the session's model calls used so far (Config.Budget)
 	// and MaxTokens the task's token budget (0 when none).
 	Tokens, MaxTokens int
+	// CostUSD is what they cost so far and MaxCostUSD the task's cost
+	// budget (0 when none); Priced says whether the budget costs calls
+	// (it has prices).
+	CostUSD, MaxCostUSD float64
+	Priced              bool
 	// Plan is, for an offline navigator (navigator.Planned), which item of
 	// its plan the action carries out: "script 3/5"; zero for the LLM
 	// navigator, an effect, the first URL and an expect step's wait.
@@ -120,6 +125,11 @@ type Result struct {
 	// Tokens is what the model calls used (Config.Budget) and MaxTokens
 	// the task's token budget (0 when none).
 	Tokens, MaxTokens int
+	// CostUSD is what they cost and MaxCostUSD the task's cost budget (0
+	// when none); Priced says whether the budget costs calls (it has
+	// prices).
+	CostUSD, MaxCostUSD float64
+	Priced              bool
 	// Plan is, for an offline navigator (navigator.Planned), how many of
 	// its plan's items ran, of how many: "script 3/5"; zero for the LLM
 	// navigator.
@@ -178,7 +188,8 @@ func (r *run) finish(end ending) (Result, error) {
 		r.eff.close()
 	}
 	res := Result{Status: end.status, Denied: r.denied, Approved: r.approved, Artifacts: r.artifacts, Plan: r.plannedRan(end.status),
-		Tokens: r.cfg.Budget.Tokens(), MaxTokens: r.cfg.Budget.Limits().MaxTokens}
+		Tokens: r.cfg.Budget.Tokens(), MaxTokens: r.cfg.Budget.Limits().MaxTokens,
+		CostUSD: r.cfg.Budget.CostUSD(), MaxCostUSD: r.cfg.Budget.Limits().MaxCostUSD, Priced: r.cfg.Budget.Priced()}
 	if r.rec != nil {
 		t0 := time.Now()
 		spent, err := r.rec.stop()

@@ -245,7 +245,7 @@ func (r *run) execute() ending {
 		Task:      cfg.Task,
 		Driver:    cfg.Driver.Mode,
 		StartedAt: stamp(r.start),
-		Versions:  contract.Versions{Aegis: cfg.Version, Policy: cfg.Gate.PolicyVersion(), Model: model, ModelID: cfg.ModelID, ModelDigest: cfg.ModelDigest},
+		Versions:  contract.Versions{Aegis: cfg.Version, Policy: cfg.Gate.PolicyVersion(), Model: model, ModelID: cfg.ModelID, ModelDigest: cfg.ModelDigest, ModelPath: cfg.ModelPath, ModelPrices: cfg.ModelPrices},
 	}
 	key, err := evidence.NewApprovalKey()
 	if err != nil {

@@ -74,19 +74,21 @@
 //
 // Budgets: besides the action and duration budgets (Task.MaxActions,
 // Task.MaxDurationMs), a task may bound the tokens of its model calls
-// (hints.maxTokens, contract.Input.MaxTokens). The Planner's and the
-// Navigator's model clients share one llm.Budget (Config.Budget), charged
-// with the usage each response reports (prompt and completion tokens, as
-// every model-call record holds them). The session reads it after each
+// (hints.maxTokens, contract.Input.MaxTokens) and what they cost
+// (hints.maxCostUsd, contract.Input.MaxCostUSD, at the models' prices from
+// the model registry). The Planner's and the Navigator's model clients
+// share one llm.Budget (Config.Budget), charged with the usage each
+// response reports (prompt and completion tokens, as every model-call
+// record holds them, with the call's cost when the model is priced). The session reads it after each
 // Planner and Navigator answer: once the calls passed the budget, the
 // session ends aborted before it runs anything of that answer, its summary
 // naming the budget, after an error event with code
 // session.budget_exceeded (CodeBudgetExceeded). A call the budget predicts
 // would pass it (the prompt's estimated tokens plus the client's
-// completion bound are more than what is left; see
+// completion bound are more, or cost more, than what is left; see
 // llm.Budget.EstimatePromptTokens) is not sent, and ends the session the
-// same way. Step reports and the Result carry the tokens used and the
-// budget.
+// same way. Step reports and the Result carry the tokens used, the cost,
+// and the budgets.
 //
 // Loop detection: the same action (type and fields, ignoring id and reason)
 // on the same page failing or being denied Config.LoopThreshold times, or

@@ -1,7 +1,10 @@
 // Package llmtest is a fake OpenAI-compatible chat completions endpoint
 // for tests: it records every request and answers from a script of
 // replies (a valid answer, an error status with headers, a timeout the
-// test's Clock fires once the server has the request...).
+// test's Clock fires once the server has the request...). NewDialect
+// starts one that also speaks a local server's dialect (Ollama, the
+// llama.cpp server, vLLM: their model listings, usage and error bodies);
+// every one takes messages of content parts, image_url among them.
 package llmtest
 
 import (
@@ -17,12 +20,18 @@ import (
 	"time"
 )
 
-// Message is one chat message of a recorded request.
+// Message is one chat message of a recorded request. Its content may be
+// a string or an array of content parts (text and image_url parts, as a
+// request showing images sends it: see parts.go).
 type Message struct {
 	// Role is "system", "user" or "assistant".
 	Role string `json:"role"`
-	// Content is the message's text.
+	// Content is the message's text: the string, or the text parts
+	// joined by newlines.
 	Content string `json:"content"`
+	// Parts are the content parts of a message sent as an array; nil
+	// for a string content.
+	Parts []Part `json:"-"`
 }
 
 // ResponseFormat is the response_format of a recorded request.
@@ -79,6 +88,9 @@ type Server struct {
 	// Default answers requests once the script is used up; nil fails the
 	// test.
 	fallback Reply
+	// listings answer GET requests by path (NewDialect); set before the
+	// server starts and never changed.
+	listings map[string]http.HandlerFunc
 }
 
 // NewServer starts a server that answers with replies, in order; it is
@@ -134,6 +146,16 @@ func (s *Server) Await(t testing.TB, n int) {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if s.listings != nil && r.Method == http.MethodGet {
+		// A dialect server (dialect.go) answers its listings, and what
+		// it does not serve with 404, as the real one.
+		if h := s.listings[r.URL.Path]; h != nil {
+			h(w, r)
+		} else {
+			http.NotFound(w, r)
+		}
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.t.Errorf("llmtest: unexpected %s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)
