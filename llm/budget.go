@@ -97,8 +97,10 @@ func (b *Budget) exceededLocked() error {
 
 // charge adds one response's usage (contract.CallTokens: its total, or
 // prompt plus completion when that is more). promptBytes is the
-// size of the prompt sent, for the estimate.
-func (b *Budget) charge(u Usage, promptBytes int) {
+// size of the prompt sent, for the estimate; a prompt that showed images
+// does not calibrate it (its reported tokens count the images, which its
+// bytes do not).
+func (b *Budget) charge(u Usage, promptBytes, images int) {
 	if b == nil {
 		return
 	}
@@ -106,7 +108,7 @@ func (b *Budget) charge(u Usage, promptBytes int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.used = addTokens(b.used, n)
-	if u.PromptTokens > 0 && promptBytes > 0 {
+	if u.PromptTokens > 0 && promptBytes > 0 && images == 0 {
 		b.bytes = addTokens(b.bytes, promptBytes)
 		b.tokens = addTokens(b.tokens, u.PromptTokens)
 	}
@@ -121,10 +123,11 @@ func addTokens(a, n int) int {
 }
 
 // check refuses a call that cannot fit: the budget is passed already, or
-// the prompt's estimated size (promptBytes, see EstimatePromptTokens) plus
-// maxCompletion (the completion bound sent with the request, 0 when
-// none) is more than what is left.
-func (b *Budget) check(promptBytes, maxCompletion int) error {
+// the prompt's estimated size (promptBytes, see EstimatePromptTokens; each
+// of its images counted as ImageTokens) plus maxCompletion (the
+// completion bound sent with the request, 0 when none) is more than what
+// is left.
+func (b *Budget) check(promptBytes, images, maxCompletion int) error {
 	if b == nil || b.limits.MaxTokens == 0 {
 		return nil
 	}
@@ -133,7 +136,7 @@ func (b *Budget) check(promptBytes, maxCompletion int) error {
 	if err := b.exceededLocked(); err != nil {
 		return err
 	}
-	est := estimateTokens(promptBytes, b.bytes, b.tokens) + max(maxCompletion, 0)
+	est := estimateTokens(promptBytes, b.bytes, b.tokens) + images*ImageTokens + max(maxCompletion, 0)
 	if left := b.limits.MaxTokens - b.used; est > left {
 		return &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used, Predicted: est}
 	}
@@ -169,7 +172,8 @@ func estimateTokens(promptBytes, seenBytes, seenTokens int) int {
 	return (promptBytes + bytesPerToken - 1) / bytesPerToken
 }
 
-// promptBytes is the size of msgs for the estimate.
+// promptBytes is the size of msgs' text for the estimate (images are
+// counted apart: ImageTokens).
 func promptBytes(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {
