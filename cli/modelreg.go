@@ -32,7 +32,8 @@ func llmBaseURL(o *runOptions) string {
 // registry does not list for that endpoint or whose reported identity or
 // digest differs from the registered one. It returns the identity the
 // endpoint reported, for the manifest; without --model-registry or without
-// a model it checks nothing and returns the zero Identity.
+// a model it checks nothing and returns the zero Identity. It notes in
+// o.registryImages whether the registry says the model accepts images.
 func checkModelRegistry(ctx context.Context, o *runOptions, model string) (modelreg.Identity, error) {
 	if o.modelRegistry == "" || model == "" {
 		return modelreg.Identity{}, nil
@@ -56,11 +57,13 @@ func checkModelRegistry(ctx context.Context, o *runOptions, model string) (model
 	if err != nil {
 		return modelreg.Identity{}, usageError("--model-registry %s: cannot learn the identity of model %q at %s: %v", o.modelRegistry, model, base, err)
 	}
-	if _, err := reg.Check(model, base, got); err != nil {
+	entry, err := reg.Check(model, base, got)
+	if err != nil {
 		if errors.Is(err, modelreg.ErrRefused) {
 			return modelreg.Identity{}, usageError("--model-registry %s: %v", o.modelRegistry, err)
 		}
 		return modelreg.Identity{}, fmt.Errorf("model registry: %w", err)
 	}
+	o.registryImages = entry.Images
 	return got, nil
 }

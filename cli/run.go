@@ -127,6 +127,16 @@ checkpoint the witness does not take never holds the session up: it is
 recorded in the bundle (an error event) and reported; with
 --witness-required it aborts the run and the run fails (exit 6).
 
+Vision (--vision): the model accepts images. When the policy allows vision
+for the task's classification (by default public and restricted yes,
+sensitive no), the model may ask to see the page (an extract screenshot
+with "vision": true) and aegis shows it a screenshot after a failed step
+or when it makes no progress: masked like every screenshot, stored in the
+bundle, its hash in the model-call record, each one a decision of the
+policy. With --model-registry the registry's "images" says whether the
+model accepts images, and --vision against it is a usage error; the offline
+agents never see images.
+
 Presets (--preset): power (default: full permission; high risk still
 needs approval), balanced (every navigate, click, type and select needs
 approval), safe (nothing may act), developer (as power).
@@ -184,6 +194,11 @@ type runOptions struct {
 
 	// modelRegistry is --model-registry: cli/modelreg.go.
 	modelRegistry string
+	// registryImages is the registry's "images" for the model, once
+	// checkModelRegistry checked it.
+	registryImages bool
+	// vision is --vision: the model accepts images (without a registry).
+	vision bool
 }
 
 // stringList is a repeatable string flag.
@@ -202,6 +217,7 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible endpoint `URL`, up to /v1 (default $"+EnvLLMBaseURL+", else OpenAI)")
 	fs.StringVar(&o.model, "model", "", "model `id`; setting one selects the LLM agents (default $"+EnvModel+")")
 	fs.StringVar(&o.modelRegistry, "model-registry", "", "refuse a model that the registry `FILE` (schemas/model-registry.schema.json) does not list for the endpoint, or whose identity or digest the endpoint reports differently; the reported identity goes to the manifest")
+	fs.BoolVar(&o.vision, "vision", false, "the model accepts images: when the policy allows vision for the task's classification, the model may be shown masked screenshots of the page (with --model-registry, the registry's \"images\" decides)")
 	fs.StringVar(&o.keyFile, "llm-key-file", "", "read the API key from `FILE` (mode 0600) instead of $OPENAI_API_KEY")
 	fs.StringVar(&o.secretsFile, "secrets-file", "", "read secrets from `FILE`: NAME=value or NAME@ORIGIN,...=value lines, mode 0600 ($AEGIS_SECRET_NAME gives the value)")
 	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
@@ -414,6 +430,27 @@ func agents(o *runOptions, in contract.Input, set *secrets.Set, budget *llm.Budg
 	return nil, nil, "", usageError("unknown --agent %q (want llm, steps or script)", agent)
 }
 
+// modelImages says whether the model accepts images (the session may then
+// show it screenshots, when the policy allows): with --model-registry the
+// registry's "images" for the model (checkModelRegistry), else --vision;
+// never for the offline agents (model ""). --vision contradicting the
+// registry, or without a model, is a usage error.
+func modelImages(o *runOptions, model string) (bool, error) {
+	switch {
+	case model == "":
+		if o.vision {
+			return false, usageError("--vision needs the LLM agent (a model): the offline agents look at no images")
+		}
+		return false, nil
+	case o.modelRegistry != "":
+		if o.vision && !o.registryImages {
+			return false, usageError("--vision: the model registry %s says model %q accepts no images", o.modelRegistry, model)
+		}
+		return o.registryImages, nil
+	}
+	return o.vision, nil
+}
+
 // statusExit maps a session status to the exit code of run and demo.
 func statusExit(s contract.SessionStatus) int {
 	switch s {
@@ -495,6 +532,10 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if err != nil {
 		return err
 	}
+	images, err := modelImages(o, model)
+	if err != nil {
+		return err
+	}
 	browsers, closeBrowsers := commandBrowsers(stdio)
 	defer closeBrowsers()
 	approvals := gate.NewApprovals()
@@ -519,6 +560,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		Model:           model,
 		ModelID:         ident.ID,
 		ModelDigest:     ident.Digest,
+		ModelImages:     images,
 		Version:         Version,
 		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
 	}

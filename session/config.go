@@ -225,6 +225,11 @@ type Config struct {
 	Budget *llm.Budget
 	// Model names the model, for the manifest; "" when none.
 	Model string
+	// ModelImages says the Navigator's model accepts images (a registry's
+	// "images", or aegis run --vision); never for the offline agents.
+	// Without it no screenshot is ever shown to the model; with it, the
+	// policy decides (see "Vision escalation" in vision.go).
+	ModelImages bool
 	// ModelID and ModelDigest are the identity the model's endpoint
 	// reported when a model registry checked it (package modelreg), for
 	// the manifest's versions; "" when none was checked or reported.
