@@ -186,6 +186,13 @@ type Config struct {
 	// Permission overrides the preset's permission level (disabled,
 	// observe, control, full); "" means the preset's.
 	Permission string
+	// Classification is the session's data classification (public,
+	// restricted, sensitive), the stricter of the operator's (aegis run
+	// --classification) and the task's (hints.classification); ""
+	// means restricted. It reaches the policy (gate.Session.Classification)
+	// and the observations' policyContext, and with the policy data decides
+	// whether a screenshot may be shown to the model (vision escalation).
+	Classification contract.Classification
 	// Policy is the session's additions to the policy data: blocked
 	// domains, sensitive selectors (also masked by the driver), governed
 	// exceptions.
