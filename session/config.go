@@ -308,6 +308,20 @@ func validate(cfg *Config) error {
 	case cfg.Budget != nil && cfg.Budget.Limits().MaxTokens != maxTokens:
 		return bad("the model budget's token limit (%d) is not the task's hints.%s (%d; 0 for none)", cfg.Budget.Limits().MaxTokens, contract.HintMaxTokens, maxTokens)
 	}
+	// The session runs under the stricter of the caller's classification
+	// and the task's: a task that says sensitive is never shown to a
+	// model because its caller said nothing.
+	taskClass, err := cfg.Task.Classification()
+	if err != nil {
+		return &Error{Code: "config", Msg: "invalid task", Err: err}
+	}
+	if cfg.Classification != "" && !cfg.Classification.Valid() {
+		return bad("classification %q: want one of %s", Sanitize(string(cfg.Classification), 40), contract.ClassificationNames())
+	}
+	cfg.Classification = contract.Stricter(cfg.Classification, taskClass)
+	if cfg.Classification == "" {
+		cfg.Classification = contract.DefaultClassification
+	}
 	if _, err := origins(cfg.Task.URLs); err != nil {
 		return &Error{Code: "config", Msg: "task URLs", Err: err}
 	}

@@ -290,7 +290,7 @@ func (r *run) execute() ending {
 	dc.SensitiveSelectors = append(append([]string(nil), dc.SensitiveSelectors...), cfg.Policy.SensitiveSelectors...)
 	r.vision = r.visionAllowed()
 	dc.PolicyContext = contract.PolicyContext{
-		Classification: dc.PolicyContext.Classification, AllowVisionEscalation: r.vision,
+		Classification: cfg.Classification, AllowVisionEscalation: r.vision,
 		MaxStepBudget: r.maxActions, DecisionLogID: r.decLog,
 	}
 	r.eff = newEffects(r)

@@ -60,7 +60,8 @@ func (r *run) gateSession() gate.Session {
 	cfg := r.cfg
 	return gate.Session{
 		AllowedOrigins: cfg.Task.URLs, Permission: cfg.Permission, Preset: cfg.Preset,
-		MaxStepBudget: r.maxActions, DecisionLogID: r.decLog, Secrets: secretBindings(cfg.Secrets, cfg.Task.URLs),
+		MaxStepBudget: r.maxActions, DecisionLogID: r.decLog, Classification: cfg.Classification,
+		Secrets: secretBindings(cfg.Secrets, cfg.Task.URLs),
 	}
 }
 
