@@ -235,7 +235,8 @@ type Config struct {
 	// ModelImages says the Navigator's model accepts images (a registry's
 	// "images", or aegis run --vision); never for the offline agents.
 	// Without it no screenshot is ever shown to the model; with it, the
-	// policy decides (see "Vision escalation" in vision.go).
+	// policy decides (see "Vision escalation" in the package
+	// documentation).
 	ModelImages bool
 	// ModelID and ModelDigest are the identity the model's endpoint
 	// reported when a model registry checked it (package modelreg), for

@@ -10,38 +10,9 @@ import (
 	"github.com/aegis-run/aegis/navigator"
 )
 
-// Vision escalation: a screenshot of the page shown to the model.
-//
-// Whether a session may show the model its page is the policy's word,
-// asked once at the start: a Probe decision (nothing recorded, nothing
-// runs on it) on the action an escalation is, an extract screenshot with
-// vision true, at step 0 on the task's first URL. Allowed, and the model
-// accepts images (Config.ModelImages), the session's policy context says
-// allowVisionEscalation true: the Navigator's prompt tells the model how
-// to ask, and the session may escalate on its own. Otherwise the prompt
-// does not mention vision and no image is ever sent.
-//
-// An extract screenshot with vision true that the gate allowed and the
-// driver ran (the model's, or the session's own) has its screenshot,
-// masked by the driver and stored in the bundle, shown to the model with
-// the next observation: the exact stored bytes, listed by bundle path and
-// SHA-256 in that call's model-call record. At most one image goes with a
-// call, the newest.
-//
-// The session escalates on its own after a batch in which an action
-// failed (its target not found, or failing when it ran) or was skipped
-// because another element covered its target, and when loop detection
-// fires (the Navigator makes no progress): before the Navigator is asked
-// again, it runs one extract screenshot with vision true (id "vision-N",
-// reason "aegis: vision escalation after ..."), through the gate like any
-// action, decision and action recorded. A denial is recorded and the
-// Navigator hears nothing of it (and no image is sent); it does not count
-// as a denied action, nor does the escalation feed loop detection. It is
-// a real action: it counts against the action budget like any extract,
-// but the session escalates only while the budget leaves the Navigator at
-// least one action after it, at most once per observation (once per
-// batch, and not when the model asked for a screenshot itself), and at
-// most MaxVisionEscalations times per session.
+// Vision escalation (see the package documentation): the probe at the
+// start, the image queued for the next Navigator call, and the session's
+// own escalations.
 
 // MaxVisionEscalations bounds the vision escalations the session runs on
 // its own in one session: each is an action and an image of some thousand
