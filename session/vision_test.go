@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	_ "image/jpeg" // screenshots may be JPEG
@@ -263,6 +264,60 @@ func TestVisionEscalationsBounded(t *testing.T) {
 	for i, r := range reqs {
 		if n := len(r.Images()); n > 1 || (n == 1) != (i >= 1 && i <= session.MaxVisionEscalations) {
 			t.Errorf("request %d carries %d images", i, n)
+		}
+	}
+}
+
+// TestClassificationAndVisionProbe: the session runs under the stricter of
+// its caller's classification and the task's (restricted when neither
+// names one), hands it to the driver's policy context, and allows vision
+// escalation there only when the model takes images and the policy allows
+// vision for that classification (the probe at the start). An unknown
+// classification is a configuration error.
+func TestClassificationAndVisionProbe(t *testing.T) {
+	tests := []struct {
+		cfg, hint  contract.Classification
+		images     bool
+		want       contract.Classification
+		wantVision bool
+	}{
+		{"", "", true, contract.ClassRestricted, true},
+		{contract.ClassPublic, "", true, contract.ClassPublic, true},
+		{contract.ClassPublic, "", false, contract.ClassPublic, false},
+		{contract.ClassPublic, contract.ClassSensitive, true, contract.ClassSensitive, false},
+		{contract.ClassSensitive, contract.ClassPublic, true, contract.ClassSensitive, false},
+		{"", contract.ClassPublic, true, contract.ClassPublic, true},
+	}
+	for _, tc := range tests {
+		site := newFakeSite()
+		site.openErr = errors.New("no browser here")
+		srv := fakeModel(t, nil, script(answer("done", aWait("w", 1))))
+		pl, nav := llmAgents(t, srv, nil)
+		hints := ""
+		if tc.hint != "" {
+			hints = `{"classification":"` + string(tc.hint) + `"}`
+		}
+		cfg := fakeCfg(t, site, task("Read", []string{fakeOrigin + "/orders"}, hints), pl, nav)
+		cfg.Classification, cfg.ModelImages = tc.cfg, tc.images
+		if _, err := run(t, cfg); err == nil {
+			t.Fatal("the session ran without a browser")
+		}
+		if len(site.opened) != 1 {
+			t.Fatalf("OpenDriver called %d times", len(site.opened))
+		}
+		pc := site.opened[0].PolicyContext
+		if pc.Classification != tc.want || pc.AllowVisionEscalation != tc.wantVision {
+			t.Errorf("%q with hint %q, images %v: policy context %+v, want %s, vision %v", tc.cfg, tc.hint, tc.images, pc, tc.want, tc.wantVision)
+		}
+	}
+	for _, bad := range []struct{ cfg, hints string }{{"secret", ""}, {"", `{"classification":"top"}`}} {
+		pl, nav := stepsAgents(t, task("x", []string{fakeOrigin + "/"}, `{"steps":["navigate /orders"]}`), nil)
+		cfg := fakeCfg(t, newFakeSite(), task("x", []string{fakeOrigin + "/"}, bad.hints), pl, nav)
+		cfg.Classification = contract.Classification(bad.cfg)
+		_, err := session.New(cfg)
+		var se *session.Error
+		if !errors.As(err, &se) || se.Code != "config" || !strings.Contains(err.Error(), "classification") {
+			t.Errorf("classification %q, hints %s: err %v, want a config error", bad.cfg, bad.hints, err)
 		}
 	}
 }
