@@ -127,19 +127,28 @@ checkpoint the witness does not take never holds the session up: it is
 recorded in the bundle (an error event) and reported; with
 --witness-required it aborts the run and the run fails (exit 6).
 
-Vision (--vision): the model accepts images. When the policy allows vision
-for the task's classification (by default public and restricted yes,
-sensitive no), the model may ask to see the page (an extract screenshot
-with "vision": true) and aegis shows it a screenshot after a failed step
-or when it makes no progress: masked like every screenshot, stored in the
-bundle, its hash in the model-call record, each one a decision of the
-policy. With --model-registry the registry's "images" says whether the
-model accepts images, and --vision against it is a usage error; the offline
-agents never see images.
-
 Presets (--preset): power (default: full permission; high risk still
 needs approval), balanced (every navigate, click, type and select needs
 approval), safe (nothing may act), developer (as power).
+
+Classification (--classification public|restricted|sensitive): the data
+classification of the session, the stricter (sensitive > restricted >
+public) of the flag and the task's hints.classification, restricted when
+neither names one. With the policy data it decides whether a screenshot
+(masked) may be shown to the model, a vision escalation: by default yes
+for public and restricted sessions, never for sensitive ones. The model
+and the page cannot change it.
+
+Vision (--vision): the model accepts images. When the policy allows vision
+for the session's classification (above), the model may ask to see the
+page (an extract screenshot with "vision": true), and aegis shows it a
+screenshot after a failed step or when it makes no progress (at most 5
+times a session): masked like every screenshot, stored in the bundle, its
+hash in the model-call record, each one a decision of the policy. Without
+--vision the model is never told of vision nor shown an image. With
+--model-registry the registry's "images" says whether the model accepts
+images, and --vision against it is a usage error; the offline agents never
+see images.
 
 Output: a progress line per action on stderr, such as
   step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms  tokens 12,345/50,000
@@ -199,6 +208,12 @@ type runOptions struct {
 	registryImages bool
 	// vision is --vision: the model accepts images (without a registry).
 	vision bool
+	// classification is --classification; class is the session's
+	// classification runTask computed from it and the task
+	// (sessionClassification), "" (restricted) for a session that runTask
+	// did not build.
+	classification string
+	class          contract.Classification
 }
 
 // stringList is a repeatable string flag.
@@ -242,6 +257,7 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	fs.IntVar(&o.maxActions, "max-actions", 0, "action budget, 1 to 200 (default the task's, else 50)")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "duration budget, 1s to 30m (default the task's, else 10m)")
 	fs.IntVar(&o.maxTokens, "max-tokens", 0, fmt.Sprintf("token budget of the model calls (prompt and completion, planner and navigator), 1 to %s; sets the task's hints.maxTokens (default the task's, else none)", text.Thousands(contract.MaxTaskTokens)))
+	fs.StringVar(&o.classification, "classification", "", "data `classification` of the session: public, restricted or sensitive; the stricter of this and the task's hints.classification applies (default restricted); only public and restricted sessions may show a screenshot to the model")
 	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), live (default with --listen), deny (default otherwise) or low-and-medium-only")
 	fs.BoolVar(&o.json, "json", false, "print the output as one compact JSON line (default indented)")
 	addSessionFlags(fs, &o)
@@ -305,6 +321,10 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 		}
 	} else if _, err := in.MaxTokens(); err != nil {
 		return in, usageError("%s: %v", taskName(file), err)
+	}
+	var err error
+	if o.class, err = sessionClassification(o.classification, in, file); err != nil {
+		return in, err
 	}
 	if err := checkTaskURLs(in.URLs, file); err != nil {
 		return in, err
@@ -550,6 +570,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		Gate:            g,
 		Approvals:       approvals,
 		Preset:          o.preset,
+		Classification:  o.class,
 		Planner:         pl,
 		Navigator:       nav,
 		Approver:        approver,
@@ -664,4 +685,31 @@ func taskName(file string) string {
 		return "the task"
 	}
 	return file
+}
+
+// sessionClassification is the session's data classification: the stricter
+// of the --classification flag and the task's hints.classification,
+// contract.DefaultClassification when neither names one. A bad flag or hint
+// (of the task file, "" for --goal) is a usage error.
+func sessionClassification(flag string, in contract.Input, file string) (contract.Classification, error) {
+	var fromFlag contract.Classification
+	if flag != "" {
+		c, err := contract.ParseClassification(flag)
+		if err != nil {
+			names := make([]string, len(contract.Classifications))
+			for i, k := range contract.Classifications {
+				names[i] = string(k)
+			}
+			return "", usageError("--classification %q: want %s%s", flag, contract.ClassificationNames(), didYouMean(flag, names))
+		}
+		fromFlag = c
+	}
+	fromTask, err := in.Classification()
+	if err != nil {
+		return "", usageError("%s: %v", taskName(file), err)
+	}
+	if c := contract.Stricter(fromFlag, fromTask); c != "" {
+		return c, nil
+	}
+	return contract.DefaultClassification, nil
 }
