@@ -142,8 +142,8 @@ and the page cannot change it.
 Vision (--vision): the model accepts images. When the policy allows vision
 for the session's classification (above), the model may ask to see the
 page (an extract screenshot with "vision": true), and aegis shows it a
-screenshot after a failed step or when it makes no progress (at most 5
-times a session): masked like every screenshot, stored in the bundle, its
+screenshot after a failed step or when it makes no progress (a bounded
+number of times): masked like every screenshot, stored in the bundle, its
 hash in the model-call record, each one a decision of the policy. Without
 --vision the model is never told of vision nor shown an image. With
 --model-registry the registry's "images" says whether the model accepts
