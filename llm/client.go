@@ -147,7 +147,6 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		// anything is sent, rather than sent and not recorded.
 		return resp, fmt.Errorf("llm: %d images in one request: at most %d", images, contract.MaxModelCallImages)
 	}
-	resp.Images = imagesOf(req.Messages)
 	retries := 0
 	var last *APIError
 	for attempt := 1; ; attempt++ {
@@ -165,6 +164,8 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 			resp.Attempts = attempt - 1
 			return resp, err
 		}
+		// The images go with every attempt; a call that sent none shows none.
+		resp.Images = imagesOf(req.Messages)
 		out, info, err := c.once(ctx, msgs, req.Schema, mode)
 		if err == nil {
 			resp.Model = out.Model
@@ -182,6 +183,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		}
 		var ge *GuardError
 		if errors.As(err, &ge) {
+			if attempt == 1 {
+				resp.Images = nil // refused before anything was sent
+			}
 			return resp, ge
 		}
 		if ctx.Err() != nil {

@@ -134,10 +134,13 @@ func TestBudgetCountsImages(t *testing.T) {
 	text := llm.Message{Role: llm.RoleUser, Content: strings.Repeat("x", 60)}
 	withImage := text
 	withImage.Images = []llm.Image{llm.NewImage("artifacts/x.png", contract.MIMEPNG, tinyPNG(t))}
-	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{withImage}})
+	resp, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{withImage}})
 	var be *llm.BudgetError
 	if !errors.As(err, &be) || be.Predicted <= llm.ImageTokens || len(srv.Requests()) != 0 {
 		t.Fatalf("err %v after %d requests, want a predicted budget error before sending", err, len(srv.Requests()))
+	}
+	if resp.Images != nil {
+		t.Errorf("a call refused before it was sent records images %+v", resp.Images)
 	}
 	if _, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{text}}); err != nil {
 		t.Fatalf("without the image: %v", err)
