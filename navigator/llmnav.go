@@ -152,7 +152,8 @@ const (
 // document (goal, plan, step, secret names), then, in data sections, the
 // history document (progress and feedback; absent when both are empty)
 // and the observation document, followed in its message by req.Images as
-// image parts. Every string of the plan, the history and
+// image parts when the observation's policy context allows vision
+// escalation (none otherwise). Every string of the plan, the history and
 // the observation passes Neutralize. It is exported for tests and for
 // tools that show what the model sees.
 func (n *LLM) Messages(req Request) ([]llm.Message, error) {
@@ -222,7 +223,11 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 		}
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: DataSection(HistoryHeader, h)})
 	}
-	return append(msgs, llm.Message{Role: llm.RoleUser, Content: DataSection(ObservationHeader, obs), Images: req.Images}), nil
+	var images []llm.Image
+	if req.Observation.State.PolicyContext.AllowVisionEscalation {
+		images = req.Images // never where the session may not show the page
+	}
+	return append(msgs, llm.Message{Role: llm.RoleUser, Content: DataSection(ObservationHeader, obs), Images: images}), nil
 }
 
 // neutralized encodes v with encoding/json, every string passed through

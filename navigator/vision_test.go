@@ -36,7 +36,8 @@ func TestLLMVisionPrompt(t *testing.T) {
 }
 
 // TestLLMSendsImages: the request's images go with the observation, as
-// image parts after its data section, and the call's record lists them.
+// image parts after its data section, and the call's record lists them;
+// none go where the observation's policy context does not allow vision.
 func TestLLMSendsImages(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Answer(signInAnswer))
 	n := newLLM(t, srv, navigator.LLMOptions{})
@@ -58,5 +59,16 @@ func TestLLMSendsImages(t *testing.T) {
 	}
 	if len(resp.Calls) != 1 || len(resp.Calls[0].Images) != 1 || resp.Calls[0].Images[0] != req.Images[0].ModelImage() {
 		t.Errorf("call records %+v, want the image listed", resp.Calls)
+	}
+
+	// Where the policy context does not allow vision, no image goes.
+	req.Observation.State.PolicyContext.AllowVisionEscalation = false
+	srv.Push(llmtest.Answer(signInAnswer))
+	resp, err = n.Next(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Requests()[1].Images(); len(got) != 0 || resp.Calls[0].Images != nil {
+		t.Errorf("vision not allowed: %d images sent, record %+v", len(got), resp.Calls[0].Images)
 	}
 }
