@@ -64,7 +64,8 @@ type Request struct {
 	// observation (a vision escalation the policy allowed: masked and
 	// stored in the bundle, each with its bundle path; llm.NewImage).
 	// The LLM navigator sends them as image parts after the observation's
-	// data section; the offline navigators ignore them. Page-controlled:
+	// data section, only when the observation's policy context allows
+	// vision escalation; the offline navigators ignore them. Page-controlled:
 	// hostile, like the observation.
 	Images []llm.Image
 }
