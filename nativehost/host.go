@@ -404,7 +404,8 @@ var presets = []string{"", "safe", "balanced", "power", "developer"}
 
 // classificationOf is the data classification of a session on task in: its
 // hints.classification, contract.DefaultClassification (restricted) when
-// it names none; a bad one is a CodeBadParams error.
+// it names none (the popup's tasks, whose hints hold only steps); a bad
+// one is a CodeBadParams error.
 func classificationOf(in contract.Input) (contract.Classification, error) {
 	c, err := in.Classification()
 	switch {
