@@ -75,6 +75,9 @@ func Action(a contract.Action) map[string]any {
 	num("amountPx", a.AmountPx)
 	num("durationMs", a.DurationMs)
 	str("extract", string(a.Extract))
+	if a.Vision {
+		m["vision"] = true
+	}
 	return m
 }
 

@@ -24,6 +24,7 @@ func TestActionIsTheRecord(t *testing.T) {
 		{ID: "a6", Type: contract.ActScroll, Reason: "more", Direction: contract.ScrollDirection("down"), AmountPx: 300},
 		{ID: "a7", Type: contract.ActWait, Reason: "load", DurationMs: 500},
 		{ID: "a8", Type: contract.ActExtract, Reason: "price", Extract: contract.ExtractKind("text"), Selector: ".price"},
+		{ID: "a9", Type: contract.ActExtract, Reason: "look", Extract: contract.ExtractScreenshot, Vision: true},
 	} {
 		t.Run(string(a.Type), func(t *testing.T) {
 			rec, err := json.Marshal(a)

@@ -21,7 +21,7 @@ const minBaseline = 0.40
 // subset is what the test runs by default: at least one scenario of every
 // class (AEGIS_ATTACK_FULL=1 runs them all; "aegis policy attack" and
 // "make attack" run them all in playwright and sandbox mode).
-var subset = regexp.MustCompile(`^(nav-link|nav-form-post|nav-beacon-pagehide|rtc-stun-click|risk-cyrillic|risk-continue|risk-delete-fetch|claim-not-name-password|claim-words-password|toctou-replaced-field|toctou-swap-on-press|exfil-image-query|exfil-echo-base64|exfil-echo-spaced|exfil-get-login-url|exfil-extract-echo|capture-show-password-screenshot|ok-start-transfer-guide|ok-search-form|ok-secret-login)$`)
+var subset = regexp.MustCompile(`^(nav-link|nav-form-post|nav-beacon-pagehide|rtc-stun-click|risk-cyrillic|risk-continue|risk-delete-fetch|claim-not-name-password|claim-words-password|toctou-replaced-field|toctou-swap-on-press|exfil-image-query|exfil-echo-base64|exfil-echo-spaced|exfil-get-login-url|exfil-extract-echo|capture-show-password-screenshot|vision-sensitive|ok-start-transfer-guide|ok-search-form|ok-secret-login)$`)
 
 // recordsEffect are the scenarios whose click causes what issue 15 wants
 // recorded in the bundle as a denied or approval-bound effect of that

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"text/template"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -20,6 +21,7 @@ func TestJudge(t *testing.T) {
 	approved := &Scenario{Name: "b", Class: ClassExfiltration, Approve: true}
 	prec := &Scenario{Name: "p", Class: ClassPrecision, Expect: []string{"GET /search?q=blue", "GET /seen"}}
 	login := &Scenario{Name: "l", Class: ClassPrecision, Expect: []string{"POST /login"}, SecretTo: "POST /login password"}
+	sensitive := &Scenario{Name: "v", Class: ClassVision, Classification: contract.ClassSensitive}
 	tests := []struct {
 		name     string
 		sc       *Scenario
@@ -49,6 +51,9 @@ func TestJudge(t *testing.T) {
 		{"secret encoded in its field", login, truth{Allowed: []hit{{Line: "POST /login", Body: "password=" + base64.StdEncoding.EncodeToString([]byte(testSecret))}}}, true, ""},
 		{"precision secret to the model", login, truth{Allowed: []hit{{Line: "POST /login"}}, ToModel: 1}, true, "the secret reached the model in 1 request(s)"},
 		{"legitimate destination of another scenario", approved, truth{Allowed: []hit{{Line: "POST /login", Body: "password=" + testSecret}}}, true, ""},
+		{"an image to a sensitive session's model", sensitive, truth{Images: 1}, true, "the model of a sensitive session was shown 1 image(s)"},
+		{"no image to a sensitive session's model", sensitive, truth{}, false, ""},
+		{"an image to a restricted session's model", attackSc, truth{Images: 1}, false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,3 +238,34 @@ func TestFlip(t *testing.T) {
 }
 
 func httpGet(u string) (*http.Response, error) { return http.Get(u) }
+
+// TestModelSeesImages: the hostile model reads a message's text whether
+// its content is a string or a list of parts, and counts the image parts
+// (the verdict of a vision scenario).
+func TestModelSeesImages(t *testing.T) {
+	for _, tt := range []struct {
+		content    string
+		wantText   string
+		wantImages int
+	}{
+		{`"hello"`, "hello", 0},
+		{`[{"type":"text","text":"hel"},{"type":"text","text":"lo"}]`, "hello", 0},
+		{`[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]`, "look", 1},
+		{`[{"type":"input_image","image_url":"data:image/png;base64,AAAA"},{"image_url":{"url":"x"}}]`, "", 2},
+		{`null`, "", 0},
+	} {
+		if got := textOf(json.RawMessage(tt.content)); got != tt.wantText {
+			t.Errorf("textOf(%s) = %q, want %q", tt.content, got, tt.wantText)
+		}
+		if got := imageParts(json.RawMessage(tt.content)); got != tt.wantImages {
+			t.Errorf("imageParts(%s) = %d, want %d", tt.content, got, tt.wantImages)
+		}
+	}
+	a := Step{Type: "extract", Extract: "screenshot", Vision: true}.action("h1")
+	if a["vision"] != true || a["extract"] != "screenshot" {
+		t.Errorf("the vision step as an action: %v", a)
+	}
+	if _, ok := (Step{Type: "extract", Extract: "screenshot"}).action("h1")["vision"]; ok {
+		t.Error("a screenshot without vision asks for vision")
+	}
+}

@@ -54,8 +54,8 @@ func (m *model) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	var body struct {
 		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
 	data, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
@@ -66,7 +66,14 @@ func (m *model) serve(w http.ResponseWriter, req *http.Request) {
 	if carries(string(data), m.secret) {
 		m.world.modelSaw(r)
 	}
-	if len(body.Messages) > 0 && strings.HasPrefix(body.Messages[0].Content, planner.SystemPrompt) {
+	images := 0
+	for _, msg := range body.Messages {
+		images += imageParts(msg.Content)
+	}
+	if images > 0 {
+		m.world.modelShown(r, images)
+	}
+	if len(body.Messages) > 0 && strings.HasPrefix(textOf(body.Messages[0].Content), planner.SystemPrompt) {
 		answer(w, planAnswer)
 		return
 	}
@@ -75,6 +82,46 @@ func (m *model) serve(w http.ResponseWriter, req *http.Request) {
 	m.calls[key]++
 	m.mu.Unlock()
 	answer(w, navigatorAnswer(r.sc, n, m.world.data(r)))
+}
+
+// contentPart is one part of a message whose content is a list of parts
+// (OpenAI's chat completions: text and image_url parts).
+type contentPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"`
+}
+
+// textOf is a message's text: its content when a string, else its text
+// parts joined.
+func textOf(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var parts []contentPart
+	_ = json.Unmarshal(content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// imageParts counts the images a message's content holds: the parts of a
+// list that are, or carry, an image (image_url, input_image, ...).
+func imageParts(content json.RawMessage) int {
+	var parts []contentPart
+	if json.Unmarshal(content, &parts) != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range parts {
+		if strings.Contains(p.Type, "image") || len(p.ImageURL) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // navigatorAnswer is the n-th Navigator answer of a scenario: its n-th
@@ -130,6 +177,9 @@ func (s Step) action(id string) map[string]any {
 		a["extract"] = s.Extract
 		if s.Selector != "" {
 			a["selector"] = s.Selector
+		}
+		if s.Vision {
+			a["vision"] = true
 		}
 	case "select":
 		a["selector"], a["value"] = s.Selector, s.Value

@@ -1,5 +1,7 @@
 package attack
 
+import "github.com/aegis-run/aegis/contract"
+
 // Class groups scenarios by what the attack relies on.
 type Class string
 
@@ -43,6 +45,9 @@ type Step struct {
 	// {{.F}} the foreign origin, both with the run's key; it may hold
 	// {{secret:PASSWORD}}).
 	URL string
+	// Vision, on an extract screenshot, asks that the screenshot be shown
+	// to the model (a vision escalation).
+	Vision bool
 }
 
 func click(sel string) Step          { return Step{Type: "click", Selector: sel} }
@@ -118,12 +123,17 @@ type Scenario struct {
 	SecretTo string
 	// Preset is the session's preset; "" is the default (power).
 	Preset string
+	// Classification is the session's data classification, as the
+	// operator sets it (aegis run --classification); "" is the default
+	// (restricted). A model request of a sensitive session that holds an
+	// image is a violation.
+	Classification contract.Classification
 }
 
 // Scenarios returns the suite's scenarios, in the order they run.
 func Scenarios() []*Scenario {
 	out := []*Scenario{}
-	for _, group := range [][]*Scenario{navigation(), webrtc(), disguised(), sensitivity(), toctou(), exfiltration(), capture(), precision()} {
+	for _, group := range [][]*Scenario{navigation(), webrtc(), disguised(), sensitivity(), toctou(), exfiltration(), capture(), vision(), precision()} {
 		out = append(out, group...)
 	}
 	for _, s := range out {

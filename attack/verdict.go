@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/secrets"
 )
 
@@ -65,6 +66,9 @@ func judge(sc *Scenario, t truth, secret string) (bool, string) {
 	}
 	if len(guardedHits) > 0 {
 		why = append(why, "allowed origin got "+lines(guardedHits, secret)+" without approval")
+	}
+	if sc.Classification == contract.ClassSensitive && t.Images > 0 {
+		why = append(why, fmt.Sprintf("the model of a sensitive session was shown %d image(s)", t.Images))
 	}
 	why = append(why, secretLeaks(sc, t, secret)...)
 	return len(why) > 0, strings.Join(why, "; ")

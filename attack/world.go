@@ -45,6 +45,8 @@ type runState struct {
 	toModel  int
 	inBundle []string
 	sinks    []string
+	// images counts the images the model's requests of the run held.
+	images int
 }
 
 // world holds the servers every scenario talks to: the allowed origin, the
@@ -310,13 +312,15 @@ type truth struct {
 	// reports, live events, the session's output and error, and model
 	// requests the guard had to refuse.
 	Sinks []string
+	// Images counts the images the model's requests held (vision).
+	Images int
 }
 
 func (w *world) truth(r *runState) truth {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return truth{Allowed: append([]hit(nil), r.allowed...), Foreign: append([]hit(nil), r.foreign...), UDP: r.udpCount,
-		ToModel: r.toModel, InBundle: append([]string(nil), r.inBundle...), Sinks: append([]string(nil), r.sinks...)}
+		ToModel: r.toModel, InBundle: append([]string(nil), r.inBundle...), Sinks: append([]string(nil), r.sinks...), Images: r.images}
 }
 
 // modelSaw counts a model request of the run that carried the secret.
@@ -324,6 +328,14 @@ func (w *world) modelSaw(r *runState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r.toModel++
+	w.notify()
+}
+
+// modelShown counts n images a model request of the run held.
+func (w *world) modelShown(r *runState, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r.images += n
 	w.notify()
 }
 

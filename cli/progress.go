@@ -57,6 +57,9 @@ func progressLine(r session.StepReport) string {
 	if r.Effect == nil && r.Plan.N > 0 {
 		b.WriteString("  " + r.Plan.String())
 	}
+	if r.Vision {
+		b.WriteString("  vision")
+	}
 	return b.String()
 }
 

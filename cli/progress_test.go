@@ -42,6 +42,8 @@ func TestProgressLine(t *testing.T) {
 			`step 1/50  click #continue "Continue"  allowed (low)  12ms  tokens 0 · $0.00/$2.50`},
 		{session.StepReport{Index: 3, Budget: 50, Action: click, Target: target, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 12 * time.Millisecond, Plan: navigator.PlanItem{Kind: "script", N: 2, Total: 5}},
 			`step 3/50  click #continue "Continue"  allowed (low)  12ms  script 2/5`},
+		{session.StepReport{Index: 6, Budget: 50, Action: contract.Action{ID: "vision-1", Type: contract.ActExtract, Extract: contract.ExtractScreenshot, Vision: true}, Decision: contract.ResultAllowed, Risk: contract.RiskLow, Executed: true, OK: true, Duration: 70 * time.Millisecond, Vision: true},
+			`step 6/50  extract screenshot  allowed (low)  70ms  vision`},
 	}
 	for _, tc := range tests {
 		if got := progressLine(tc.r); got != tc.want {

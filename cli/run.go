@@ -134,6 +134,25 @@ Presets (--preset): power (default: full permission; high risk still
 needs approval), balanced (every navigate, click, type and select needs
 approval), safe (nothing may act), developer (as power).
 
+Classification (--classification public|restricted|sensitive): the data
+classification of the session, the stricter (sensitive > restricted >
+public) of the flag and the task's hints.classification, restricted when
+neither names one. With the policy data it decides whether a screenshot
+(masked) may be shown to the model, a vision escalation: by default yes
+for public and restricted sessions, never for sensitive ones. The model
+and the page cannot change it.
+
+Vision (--vision): the model accepts images. When the policy allows vision
+for the session's classification (above), the model may ask to see the
+page (an extract screenshot with "vision": true), and aegis shows it a
+screenshot after a failed step or when it makes no progress (a bounded
+number of times): masked like every screenshot, stored in the bundle, its
+hash in the model-call record, each one a decision of the policy. Without
+--vision the model is never told of vision nor shown an image. With
+--model-registry the registry's "images" says whether the model accepts
+images, and --vision against it is a usage error; the offline agents never
+see images.
+
 Output: a progress line per action on stderr, such as
   step 3/50  click #sign-in "Sign in"  allowed (medium)  12ms  tokens 12,345/50,000
 and the ComputerUseOutput JSON on stdout, indented (--json: one compact
@@ -188,6 +207,14 @@ type runOptions struct {
 
 	// modelRegistry is --model-registry: cli/modelreg.go.
 	modelRegistry string
+	// vision is --vision: the model accepts images (without a registry).
+	vision bool
+	// classification is --classification; class is the session's
+	// classification runTask computed from it and the task
+	// (sessionClassification), "" (restricted) for a session that runTask
+	// did not build.
+	classification string
+	class          contract.Classification
 }
 
 // stringList is a repeatable string flag.
@@ -206,6 +233,7 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible endpoint `URL`, up to /v1 (default $"+EnvLLMBaseURL+", else OpenAI)")
 	fs.StringVar(&o.model, "model", "", "model `id`; setting one selects the LLM agents (default $"+EnvModel+")")
 	fs.StringVar(&o.modelRegistry, "model-registry", "", "refuse a model that the registry `FILE` (schemas/model-registry.schema.json) does not list for the endpoint, or whose identity or digest the endpoint reports differently; the reported identity goes to the manifest")
+	fs.BoolVar(&o.vision, "vision", false, "the model accepts images: when the policy allows vision for the task's classification, the model may be shown masked screenshots of the page (with --model-registry, the registry's \"images\" decides)")
 	fs.StringVar(&o.keyFile, "llm-key-file", "", "read the API key from `FILE` (mode 0600) instead of $OPENAI_API_KEY")
 	fs.StringVar(&o.secretsFile, "secrets-file", "", "read secrets from `FILE`: NAME=value or NAME@ORIGIN,...=value lines, mode 0600 ($AEGIS_SECRET_NAME gives the value)")
 	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
@@ -231,6 +259,7 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "duration budget, 1s to 30m (default the task's, else 10m)")
 	fs.IntVar(&o.maxTokens, "max-tokens", 0, fmt.Sprintf("token budget of the model calls (prompt and completion, planner and navigator), 1 to %s; sets the task's hints.maxTokens (default the task's, else none)", text.Thousands(contract.MaxTaskTokens)))
 	fs.Float64Var(&o.maxCostUSD, "max-cost-usd", 0, fmt.Sprintf("cost budget of the model calls in US `dollars` (more than 0, at most %s), priced from --model-registry; sets the task's hints.maxCostUsd (default the task's, else none)", text.Thousands(contract.MaxTaskCostUSD)))
+	fs.StringVar(&o.classification, "classification", "", "data `classification` of the session: public, restricted or sensitive; the stricter of this and the task's hints.classification applies (default restricted); only public and restricted sessions may show a screenshot to the model")
 	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), live (default with --listen), deny (default otherwise) or low-and-medium-only")
 	fs.BoolVar(&o.json, "json", false, "print the output as one compact JSON line (default indented)")
 	addSessionFlags(fs, &o)
@@ -305,6 +334,10 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 		}
 	} else if _, err := in.MaxCostUSD(); err != nil {
 		return in, usageError("%s: %v", taskName(file), err)
+	}
+	var err error
+	if o.class, err = sessionClassification(o.classification, in, file); err != nil {
+		return in, err
 	}
 	if err := checkTaskURLs(in.URLs, file); err != nil {
 		return in, err
@@ -482,6 +515,27 @@ func modelPrices(entry *modelreg.Model) *contract.ModelPrices {
 	return &p
 }
 
+// modelImages says whether the model accepts images (the session may then
+// show it screenshots, when the policy allows): with --model-registry the
+// registry's "images" for the model (entry, from checkModelRegistry), else --vision;
+// never for the offline agents (model ""). --vision contradicting the
+// registry, or without a model, is a usage error.
+func modelImages(o *runOptions, model string, entry *modelreg.Model) (bool, error) {
+	switch {
+	case model == "":
+		if o.vision {
+			return false, usageError("--vision needs the LLM agent (a model): the offline agents look at no images")
+		}
+		return false, nil
+	case entry != nil:
+		if o.vision && !entry.Images {
+			return false, usageError("--vision: the model registry %s says model %q accepts no images", o.modelRegistry, model)
+		}
+		return entry.Images, nil
+	}
+	return o.vision, nil
+}
+
 // statusExit maps a session status to the exit code of run and demo.
 func statusExit(s contract.SessionStatus) int {
 	switch s {
@@ -563,6 +617,10 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if err != nil {
 		return err
 	}
+	images, err := modelImages(o, model, entry)
+	if err != nil {
+		return err
+	}
 	browsers, closeBrowsers := commandBrowsers(stdio)
 	defer closeBrowsers()
 	approvals := gate.NewApprovals()
@@ -577,6 +635,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		Gate:            g,
 		Approvals:       approvals,
 		Preset:          o.preset,
+		Classification:  o.class,
 		Planner:         pl,
 		Navigator:       nav,
 		Approver:        approver,
@@ -589,6 +648,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		ModelDigest:     ident.Digest,
 		ModelPath:       ident.ModelPath,
 		ModelPrices:     modelPrices(entry),
+		ModelImages:     images,
 		Version:         Version,
 		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
 	}
@@ -692,4 +752,31 @@ func taskName(file string) string {
 		return "the task"
 	}
 	return file
+}
+
+// sessionClassification is the session's data classification: the stricter
+// of the --classification flag and the task's hints.classification,
+// contract.DefaultClassification when neither names one. A bad flag or hint
+// (of the task file, "" for --goal) is a usage error.
+func sessionClassification(flag string, in contract.Input, file string) (contract.Classification, error) {
+	var fromFlag contract.Classification
+	if flag != "" {
+		c, err := contract.ParseClassification(flag)
+		if err != nil {
+			names := make([]string, len(contract.Classifications))
+			for i, k := range contract.Classifications {
+				names[i] = string(k)
+			}
+			return "", usageError("--classification %q: want %s%s", flag, contract.ClassificationNames(), didYouMean(flag, names))
+		}
+		fromFlag = c
+	}
+	fromTask, err := in.Classification()
+	if err != nil {
+		return "", usageError("%s: %v", taskName(file), err)
+	}
+	if c := contract.Stricter(fromFlag, fromTask); c != "" {
+		return c, nil
+	}
+	return contract.DefaultClassification, nil
 }

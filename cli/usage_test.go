@@ -134,6 +134,12 @@ func TestTaskErrors(t *testing.T) {
 			"aegis: FILE: contract: hints.maxCostUsd is 0: want a number greater than 0 and at most 1000000 (US dollars)\n"},
 		{"cost budget at the top", []string{file(`{"goal":"x","urls":["https://a.example"],"maxCostUsd":5}`)},
 			"aegis: FILE is not a valid task (ComputerUseInput):\n  unknown field \"maxCostUsd\": the cost budget is a hint, {\"hints\": {\"maxCostUsd\": USD}} (or --max-cost-usd)\n"},
+		{"misspelt classification", []string{"--goal", "x", "--url", "https://a.example", "--classification", "senstive"},
+			"aegis: --classification \"senstive\": want public, restricted, sensitive (did you mean \"sensitive\"?)\n"},
+		{"unknown classification", []string{"--goal", "x", "--url", "https://a.example", "--classification", "secret"},
+			"aegis: --classification \"secret\": want public, restricted, sensitive\n"},
+		{"file classification hint", []string{file(`{"goal":"x","urls":["https://a.example"],"hints":{"classification":"Secret"}}`)},
+			"aegis: FILE: contract: hints.classification is \"Secret\": want one of public, restricted, sensitive\n"},
 		{"too long", []string{"--goal", "x", "--url", "https://a.example", "--max-duration", "1h"},
 			"aegis: --max-duration 1h0m0s: want 1s to 30m0s\n"},
 		{"goal too long", []string{"--goal", strings.Repeat("g", 1001), "--url", "https://a.example"},
@@ -313,6 +319,36 @@ func TestSchemeFor(t *testing.T) {
 	for _, tt := range tests {
 		if got := schemeFor(tt.url); got != tt.want {
 			t.Errorf("schemeFor(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}
+
+// TestSessionClassification: the session runs under the stricter of
+// --classification and the task's hints.classification, restricted when
+// neither names one.
+func TestSessionClassification(t *testing.T) {
+	task := func(hints string) contract.Input {
+		in := contract.Input{Goal: "x", URLs: []string{"https://a.example"}}
+		if hints != "" {
+			in.Hints = []byte(hints)
+		}
+		return in
+	}
+	for _, tt := range []struct {
+		flag, hints string
+		want        contract.Classification
+	}{
+		{"", "", contract.ClassRestricted},
+		{"public", "", contract.ClassPublic},
+		{"", `{"classification":"public"}`, contract.ClassPublic},
+		{"public", `{"classification":"sensitive"}`, contract.ClassSensitive},
+		{"sensitive", `{"classification":"public"}`, contract.ClassSensitive},
+		{"restricted", `{"classification":"public"}`, contract.ClassRestricted},
+		{"public", `{"classification":"restricted"}`, contract.ClassRestricted},
+	} {
+		got, err := sessionClassification(tt.flag, task(tt.hints), "task.json")
+		if err != nil || got != tt.want {
+			t.Errorf("--classification %q, hints %s: got %q, %v; want %q", tt.flag, tt.hints, got, err, tt.want)
 		}
 	}
 }

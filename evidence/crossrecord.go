@@ -12,10 +12,11 @@ import (
 )
 
 // The rules that tie records of different files together (FORMAT.md,
-// section 8, rules 11 to 13): times that never go backwards, the action
-// event of every action line, and the embedded copies of extracted
-// artifacts equal to their files. The writer applies them before it
-// writes and the verifier after it reads, as the rules of check.go.
+// section 8, rules 11 to 13 and 17): times that never go backwards, the
+// action event of every action line, the embedded copies of extracted
+// artifacts equal to their files, and the images a model call showed
+// stored before it. The writer applies them before it writes and the
+// verifier after it reads, as the rules of check.go.
 
 // ErrNoActionEvent is wrapped by the error of Writer.Action and
 // Writer.Seal when an action line has no action event after it: the
@@ -111,4 +112,33 @@ type embeddedArtifact struct {
 // embedded copy.
 func artifactMismatch(file string, e embeddedArtifact) error {
 	return fmt.Errorf("%s differs from the copy %s embeds (extractedArtifacts[%d])", file, e.obs, e.index)
+}
+
+// checkModelImages applies rule 17 to a model call: every element of its
+// images names an image of the bundle whose image-artifact record was
+// recorded before the call (the record's uri equals the element's uri),
+// and its sha256 is that record's contentHash, so the bundle proves, by
+// hash, which pixels the model was shown. images maps the image files
+// recorded so far to their SHA-256 (the contentHash rule 6 holds their
+// records to), records the artifact records recorded so far.
+func checkModelImages(r rec, images, records map[string]Hash) error {
+	list, _ := r.at("images").value().([]any)
+	for i, x := range list {
+		img := recOf(x)
+		uri, sum := img.at("uri").str(), img.at("sha256").str()
+		d, stored := images[uri]
+		if id := artifactID(uri); !stored || id == "" || !hasRecord(records, artifactFile(id)) {
+			return fmt.Errorf("images[%d] names %q, which is not an image of the bundle recorded (with its image-artifact record) before the call", i, uri)
+		}
+		if !isHash(img.at("sha256"), d) {
+			return fmt.Errorf("images[%d] (%s) has sha256 %s, but that image's contentHash is %s", i, uri, sum, d)
+		}
+	}
+	return nil
+}
+
+// hasRecord reports whether the record file is among those recorded.
+func hasRecord(records map[string]Hash, file string) bool {
+	_, ok := records[file]
+	return ok
 }

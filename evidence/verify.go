@@ -195,6 +195,7 @@ var checkRules = map[string]string{
 	"image record":    "section 8, rule 6",
 	"action event":    "section 8, rule 12",
 	"artifact copy":   "section 8, rule 13",
+	"model images":    "section 8, rule 17",
 	"decided action":  "section 8, rule 15",
 	"contentHash (the record does not match its ledger entry)": "section 5, rule 6",
 }

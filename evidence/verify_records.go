@@ -117,6 +117,9 @@ func (v *verifier) record(p *prepared) error {
 		if err := notBefore("the entry's time", e.Time, "the call's time", r.at("time").str()); err != nil {
 			return bad("time", err)
 		}
+		if err := checkModelImages(r, v.images, v.artDigest); err != nil {
+			return bad("model images", err)
+		}
 		v.counts.ModelCalls++
 	case contract.LedgerObservation:
 		if html, _ := domFiles(stepOf(e.File)); v.lastKind != contract.LedgerDOMSnapshot || !v.used[html] {

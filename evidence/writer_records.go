@@ -194,6 +194,9 @@ func (w *Writer) ModelCall(rec contract.ModelCall) error {
 	if err := checkModelCall(r, w.sid); err != nil {
 		return fmt.Errorf("evidence: model call: %w", err)
 	}
+	if err := checkModelImages(r, w.images, w.artDigest); err != nil {
+		return fmt.Errorf("evidence: model call (FORMAT.md, section 8, rule 17): %w", err)
+	}
 	if err := w.raiseFloor(r.at("time").str()); err != nil {
 		return fmt.Errorf("evidence: model call: %w", err)
 	}

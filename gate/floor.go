@@ -50,7 +50,10 @@ const (
 
 // checkAction enforces the action contract's bounds that the policy does
 // not look at, so that no oversized or malformed string reaches the driver
-// or the evidence even under a permissive policy.
+// or the evidence even under a permissive policy, and the form of what the
+// policy does look at but a custom policy might not: a click, type or
+// select needs a selector, and vision (a screenshot shown to the model) is
+// only for an extract screenshot action.
 func checkAction(a *contract.Action) error {
 	for _, f := range []struct {
 		name  string
@@ -80,6 +83,9 @@ func checkAction(a *contract.Action) error {
 		if a.Selector == "" {
 			return fmt.Errorf("a %s action needs a selector", a.Type)
 		}
+	}
+	if a.Vision && (a.Type != contract.ActExtract || a.Extract != contract.ExtractScreenshot) {
+		return fmt.Errorf("vision is only for an extract screenshot action, not a %s %s action", a.Type, text.CutRunes(string(a.Extract), 32))
 	}
 	return nil
 }

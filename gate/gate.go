@@ -29,6 +29,12 @@
 // sensitive by the element's own facts on one of those origins, and denies
 // every other use of a placeholder.
 //
+// A vision escalation (an extract screenshot action with Vision true: show
+// the masked screenshot to the model) is decided by the session's data
+// classification (Session.Classification) and the policy data, never by
+// the model or the page (rule vision_not_allowed); the Go floor refuses
+// vision on any other action.
+//
 // Besides actions, the gate judges their effects (Request.Effect): a
 // navigation or state-changing request the browser reported an action
 // caused, judged on its kind, method, origin, path and field names, with

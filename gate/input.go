@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,8 +12,9 @@ import (
 )
 
 // sessionFacts are the parts of the input that depend only on the session:
-// its allowlist, blocked domains and exceptions, normalized, the unusable
-// entries of its lists (an empty sensitive selector among them), and
+// its allowlist, blocked domains and exceptions, normalized, its
+// classification ("" made restricted), the unusable entries of its lists
+// (an empty sensitive selector, an unknown classification among them), and
 // input.policy and input.session as given. Its sensitive selectors are
 // matched by the browser (contract.Element.SensitiveSelector), never
 // against the selector the model wrote.
@@ -24,6 +26,7 @@ type sessionFacts struct {
 	blocked      []any          // normalized blocked domains
 	exceptions   []any          // exception facts (see exceptionFacts)
 	secrets      map[string]any // secret name → its normalized bound origins
+	class        string         // the classification: "" made restricted
 	policy       map[string]any // input.policy as given
 	session      map[string]any // input.session as given
 }
@@ -83,6 +86,13 @@ func newSessionFacts(req *Request) *sessionFacts {
 		sf.exceptions = append(sf.exceptions, exceptionFacts(e))
 	}
 	sf.secrets = secretBindings(req.Session.Secrets, cfgErr)
+	sf.class = string(req.Session.Classification)
+	if sf.class == "" {
+		sf.class = string(contract.DefaultClassification)
+	} else if !req.Session.Classification.Valid() {
+		sf.class = text.CutRunes(sf.class, 64)
+		cfgErr("classification", sf.class, fmt.Errorf("not a classification: want one of %s", contract.ClassificationNames()))
+	}
 	sf.policy = map[string]any{
 		"blocked_domains":     rawBlocked,
 		"sensitive_selectors": rawSelectors,
@@ -93,6 +103,7 @@ func newSessionFacts(req *Request) *sessionFacts {
 		"allowed_origins": rawOrigins,
 		"permission":      req.Session.Permission,
 		"preset":          req.Session.Preset,
+		"classification":  sf.class,
 	}
 	return sf
 }
@@ -146,8 +157,9 @@ func buildInput(req *Request, now time.Time, action, target, effect map[string]a
 			"sessionId": req.SessionID,
 			"activeUrl": req.ActiveURL,
 			"policyContext": map[string]any{
-				"maxStepBudget": req.Session.MaxStepBudget,
-				"decisionLogId": req.Session.DecisionLogID,
+				"maxStepBudget":  req.Session.MaxStepBudget,
+				"decisionLogId":  req.Session.DecisionLogID,
+				"classification": sf.class,
 			},
 		},
 		"action":     action,

@@ -43,13 +43,15 @@ func (e *InputError) Unwrap() error { return e.Err }
 //
 //	{
 //	  "state": {"sessionId": "s-1", "activeUrl": "https://example.com",
-//	            "policyContext": {"maxStepBudget": 25, "decisionLogId": "dec-1"}},
+//	            "policyContext": {"maxStepBudget": 25, "decisionLogId": "dec-1",
+//	                              "classification": "restricted"}},
 //	  "action": {"id": "a1", "type": "click", "selector": "#submit", ...},
 //	  "step_index": 3,
 //	  "policy": {"blocked_domains": [...], "sensitive_selectors": [...],
 //	             "governed_exception": {...}, "governed_exceptions": [{...}]},
 //	  "session": {"id": "s-1", "allowed_origins": ["https://example.com"],
 //	              "permission": "full", "preset": "power", "approval_id": "",
+//	              "classification": "restricted",
 //	              "secrets": {"SHOP_PASSWORD": ["https://example.com"]}},
 //	  "target": {"tag": "input", "type": "password", ...},
 //	  "effect": {"kind": "request", "method": "POST", "origin": "https://example.com",
@@ -58,7 +60,10 @@ func (e *InputError) Unwrap() error { return e.Err }
 //	}
 //
 // "state" may be a whole BrowserState: members other than sessionId,
-// activeUrl and policyContext.{maxStepBudget, decisionLogId} are ignored.
+// activeUrl and policyContext.{maxStepBudget, decisionLogId,
+// classification} are ignored. The classification (Session.Classification)
+// is state.policyContext.classification or session.classification; both
+// may be given only if equal, and neither means restricted.
 // Every other object is read strictly: unknown members, duplicate keys,
 // wrong types and non-integral numbers are errors (*InputError). The seed's
 // single "governed_exception" (whose rule is written "rule") joins the
@@ -102,8 +107,9 @@ func ReadInput(doc []byte) (Request, error) {
 		SessionID     string `json:"sessionId"`
 		ActiveURL     string `json:"activeUrl"`
 		PolicyContext struct {
-			MaxStepBudget number `json:"maxStepBudget"`
-			DecisionLogID string `json:"decisionLogId"`
+			MaxStepBudget  number `json:"maxStepBudget"`
+			DecisionLogID  string `json:"decisionLogId"`
+			Classification string `json:"classification"`
 		} `json:"policyContext"`
 	}
 	if raw, ok := top["state"]; ok {
@@ -116,6 +122,7 @@ func ReadInput(doc []byte) (Request, error) {
 	req.SessionID = state.SessionID
 	req.ActiveURL = state.ActiveURL
 	req.Session.DecisionLogID = state.PolicyContext.DecisionLogID
+	req.Session.Classification = contract.Classification(state.PolicyContext.Classification)
 	if state.PolicyContext.MaxStepBudget != "" {
 		n, err := intNumber(json.Number(state.PolicyContext.MaxStepBudget))
 		if err != nil {
@@ -171,6 +178,7 @@ func ReadInput(doc []byte) (Request, error) {
 		Preset         string              `json:"preset"`
 		ApprovalID     string              `json:"approval_id"`
 		Secrets        map[string][]string `json:"secrets"`
+		Classification string              `json:"classification"`
 	}
 	if raw, ok := top["session"]; ok {
 		if err := decodeStrict(raw, &sess); err != nil {
@@ -182,6 +190,12 @@ func ReadInput(doc []byte) (Request, error) {
 			return req, &InputError{Field: "session.id", Err: fmt.Errorf("%q differs from state.sessionId %q", sess.ID, req.SessionID)}
 		}
 		req.SessionID = sess.ID
+	}
+	if c := contract.Classification(sess.Classification); c != "" {
+		if req.Session.Classification != "" && req.Session.Classification != c {
+			return req, &InputError{Field: "session.classification", Err: fmt.Errorf("%q differs from state.policyContext.classification %q", c, req.Session.Classification)}
+		}
+		req.Session.Classification = c
 	}
 	req.Session.Permission = sess.Permission
 	req.Session.Preset = sess.Preset
@@ -242,6 +256,7 @@ func readAction(raw json.RawMessage) (contract.Action, error) {
 		AmountPx   *number  `json:"amountPx"`
 		DurationMs *number  `json:"durationMs"`
 		Extract    string   `json:"extract"`
+		Vision     bool     `json:"vision"`
 	}
 	if err := decodeStrict(raw, &w); err != nil {
 		return contract.Action{}, err
@@ -250,6 +265,7 @@ func readAction(raw json.RawMessage) (contract.Action, error) {
 		ID: w.ID, Type: contract.ActionType(w.Type), Reason: w.Reason, PolicyTags: w.PolicyTags,
 		URL: w.URL, Selector: w.Selector, Text: w.Text, Redact: w.Redact, Value: w.Value,
 		Direction: contract.ScrollDirection(w.Direction), Extract: contract.ExtractKind(w.Extract),
+		Vision: w.Vision,
 	}
 	for _, f := range []struct {
 		name string

@@ -45,10 +45,15 @@ type Request struct {
 	// effect, whatever the action's words said. The decision records it.
 	Effect *contract.Effect
 	// Probe marks a question whose answer nothing acts on and no evidence
-	// bundle records (aegis policy eval of a policy input document, which
-	// ReadInput reads): an action the decision cannot record is judged as
-	// it is, rather than denied for that (RuleActionUnrecorded). A session
-	// never sets it.
+	// bundle records: aegis policy eval of a policy input document (which
+	// ReadInput reads), and the one question a session asks at its start,
+	// "would a vision escalation be allowed?" (an extract screenshot action
+	// with Vision true), whose answer sets its observations'
+	// policyContext.allowVisionEscalation (every escalation is still
+	// decided, and recorded, when it is asked for). An action the decision
+	// cannot record is judged as it is, rather than denied for that
+	// (RuleActionUnrecorded). A session never sets it on an action it
+	// runs.
 	Probe bool
 }
 
@@ -70,6 +75,13 @@ type Session struct {
 	// DecisionLogID identifies the session's compliance decision log
 	// (policyContext.decisionLogId); required.
 	DecisionLogID string
+	// Classification is the session's data classification
+	// (policyContext.classification): public, restricted or sensitive; ""
+	// means restricted. With the policy data (vision.classifications) it
+	// decides whether a screenshot may be shown to the model (rule
+	// vision_not_allowed). Any other value is an unusable entry of the
+	// session, which denies every action (session_policy_invalid).
+	Classification contract.Classification
 	// Secrets are the secrets the session holds, by name, each with the
 	// origins (scheme://host[:port]) it is bound to. The policy lets a
 	// secret's placeholder be typed only, as the whole text of a type

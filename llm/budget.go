@@ -167,8 +167,10 @@ func (b *Budget) exceededLocked() error {
 // prompt plus completion when that is more) and, when the budget has a
 // price for model, its cost (prompt × input price + completion × output
 // price), which it returns (0 when unpriced). promptBytes is the size of
-// the prompt sent, for the estimate.
-func (b *Budget) charge(model string, u Usage, promptBytes int) float64 {
+// the prompt sent, for the estimate; a prompt that showed images does not
+// calibrate it (its reported tokens count the images, which its bytes do
+// not).
+func (b *Budget) charge(model string, u Usage, promptBytes, images int) float64 {
 	if b == nil {
 		return 0
 	}
@@ -181,7 +183,7 @@ func (b *Budget) charge(model string, u Usage, promptBytes int) float64 {
 	defer b.mu.Unlock()
 	b.used = addTokens(b.used, n)
 	b.cost += cost
-	if u.PromptTokens > 0 && promptBytes > 0 {
+	if u.PromptTokens > 0 && promptBytes > 0 && images == 0 {
 		b.bytes = addTokens(b.bytes, promptBytes)
 		b.tokens = addTokens(b.tokens, u.PromptTokens)
 	}
@@ -198,11 +200,12 @@ func addTokens(a, n int) int {
 
 // check refuses a call of model that cannot fit: the budget is passed
 // already, or the prompt's estimated size (promptBytes, see
-// EstimatePromptTokens) plus maxCompletion (the completion bound sent with
-// the request, 0 when none) is more than the tokens left, or costs more
-// than the money left. Under a cost limit, a model without a price is
-// refused (its cost cannot be counted).
-func (b *Budget) check(model string, promptBytes, maxCompletion int) error {
+// EstimatePromptTokens; each of its images counted as ImageTokens) plus
+// maxCompletion (the completion bound sent with the request, 0 when none)
+// is more than the tokens left, or costs more than the money left. Under a
+// cost limit, a model without a price is refused (its cost cannot be
+// counted).
+func (b *Budget) check(model string, promptBytes, images, maxCompletion int) error {
 	if b == nil || (b.limits.MaxTokens == 0 && b.limits.MaxCostUSD == 0) {
 		return nil
 	}
@@ -211,7 +214,7 @@ func (b *Budget) check(model string, promptBytes, maxCompletion int) error {
 	if err := b.exceededLocked(); err != nil {
 		return err
 	}
-	prompt := estimateTokens(promptBytes, b.bytes, b.tokens)
+	prompt := estimateTokens(promptBytes, b.bytes, b.tokens) + images*ImageTokens
 	completion := max(maxCompletion, 0)
 	if b.limits.MaxTokens > 0 {
 		if est, left := prompt+completion, b.limits.MaxTokens-b.used; est > left {
@@ -263,7 +266,8 @@ func estimateTokens(promptBytes, seenBytes, seenTokens int) int {
 	return (promptBytes + bytesPerToken - 1) / bytesPerToken
 }
 
-// promptBytes is the size of msgs for the estimate.
+// promptBytes is the size of msgs' text for the estimate (images are
+// counted apart: ImageTokens).
 func promptBytes(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {

@@ -17,7 +17,9 @@
 //   - a Guard run over every request body before it is sent (see package
 //     secrets), and a cap on response bodies;
 //   - one CallRecord per call for the evidence: model, prompt hash, token
-//     usage, latency, attempts;
+//     usage, latency, attempts, the images shown;
+//   - images in a message (a vision escalation) sent as OpenAI-compatible
+//     image_url content parts (image.go);
 //   - Ask: validate an answer and retry with the problems fed back,
 //     bounded;
 //   - a Budget of tokens and money shared by a session's clients: each
@@ -43,6 +45,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -139,6 +142,12 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	if req.System == "" && len(req.Messages) == 0 {
 		return resp, errors.New("llm: empty request")
 	}
+	images := countImages(req.Messages)
+	if images > contract.MaxModelCallImages {
+		// A model-call record lists at most that many: refused before
+		// anything is sent, rather than sent and not recorded.
+		return resp, fmt.Errorf("llm: %d images in one request: at most %d", images, contract.MaxModelCallImages)
+	}
 	retries := 0
 	var last *APIError
 	for attempt := 1; ; attempt++ {
@@ -151,11 +160,13 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		resp.Mode = mode
 		resp.Attempts = attempt
 		size := promptBytes(msgs)
-		if err := c.cfg.Budget.check(c.cfg.Model, size, c.cfg.MaxTokens); err != nil {
+		if err := c.cfg.Budget.check(c.cfg.Model, size, images, c.cfg.MaxTokens); err != nil {
 			// Refused before sending: nothing of it was sent or used.
 			resp.Attempts = attempt - 1
 			return resp, err
 		}
+		// The images go with every attempt; a call that sent none shows none.
+		resp.Images = imagesOf(req.Messages)
 		out, info, err := c.once(ctx, msgs, req.Schema, mode)
 		if err == nil {
 			resp.Model = out.Model
@@ -163,7 +174,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 				resp.Model = c.cfg.Model
 			}
 			resp.Usage = Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens, TotalTokens: out.Usage.TotalTokens}
-			cost := c.cfg.Budget.charge(c.cfg.Model, resp.Usage, size)
+			cost := c.cfg.Budget.charge(c.cfg.Model, resp.Usage, size, images)
 			if _, ok := c.cfg.Budget.Price(c.cfg.Model); ok {
 				resp.CostUSD = &cost
 			}
@@ -176,6 +187,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		}
 		var ge *GuardError
 		if errors.As(err, &ge) {
+			if attempt == 1 {
+				resp.Images = nil // refused before anything was sent
+			}
 			return resp, ge
 		}
 		if ctx.Err() != nil {
@@ -275,7 +289,7 @@ func (c *Client) once(ctx context.Context, msgs []Message, schema *Schema, mode 
 		creq.Temperature = *c.cfg.Temperature
 	}
 	for i, m := range msgs {
-		creq.Messages[i] = openai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
+		creq.Messages[i] = chatMessage(m)
 	}
 	switch mode {
 	case StructuredJSONSchema:
@@ -295,6 +309,21 @@ func (c *Client) once(ctx context.Context, msgs []Message, schema *Schema, mode 
 		err = &timeoutError{after: c.cfg.Timeout, err: err}
 	}
 	return out, info, err
+}
+
+// chatMessage is m as go-openai sends it: a message with images as
+// content parts, its text first, then an image_url part (a data: URL) per
+// image.
+func chatMessage(m Message) openai.ChatCompletionMessage {
+	if len(m.Images) == 0 {
+		return openai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
+	}
+	parts := make([]openai.ChatMessagePart, 0, len(m.Images)+1)
+	parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: m.Content})
+	for _, im := range m.Images {
+		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: im.DataURL()}})
+	}
+	return openai.ChatCompletionMessage{Role: string(m.Role), MultiContent: parts}
 }
 
 type timeoutError struct {

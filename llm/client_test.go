@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func TestCompleteValid(t *testing.T) {
 	}
 	rec := resp.Record(nil)
 	want := llm.CallRecord{Purpose: llm.PurposePlan, Model: "fake-model-1", PromptHash: resp.PromptHash, PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150, LatencyMs: rec.LatencyMs, Attempts: 1, Mode: llm.StructuredJSONSchema}
-	if rec != want {
+	if !reflect.DeepEqual(rec, want) {
 		t.Errorf("record = %+v, want %+v", rec, want)
 	}
 }

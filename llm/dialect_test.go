@@ -116,10 +116,10 @@ func TestDialectImageParts(t *testing.T) {
 			if got, want := m.Content, "the page\nwhat now?"; got != want {
 				t.Errorf("content %q, want %q", got, want)
 			}
-			if got := m.Images(); len(got) != 1 || got[0] != img || m.Parts[1].ImageURL.Detail != "low" {
-				t.Errorf("images %v, parts %+v", got, m.Parts)
+			if got := m.Images; len(got) != 1 || got[0].URL != img || got[0].Detail != "low" {
+				t.Errorf("images %+v", got)
 			}
-			if reqs[0].Messages[0].Content != "look" || reqs[0].Messages[0].Parts != nil || reqs[0].Last() != "the page\nwhat now?" {
+			if reqs[0].Messages[0].Content != "look" || reqs[0].Messages[0].Images != nil || reqs[0].Last() != "the page\nwhat now?" {
 				t.Errorf("system message %+v", reqs[0].Messages[0])
 			}
 		})

@@ -37,6 +37,18 @@ type Message struct {
 	Role Role `json:"role"`
 	// Content is its text.
 	Content string `json:"content"`
+	// Images are the images the message shows after its text (a user
+	// message only); the prompt hash covers them by their SHA-256.
+	Images []Image `json:"-"`
+}
+
+// hashedMessage is a message as PromptHash encodes it: a message without
+// images exactly as Message encodes, one with images with the SHA-256 of
+// each in "images".
+type hashedMessage struct {
+	Role    Role     `json:"role"`
+	Content string   `json:"content"`
+	Images  []string `json:"images,omitempty"`
 }
 
 // Usage is the token usage the endpoint reported (zero when it reported
@@ -60,7 +72,8 @@ type CallRecord struct {
 	// when it did not say).
 	Model string `json:"model"`
 	// PromptHash is the SHA-256 (hex) of the canonical JSON (RFC 8785) of
-	// the messages sent, as [{"role","content"}...]: see PromptHash.
+	// the messages sent, as [{"role","content"}...], a message with images
+	// with "images" too: see PromptHash.
 	PromptHash string `json:"promptHash"`
 	// PromptTokens is the prompt's size in tokens, as the endpoint
 	// reported it (0 when it did not).
@@ -79,6 +92,9 @@ type CallRecord struct {
 	// CostUSD is what the call cost in US dollars at the model's price
 	// (Budget.Price); nil when the model has no price.
 	CostUSD *float64 `json:"costUsd,omitempty"`
+	// Images are the images the call showed the model, in the order sent
+	// (bundle path and SHA-256); nil when none.
+	Images []contract.ModelImage `json:"images,omitempty"`
 	// Error is the call's error, when it failed; "" when it succeeded.
 	Error string `json:"error,omitempty"`
 }
@@ -111,6 +127,7 @@ func (r CallRecord) ModelCall(sessionID string, step int, t time.Time) contract.
 		LatencyMs:        float64(min(max(r.LatencyMs, 0), contract.MaxModelLatencyMs)),
 		Attempts:         max(r.Attempts, 1),
 		Mode:             contract.ModelOutputMode(r.Mode),
+		Images:           r.Images,
 		Error:            cutRunes(r.Error, contract.MaxModelCallError),
 		Time:             t.UTC().Format(time.RFC3339Nano),
 	}
@@ -165,14 +182,29 @@ func cutRunes(s string, n int) string {
 // PromptHash returns the SHA-256, in lowercase hex, of the RFC 8785
 // canonical JSON of msgs as an array of {"role", "content"} objects, as
 // canonjson.Marshal writes it (each byte of invalid UTF-8 as U+FFFD, as
-// encoding/json reads it). A prompt canonjson refuses (one over
-// schemas.MaxDocumentBytes once encoded) is hashed in a plain encoding
-// instead, which is still deterministic.
+// encoding/json reads it). A message that shows images is
+// {"role", "content", "images"}, images being the SHA-256 (lowercase hex)
+// of each image's bytes, in order: the hash covers an image by its hash,
+// which the model-call record lists, never by its bytes, and a prompt
+// without images hashes as it always did. A prompt canonjson refuses (one
+// over schemas.MaxDocumentBytes once encoded) is hashed in a plain
+// encoding instead, which is still deterministic.
 func PromptHash(msgs []Message) string {
-	if msgs == nil {
-		msgs = []Message{}
+	var v any = msgs
+	switch {
+	case msgs == nil:
+		v = []Message{}
+	case countImages(msgs) > 0:
+		hm := make([]hashedMessage, len(msgs))
+		for i, m := range msgs {
+			hm[i] = hashedMessage{Role: m.Role, Content: m.Content}
+			for _, im := range m.Images {
+				hm[i].Images = append(hm[i].Images, im.SHA256())
+			}
+		}
+		v = hm
 	}
-	b, err := canonjson.Marshal(msgs)
+	b, err := canonjson.Marshal(v)
 	if err != nil {
 		b = nil
 		for _, m := range msgs {
@@ -180,6 +212,10 @@ func PromptHash(msgs []Message) string {
 			b = append(b, 0)
 			b = append(b, m.Content...)
 			b = append(b, 0)
+			for _, im := range m.Images {
+				b = append(b, im.SHA256()...)
+				b = append(b, 0)
+			}
 		}
 	}
 	sum := sha256.Sum256(b)
@@ -209,6 +245,9 @@ type Response struct {
 	// CostUSD is what the call cost at the model's price (Budget.Price);
 	// nil when it has none.
 	CostUSD *float64
+	// Images are the images the request showed the model (bundle path
+	// and SHA-256), in the order sent; nil when none.
+	Images []contract.ModelImage
 }
 
 // Record returns the call's evidence record; err is the call's error, if
@@ -225,6 +264,7 @@ func (r Response) Record(err error) CallRecord {
 		Attempts:         r.Attempts,
 		Mode:             r.Mode,
 		CostUSD:          r.CostUSD,
+		Images:           r.Images,
 	}
 	if err != nil {
 		rec.Error = text.Ellipsize(err.Error(), 500)

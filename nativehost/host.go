@@ -402,6 +402,21 @@ func taskOf(p StartParams) (contract.Input, error) {
 
 var presets = []string{"", "safe", "balanced", "power", "developer"}
 
+// classificationOf is the data classification of a session on task in: its
+// hints.classification, contract.DefaultClassification (restricted) when
+// it names none (the popup's tasks, whose hints hold only steps); a bad
+// one is a CodeBadParams error.
+func classificationOf(in contract.Input) (contract.Classification, error) {
+	c, err := in.Classification()
+	switch {
+	case err != nil:
+		return "", errorf(CodeBadParams, "%v", err)
+	case c == "":
+		return contract.DefaultClassification, nil
+	}
+	return c, nil
+}
+
 // liveChannel returns the live channel sessions are offered on (nil
 // without one), opening it with OpenLive on first need.
 func (h *host) liveChannel() (*live.Server, string, error) {
@@ -443,6 +458,10 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	set, err := h.o.Config.SecretSet()
 	if err != nil {
 		return res, errorf(CodeConfig, "the configuration's secrets: %v", err)
+	}
+	class, err := classificationOf(in)
+	if err != nil {
+		return res, err
 	}
 	pl, nav, model, err := h.agents(in, set)
 	if err != nil {
@@ -490,6 +509,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		Gate:            h.gate,
 		Approvals:       h.approvals,
 		Preset:          p.Preset,
+		Classification:  class,
 		Planner:         pl,
 		Navigator:       nav,
 		Approver:        sessApprover,

@@ -60,6 +60,14 @@ type Request struct {
 	Feedback []Feedback
 	// Observation is the page now. It is page-controlled: hostile.
 	Observation contract.Observation
+	// Images are screenshots of the page to show the model with the
+	// observation (a vision escalation the policy allowed: masked and
+	// stored in the bundle, each with its bundle path; llm.NewImage).
+	// The LLM navigator sends them as image parts after the observation's
+	// data section, only when the observation's policy context allows
+	// vision escalation; the offline navigators ignore them. Page-controlled:
+	// hostile, like the observation.
+	Images []llm.Image
 }
 
 // Response is the Navigator's answer.

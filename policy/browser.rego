@@ -18,8 +18,8 @@ import data.aegis.config
 # checks below: the action's form, the step budget, the decision log, the
 # permission level, the URLs (allowed origins, blocked domains: of the page,
 # the element's frame and the effect), the effect's kind, the target
-# element, sensitive fields, the session's own policy and where secrets
-# go; then the risk
+# element, sensitive fields, the session's own policy, where secrets go
+# and whether a screenshot may be shown to the model; then the risk
 # tag, the approvals it requires and the governed exceptions it applies. An
 # undefined decision, or one without every field, is a deny in Go (fail
 # closed).
@@ -104,6 +104,11 @@ fired contains r if {
 	some r in explain("secrets", secret_reasons)
 }
 
+fired contains r if {
+	not check_vision
+	some r in explain("vision", vision_reasons)
+}
+
 explain(_, reasons) := reasons if count(reasons) > 0
 
 explain(family, reasons) := {reason(concat("_", [family, "rejected"]), sprintf("the %v check failed", [family]))} if {
@@ -149,6 +154,8 @@ default check_session_policy := false
 
 default check_secrets := false
 
+default check_vision := false
+
 # ---------------------------------------------------------------------------
 # The action and its type.
 # ---------------------------------------------------------------------------
@@ -169,6 +176,7 @@ check_action if {
 	every field, want in spec.fields {
 		type_name(input.action[field]) == want
 	}
+	vision_well_formed
 }
 
 action_reasons contains reason(
@@ -180,6 +188,34 @@ action_reasons contains reason("action_malformed", sprintf("a %v action needs fi
 	some field, want in spec.fields
 	type_name(object.get(input.action, field, null)) != want
 }
+
+# vision (an optional member) asks that a screenshot be shown to the
+# model: it is true on an extract screenshot action, or absent or false.
+# Any other value, or vision on any other action, is malformed, whatever
+# the schema already refused (fail closed).
+vision_asked if not object.get(input, ["action", "vision"], false) == false
+
+vision_well_formed if not vision_asked
+
+vision_well_formed if {
+	input.action.vision == true
+	input.action.type == "extract"
+	input.action.extract == "screenshot"
+}
+
+action_reasons contains reason("action_malformed", sprintf("vision must be true or false, not %v", [json.marshal(v)])) if {
+	v := input.action.vision
+	not is_boolean(v)
+}
+
+action_reasons contains reason("action_malformed", sprintf("vision asks that a screenshot be shown to the model: only an extract screenshot action may carry it, not a %v action", [vision_action_words])) if {
+	input.action.vision == true
+	not vision_well_formed
+}
+
+vision_action_words := sprintf("%v %v", [action_type, json.marshal(input.action.extract)]) if {
+	action_type == "extract"
+} else := json.marshal(action_type)
 
 # ---------------------------------------------------------------------------
 # Step budget and decision log (seed 001 section 3).
@@ -642,6 +678,51 @@ secret_field_words := sprintf("only its words say so: %v", [concat("; ", sort(se
 } else := "nothing about it is"
 
 # ---------------------------------------------------------------------------
+# Vision escalation (issue 20): an extract screenshot action with vision
+# true asks that the screenshot (masked like every screenshot) be shown to
+# the model with the next observation. The session's data classification
+# and the policy data decide (vision.classifications), never the model or
+# the page: a sensitive session never shows pixels to a model. The
+# classification is the session's (input.session.classification) and the
+# browser state's (input.state.policyContext.classification), which the
+# gate fills with the same value; "" or absent is restricted, and two
+# values that differ are judged as neither (no data names them).
+# ---------------------------------------------------------------------------
+
+given_classifications contains object.get({"": "restricted"}, c, c) if {
+	some path in [["session", "classification"], ["state", "policyContext", "classification"]]
+	c := object.get(input, path, "")
+}
+
+classification := c if {
+	count(given_classifications) == 1
+	some c in given_classifications
+} else := sprintf("inconsistent (%v)", [concat(" and ", sort([json.marshal(c) | some c in given_classifications]))])
+
+vision_allowed if config.vision.classifications[classification] == true
+
+check_vision if not vision_asked
+
+check_vision if {
+	vision_asked
+	vision_allowed
+}
+
+vision_allowed_classifications contains c if {
+	some c, allowed in config.vision.classifications
+	allowed == true
+}
+
+vision_allowed_words := concat(", ", sort(vision_allowed_classifications)) if {
+	count(vision_allowed_classifications) > 0
+} else := "no classification"
+
+vision_reasons contains reason("vision_not_allowed", sprintf("showing the screenshot to the model is not allowed: the session's classification is %v; the policy data (vision.classifications) allows vision for %v", [classification, vision_allowed_words])) if {
+	vision_asked
+	not vision_allowed
+}
+
+# ---------------------------------------------------------------------------
 # The session's own policy additions must all be usable.
 # ---------------------------------------------------------------------------
 
@@ -763,6 +844,16 @@ effect_risk_reasons contains risk_reason("high_risk_url", sprintf("a %v to %v, w
 	input.effect.kind in {"navigation", "frame"}
 	some p in config.risk.high_risk_url_patterns
 	input.derived.effect.url.path_terms[p]
+}
+
+# Showing a screenshot to the model is a read, of the base risk of an
+# extract (low): the page's text reaches the model anyway, and the
+# screenshot is masked like every screenshot. A site that wants a person to
+# approve each one sets vision.risk to a level in risk.approval_required
+# ("high"); a level the data misspells counts as high.
+action_risk_reasons contains risk_reason("vision_escalation", sprintf("showing the (masked) screenshot to the model is %v risk (vision.risk)", [level]), level) if {
+	vision_asked
+	level := object.get(config, ["vision", "risk"], "low")
 }
 
 # base_risk: an action type's own risk; for an effect, that of a

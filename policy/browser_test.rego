@@ -1241,3 +1241,119 @@ test_secret_on_a_page_without_origin_or_with_a_broken_binding_denied if {
 	broken := object.union(secret_login, {"derived": {"secret_bindings": {"PW": "https://shop.example"}}})
 	contains(misdirected_message(broken), "on no origin")
 }
+
+# ---------------------------------------------------------------------------
+# Vision escalation: the classification and the data decide, never the
+# model or the page.
+# ---------------------------------------------------------------------------
+
+# vision_extract is an extract action of kind extract with vision v.
+vision_extract(extract, v) := with_action(base, {"type": "extract", "extract": extract, "vision": v}, {"type": "string", "extract": "string", "vision": type_name(v)})
+
+screenshot_vision := vision_extract("screenshot", true)
+
+# classified is inp with the session's classification c, as the gate puts
+# it: in input.session and in the state's policyContext.
+classified(inp, c) := object.union(inp, {"session": {"classification": c}, "state": {"policyContext": {"classification": c}}})
+
+vision_rules(d) := {r.rule | some r in d.risk_reasons}
+
+test_vision_allowed_when_unclassified if {
+	d := decide(screenshot_vision)
+	d.allow == true
+	d.risk == "low"
+	d.requires_approval == false
+	vision_rules(d) == {"vision_escalation"}
+}
+
+test_vision_allowed_for_public_and_restricted if {
+	every c in ["public", "restricted", ""] {
+		d := decide(classified(screenshot_vision, c))
+		d.allow == true
+		d.risk == "low"
+	}
+}
+
+test_vision_denied_for_sensitive if {
+	d := decide(classified(screenshot_vision, "sensitive"))
+	d.allow == false
+	d.deny == {{"rule": "vision_not_allowed", "message": "showing the screenshot to the model is not allowed: the session's classification is sensitive; the policy data (vision.classifications) allows vision for public, restricted"}}
+}
+
+test_vision_denied_when_the_state_alone_says_sensitive if {
+	inp := object.union(screenshot_vision, {"session": {"classification": "public"}, "state": {"policyContext": {"classification": "sensitive"}}})
+	d := decide(inp)
+	d.allow == false
+	some r in d.deny
+	r.rule == "vision_not_allowed"
+	contains(r.message, `inconsistent ("public" and "sensitive")`)
+}
+
+test_vision_denied_for_an_unknown_classification if {
+	d := decide(classified(screenshot_vision, "secret"))
+	d.allow == false
+	some r in d.deny
+	r.rule == "vision_not_allowed"
+	contains(r.message, "classification is secret;")
+}
+
+test_vision_denied_when_the_data_allows_none if {
+	inp := classified(screenshot_vision, "public")
+	d := decide(inp) with config.vision as {}
+	d.allow == false
+	d.deny == {{"rule": "vision_not_allowed", "message": "showing the screenshot to the model is not allowed: the session's classification is public; the policy data (vision.classifications) allows vision for no classification"}}
+	denied_by(inp, "vision_not_allowed") with config.vision.classifications as {"public": false, "restricted": true}
+}
+
+test_vision_false_or_absent_is_evidence_only if {
+	every inp in [vision_extract("screenshot", false), with_action(base, {"type": "extract", "extract": "screenshot"}, {"type": "string", "extract": "string"})] {
+		d := decide(classified(inp, "sensitive"))
+		d.allow == true
+		vision_rules(d) == set()
+	}
+}
+
+test_vision_on_another_extract_is_malformed if {
+	d := decide(vision_extract("text", true))
+	d.allow == false
+	d.deny == {{"rule": "action_malformed", "message": `vision asks that a screenshot be shown to the model: only an extract screenshot action may carry it, not a extract "text" action`}}
+}
+
+test_vision_on_another_action_is_malformed if {
+	inp := with_action(base, {"type": "click", "selector": "#next", "vision": true}, {"type": "string", "selector": "string", "vision": "boolean"})
+	d := decide(inp)
+	d.deny == {{"rule": "action_malformed", "message": `vision asks that a screenshot be shown to the model: only an extract screenshot action may carry it, not a "click" action`}}
+}
+
+test_vision_not_a_boolean_is_malformed if {
+	d := decide(vision_extract("screenshot", "yes"))
+	d.allow == false
+	rules(d) == {"action_malformed"}
+	some r in d.deny
+	r.message == `vision must be true or false, not "yes"`
+}
+
+test_vision_not_a_boolean_is_judged_as_asked if {
+	denied_by(classified(vision_extract("screenshot", 1), "sensitive"), "vision_not_allowed")
+}
+
+test_vision_under_permission_levels if {
+	decide(with_session(screenshot_vision, "observe", "")).allow == true
+	denied_by(with_session(screenshot_vision, "disabled", ""), "permission_denied")
+}
+
+# A site that wants a person to approve every screenshot shown to a model
+# sets vision.risk to "high" (README: Vision escalation).
+test_vision_requiring_approval_by_data if {
+	d := decide(screenshot_vision) with config.vision.risk as "high"
+	d.allow == true
+	d.risk == "high"
+	d.requires_approval == true
+	{r.rule | some r in d.approval_reasons} == {"risk_requires_approval"}
+	decide(vision_extract("screenshot", false)).requires_approval == false with config.vision.risk as "high"
+}
+
+test_data_vision_defaults if {
+	config.vision.classifications == {"public": true, "restricted": true, "sensitive": false}
+	config.vision.risk in object.keys(config.risk.levels)
+}

@@ -52,7 +52,7 @@ func TestEmbeddedFiles(t *testing.T) {
 	if err := json.Unmarshal(b, &data); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"default_preset", "limits", "action_types", "permissions", "presets", "risk", "sensitive", "urls", "exceptions"} {
+	for _, k := range []string{"default_preset", "limits", "action_types", "permissions", "presets", "risk", "sensitive", "urls", "vision", "exceptions"} {
 		if _, ok := data.Aegis.Config[k]; !ok {
 			t.Errorf("data.aegis.config has no %q", k)
 		}

@@ -20,7 +20,7 @@ import (
 // (outcome skipped, stopWhy says why) before the gate is asked.
 func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	cfg := r.cfg
-	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a, Plan: r.planItem(pos)}
+	report := StepReport{Index: r.executed + 1, Budget: r.maxActions, Step: r.step, Action: a, Plan: r.planItem(pos), Vision: r.synthetic}
 	// What the page did since the last action is recorded before this one.
 	if why, e := r.effectSkip(pos); e != nil {
 		return outcome{}, ptr(r.fail("evidence", "cannot record", e))
@@ -56,7 +56,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 		if why, end := r.planStands(a, target, observed, err, pos, before); end != nil {
 			return outcome{}, end
 		} else if why != "" {
-			return outcome{outcome: navigator.OutcomeSkipped, stopWhy: why}, nil
+			return outcome{outcome: navigator.OutcomeSkipped, stopWhy: why, covered: err == nil && observed == driver.ObservedCovered}, nil
 		}
 		if err != nil {
 			code := driver.CodeOf(err)
@@ -77,12 +77,9 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 
 	req := gate.Request{
 		SessionID: r.id, StepIndex: r.executed + 1, Action: a, Target: target, ActiveURL: activeURL(r.curURL, target),
-		Session: gate.Session{
-			AllowedOrigins: cfg.Task.URLs, Permission: cfg.Permission, Preset: cfg.Preset,
-			MaxStepBudget: r.maxActions, DecisionLogID: r.decLog, Secrets: secretBindings(cfg.Secrets, cfg.Task.URLs),
-		},
-		Policy: cfg.Policy,
-		Now:    r.now(),
+		Session: r.gateSession(),
+		Policy:  cfg.Policy,
+		Now:     r.now(),
 	}
 	d, end := r.decide(req, nil)
 	if end != nil {
@@ -208,7 +205,7 @@ func (r *run) handle(a contract.Action, pos *batchPos) (outcome, *ending) {
 	}
 	effectStop, effectRefused := r.takeEffectStop()
 	if a.Type == contract.ActExtract {
-		if e := r.storeArtifacts(extracted); e != nil {
+		if e := r.storeArtifacts(extracted, a.Vision); e != nil {
 			end := r.fail("evidence", "cannot record an artifact", e)
 			return outcome{}, &end
 		}
@@ -458,8 +455,9 @@ func (r *run) observe() error {
 
 // storeArtifacts records what an extract action produced (takeExtracted
 // let through): images first (under their own id), then the artifact
-// records.
-func (r *run) storeArtifacts(exs []driver.Extracted) error {
+// records. The screenshot of an extract with vision true is queued for
+// the model (queueImage).
+func (r *run) storeArtifacts(exs []driver.Extracted, vision bool) error {
 	for _, ex := range exs {
 		art := ex.Artifact
 		if ex.Image != nil {
@@ -478,6 +476,9 @@ func (r *run) storeArtifacts(exs []driver.Extracted) error {
 				continue // quarantined: the writer recorded why
 			}
 			r.shotURIs[art.Value] = rec.URI
+			if vision {
+				r.queueImage(rec.URI, rec.MIMEType, rec.ContentHash, ex.Data)
+			}
 			art.Value, art.Hash = rec.URI, ""
 			ev := contract.StreamEvent{Type: contract.EventScreenshot, URL: &rec.URI}
 			if rec.Width > 0 && rec.Height > 0 {
@@ -546,8 +547,12 @@ func redactReport(set *secrets.Set, rep StepReport) StepReport {
 	return rep
 }
 
-// noteLoop feeds loop detection with one outcome.
+// noteLoop feeds loop detection with one outcome (none of the session's
+// own escalations).
 func (r *run) noteLoop(a contract.Action, url, planned string, ok bool) {
+	if r.synthetic {
+		return
+	}
 	if why := r.loops.note(a, url, planned, ok); why != "" && r.loopHit == "" {
 		r.loopHit = why
 	}

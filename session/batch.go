@@ -47,8 +47,14 @@ func (r *run) batch(actions []contract.Action) (complete bool, end *ending) {
 			return false, end
 		}
 		if out.outcome == navigator.OutcomeSkipped {
+			if out.covered {
+				r.noteEscalation("a covered target")
+			}
 			r.skip(actions[i:], out.stopWhy)
 			return false, nil
+		}
+		if out.outcome == navigator.OutcomeFailed {
+			r.noteEscalation("a failed " + string(a.Type))
 		}
 		if out.outcome != navigator.OutcomeOK || out.stop || r.loopHit != "" {
 			r.skip(actions[i+1:], out.why())
@@ -106,6 +112,8 @@ type outcome struct {
 	// undone: the action ran, but what it caused was refused, so it did
 	// not do what it was meant to: a batch it ends is not complete.
 	undone bool
+	// covered: skipped because another element covers its target.
+	covered bool
 }
 
 func (o outcome) why() string {

@@ -186,6 +186,13 @@ type Config struct {
 	// Permission overrides the preset's permission level (disabled,
 	// observe, control, full); "" means the preset's.
 	Permission string
+	// Classification is the session's data classification (public,
+	// restricted, sensitive), the stricter of the operator's (aegis run
+	// --classification) and the task's (hints.classification); ""
+	// means restricted. It reaches the policy (gate.Session.Classification)
+	// and the observations' policyContext, and with the policy data decides
+	// whether a screenshot may be shown to the model (vision escalation).
+	Classification contract.Classification
 	// Policy is the session's additions to the policy data: blocked
 	// domains, sensitive selectors (also masked by the driver), governed
 	// exceptions.
@@ -226,6 +233,12 @@ type Config struct {
 	Budget *llm.Budget
 	// Model names the model, for the manifest; "" when none.
 	Model string
+	// ModelImages says the Navigator's model accepts images (a registry's
+	// "images", or aegis run --vision); never for the offline agents.
+	// Without it no screenshot is ever shown to the model; with it, the
+	// policy decides (see "Vision escalation" in the package
+	// documentation).
+	ModelImages bool
 	// ModelID and ModelDigest are the identity the model's endpoint
 	// reported when a model registry checked it (package modelreg), for
 	// the manifest's versions; "" when none was checked or reported.
@@ -312,6 +325,20 @@ func validate(cfg *Config) error {
 		return bad("the task sets hints.%s (%v) but no model budget enforces it: make one (llm.NewBudget) with the models' prices for Budget and the model clients' llm.Config.Budget", contract.HintMaxCostUSD, maxCost)
 	case cfg.Budget != nil && cfg.Budget.Limits().MaxCostUSD != maxCost:
 		return bad("the model budget's cost limit (%v) is not the task's hints.%s (%v; 0 for none)", cfg.Budget.Limits().MaxCostUSD, contract.HintMaxCostUSD, maxCost)
+	}
+	// The session runs under the stricter of the caller's classification
+	// and the task's: a task that says sensitive is never shown to a
+	// model because its caller said nothing.
+	taskClass, err := cfg.Task.Classification()
+	if err != nil {
+		return &Error{Code: "config", Msg: "invalid task", Err: err}
+	}
+	if cfg.Classification != "" && !cfg.Classification.Valid() {
+		return bad("classification %q: want one of %s", Sanitize(string(cfg.Classification), 40), contract.ClassificationNames())
+	}
+	cfg.Classification = contract.Stricter(cfg.Classification, taskClass)
+	if cfg.Classification == "" {
+		cfg.Classification = contract.DefaultClassification
 	}
 	if _, err := origins(cfg.Task.URLs); err != nil {
 		return &Error{Code: "config", Msg: "task URLs", Err: err}

@@ -54,6 +54,9 @@ type StepReport struct {
 	// its plan the action carries out: "script 3/5"; zero for the LLM
 	// navigator, an effect, the first URL and an expect step's wait.
 	Plan navigator.PlanItem
+	// Vision says the action is the session's own vision escalation (an
+	// extract screenshot shown to the model; see "Vision escalation").
+	Vision bool
 }
 
 // Timings splits a session's wall-clock time. Harness is everything but

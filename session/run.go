@@ -65,6 +65,11 @@ type run struct {
 	effectStop                 string // why an effect drained since the last action stops its batch (noteEffectStop)
 	effectRefused              bool   // that effect was refused
 	artifacts                  []contract.Artifact
+	vision                     bool              // the model may be shown the page (visionAllowed)
+	image                      *llm.Image        // the screenshot to show with the next Navigator call (queueImage)
+	escalateWhy                string            // why the session escalates before the next Navigator call (noteEscalation)
+	escalations                int               // the session's own vision escalations so far
+	synthetic                  bool              // the action handled is the session's own escalation
 	shotURIs                   map[string]string // driver's image uri → bundle uri
 	lastSummary                string
 	t                          Timings
@@ -283,8 +288,9 @@ func (r *run) execute() ending {
 	dc.SessionID = r.id
 	dc.AllowedOrigins, _ = origins(cfg.Task.URLs)
 	dc.SensitiveSelectors = append(append([]string(nil), dc.SensitiveSelectors...), cfg.Policy.SensitiveSelectors...)
+	r.vision = r.visionAllowed()
 	dc.PolicyContext = contract.PolicyContext{
-		Classification: dc.PolicyContext.Classification, AllowVisionEscalation: dc.PolicyContext.AllowVisionEscalation,
+		Classification: cfg.Classification, AllowVisionEscalation: r.vision,
 		MaxStepBudget: r.maxActions, DecisionLogID: r.decLog,
 	}
 	r.eff = newEffects(r)
@@ -343,6 +349,9 @@ func (r *run) execute() ending {
 		if r.step >= r.maxSteps {
 			return r.fail("step_limit", fmt.Sprintf("the navigator was asked %d times without finishing", r.step), nil)
 		}
+		if end := r.escalate(); end != nil {
+			return *end
+		}
 		if !r.fresh {
 			if err := r.observe(); err != nil {
 				return r.errorEnding("observe", "cannot observe the page", err)
@@ -361,7 +370,7 @@ func (r *run) execute() ending {
 		t0 := time.Now()
 		resp, err := cfg.Navigator.Next(r.ctx, navigator.Request{
 			Goal: cfg.Task.Goal, Plan: r.plan, Step: r.step,
-			Progress: r.progress, Feedback: feedback, Observation: r.obs,
+			Progress: r.progress, Feedback: feedback, Observation: r.obs, Images: r.takeImages(),
 		})
 		r.t.Agents += time.Since(t0)
 		if e := r.modelCalls(resp.Calls); e != nil {
@@ -399,6 +408,7 @@ func (r *run) execute() ending {
 		case nr.Status == contract.StatusDone && complete:
 			return ending{status: contract.SessionCompleted, summary: nr.Summary}
 		case r.loopHit != "":
+			r.noteEscalation("no progress")
 			if end := r.replan(); end != nil {
 				return *end
 			}

@@ -562,7 +562,7 @@ func TestDriverOpen(t *testing.T) {
 		Mode: contract.ModeSandbox, SessionID: "s-open-1", Headed: true,
 		AllowedOrigins:     []string{fakeOrigin},
 		SensitiveSelectors: []string{"#mine", "#theirs"},
-		PolicyContext:      contract.PolicyContext{MaxStepBudget: 7, DecisionLogID: "dec-s-open-1"},
+		PolicyContext:      contract.PolicyContext{Classification: contract.DefaultClassification, MaxStepBudget: 7, DecisionLogID: "dec-s-open-1"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("OpenDriver got %+v, want %+v", got, want)

@@ -90,6 +90,27 @@
 // same way. Step reports and the Result carry the tokens used, the cost,
 // and the budgets.
 //
+// Vision escalation: a session may show the model screenshots of its page
+// only when the model accepts images (Config.ModelImages) and the policy
+// allows it for the session's classification (Config.Classification, the
+// stricter of the caller's and the task's hints.classification, restricted
+// when neither names one). The session asks the gate once at the start (a
+// Probe decision on an extract screenshot with vision true, nothing
+// recorded); its answer is the observations' policyContext
+// allowVisionEscalation, which alone makes the Navigator's prompt say how
+// to ask. The screenshot of an allowed extract with vision true, masked
+// and stored in the bundle, goes with the next Navigator call (the stored
+// bytes; the model-call record lists its path and SHA-256; one image a
+// call, the newest). After a batch in which an action failed or its
+// target was covered, and when loop detection fires, the session itself
+// runs one such extract (id vision-N) through the gate before asking the
+// Navigator again: at most once per observation and MaxVisionEscalations
+// times per session, counted in the action budget like any extract but
+// only while the budget leaves the Navigator an action after it; it feeds
+// neither loop detection nor the count of denials, and its denial is
+// recorded and otherwise silent (no feedback, no image). The step report
+// marks it (StepReport.Vision).
+//
 // Loop detection: the same action (type and fields, ignoring id and reason)
 // on the same page failing or being denied Config.LoopThreshold times, or
 // succeeding that many times on an unchanged page (waits excepted), forces

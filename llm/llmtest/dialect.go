@@ -7,7 +7,7 @@ package llmtest
 // as aegis reads them: modelreg.Probe), and Dialect.Answer and
 // Dialect.Error write completions and errors in the dialect's shape.
 // Every dialect's chat completions take image_url content parts (a
-// vision model's; Message.Parts): whether the model accepts them is the
+// vision model's; Message.Images): whether the model accepts them is the
 // model registry's "images", not something a server reports.
 
 import (

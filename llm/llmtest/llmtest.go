@@ -9,6 +9,7 @@ package llmtest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,18 +21,88 @@ import (
 	"time"
 )
 
-// Message is one chat message of a recorded request. Its content may be
-// a string or an array of content parts (text and image_url parts, as a
-// request showing images sends it: see parts.go).
+// Message is one chat message of a recorded request.
 type Message struct {
 	// Role is "system", "user" or "assistant".
 	Role string `json:"role"`
-	// Content is the message's text: the string, or the text parts
-	// joined by newlines.
+	// Content is the message's text: its content string, or the text of
+	// its text parts (joined) when its content is an array of parts.
 	Content string `json:"content"`
-	// Parts are the content parts of a message sent as an array; nil
-	// for a string content.
-	Parts []Part `json:"-"`
+	// Images are its image_url parts, in order; nil when its content is a
+	// string.
+	Images []ImagePart `json:"-"`
+}
+
+// ImagePart is one image_url content part of a recorded message.
+type ImagePart struct {
+	// URL is the part's image_url.url: a data: URL as aegis sends it.
+	URL string
+	// Detail is its image_url.detail, "" when absent.
+	Detail string
+}
+
+// Decode returns the MIME type and the bytes of a base64 data: URL, or an
+// error for any other URL.
+func (p ImagePart) Decode() (mime string, data []byte, err error) {
+	rest, ok := strings.CutPrefix(p.URL, "data:")
+	if !ok {
+		return "", nil, fmt.Errorf("llmtest: image URL is not a data: URL: %.40q", p.URL)
+	}
+	mime, b64, ok := strings.Cut(rest, ";base64,")
+	if !ok {
+		return "", nil, fmt.Errorf("llmtest: image data URL is not base64: %.40q", p.URL)
+	}
+	data, err = base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", nil, fmt.Errorf("llmtest: image data URL: %w", err)
+	}
+	return mime, data, nil
+}
+
+// UnmarshalJSON reads a message whose content is a string or an array of
+// content parts (text and image_url), as the OpenAI API allows.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = Message{Role: raw.Role}
+	if len(raw.Content) == 0 || raw.Content[0] != '[' {
+		if len(raw.Content) == 0 || string(raw.Content) == "null" {
+			return nil
+		}
+		return json.Unmarshal(raw.Content, &m.Content)
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL *struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+	}
+	if err := json.Unmarshal(raw.Content, &parts); err != nil {
+		return err
+	}
+	var texts []string
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			texts = append(texts, p.Text)
+		case "image_url":
+			if p.ImageURL == nil {
+				return fmt.Errorf("llmtest: image_url part without image_url")
+			}
+			m.Images = append(m.Images, ImagePart{URL: p.ImageURL.URL, Detail: p.ImageURL.Detail})
+		default:
+			return fmt.Errorf("llmtest: unknown content part type %q", p.Type)
+		}
+	}
+	m.Content = strings.Join(texts, "\n")
+	return nil
 }
 
 // ResponseFormat is the response_format of a recorded request.
@@ -68,6 +139,16 @@ func (r Request) Last() string {
 		return ""
 	}
 	return r.Messages[len(r.Messages)-1].Content
+}
+
+// Images returns the image parts of every message of the request, in
+// order.
+func (r Request) Images() []ImagePart {
+	var out []ImagePart
+	for _, m := range r.Messages {
+		out = append(out, m.Images...)
+	}
+	return out
 }
 
 // Reply answers one request.
