@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
@@ -18,6 +19,7 @@ import (
 	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/live"
 	"github.com/aegis-run/aegis/llm"
+	"github.com/aegis-run/aegis/modelreg"
 	"github.com/aegis-run/aegis/navigator"
 	"github.com/aegis-run/aegis/planner"
 	"github.com/aegis-run/aegis/schemas"
@@ -192,7 +194,9 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-// addSessionFlags declares the flags run and demo share.
+// addSessionFlags declares the flags of the sessions that run, demo and
+// suite share; addRunFlags those of run and demo alone (one session: one
+// browser endpoint, a live channel, a witness, a person's approvals).
 func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.driver, "driver", string(contract.ModeSandbox), "browser `driver`: sandbox (Playwright with every request outside the allowlist blocked) or playwright")
 	fs.StringVar(&o.policy, "policy", "", "policy `DIR` in OPA's bundle layout, or an OPA bundle .tar.gz (default: the embedded policy)")
@@ -204,11 +208,16 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.modelRegistry, "model-registry", "", "refuse a model that the registry `FILE` (schemas/model-registry.schema.json) does not list for the endpoint, or whose identity or digest the endpoint reports differently; the reported identity goes to the manifest")
 	fs.StringVar(&o.keyFile, "llm-key-file", "", "read the API key from `FILE` (mode 0600) instead of $OPENAI_API_KEY")
 	fs.StringVar(&o.secretsFile, "secrets-file", "", "read secrets from `FILE`: NAME=value or NAME@ORIGIN,...=value lines, mode 0600 ($AEGIS_SECRET_NAME gives the value)")
-	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
-	fs.StringVar(&o.endpoint, "browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
 	fs.BoolVar(&o.headed, "headed", false, "show the browser window")
 	fs.BoolVar(&o.noIsolation, "no-network-isolation", false, "let the sandbox run where the browser cannot get a network namespace of its own (not Linux, no CAP_SYS_ADMIN): the allowlist is then held by the filtering proxy and request routing alone, and UDP/WebRTC/DNS are not contained")
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
+}
+
+// addRunFlags declares the session flags of run and demo that suite has
+// not (see addSessionFlags).
+func addRunFlags(fs *flag.FlagSet, o *runOptions) {
+	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
+	fs.StringVar(&o.endpoint, "browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
 	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
 	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
 	fs.DurationVar(&o.linger, "linger", DefaultLinger, "with --listen: keep serving the console for `DURATION` after the run ends, until Ctrl-C (0: exit at once; default 0 when stderr is not a terminal)")
@@ -217,18 +226,24 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, fmt.Sprintf("send a checkpoint every `N` ledger entries, besides those at the start, after each approval and at the seal (default %d)", evidence.DefaultCheckpointEvery))
 }
 
+// addAgentFlag declares --agent as run and suite have it.
+func addAgentFlag(fs *flag.FlagSet, o *runOptions) {
+	fs.StringVar(&o.agent, "agent", "", "`agent`: llm, steps or script (default: llm with a model, else steps or script by the task's hints)")
+}
+
 func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	fs := newFlagSet("run", runUsage, stdio)
 	var o runOptions
 	fs.StringVar(&o.goal, "goal", "", "the task's `goal` (with --url instead of TASK.json)")
 	fs.Var(&o.urls, "url", "an allowed `URL` (repeatable; the first is opened first)")
-	fs.StringVar(&o.agent, "agent", "", "`agent`: llm, steps or script (default: llm with a model, else steps or script by the task's hints)")
+	addAgentFlag(fs, &o)
 	fs.IntVar(&o.maxActions, "max-actions", 0, "action budget, 1 to 200 (default the task's, else 50)")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "duration budget, 1s to 30m (default the task's, else 10m)")
 	fs.IntVar(&o.maxTokens, "max-tokens", 0, fmt.Sprintf("token budget of the model calls (prompt and completion, planner and navigator), 1 to %s; sets the task's hints.maxTokens (default the task's, else none)", text.Thousands(contract.MaxTaskTokens)))
 	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), live (default with --listen), deny (default otherwise) or low-and-medium-only")
 	fs.BoolVar(&o.json, "json", false, "print the output as one compact JSON line (default indented)")
 	addSessionFlags(fs, &o)
+	addRunFlags(fs, &o)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -438,10 +453,33 @@ type sessionHooks struct {
 	done func(res session.Result, out io.Writer) error
 }
 
-// runSession builds everything a session needs from the options, runs it,
-// prints the progress and the output, and returns the exit code as an
-// error.
-func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
+// sessionEnv is what the sessions of one command share, made once from
+// its flags (newSessionEnv): the secrets and the output through their
+// egress filter, the policy gate and its approval store (the policy is
+// compiled once), the browsers (launched on the first session's need),
+// the seal's signer, and the model identities the registry checked. run
+// and demo make one for their session, suite one for all its tasks, whose
+// sessions it configures at once from several goroutines (config).
+type sessionEnv struct {
+	o *runOptions
+	// stdio is the command's output through the secrets' egress filter.
+	stdio     Stdio
+	set       *secrets.Set
+	gate      *gate.Gate
+	approvals *gate.Approvals
+	browsers  *driver.Browsers
+	signer    evidence.Signer
+	// closeBrowsers closes the browsers (once, however often called);
+	// flush writes what the egress filter holds back.
+	closeBrowsers, flush func()
+
+	mu     sync.Mutex
+	idents map[string]modelreg.Identity // by model: checkModelRegistry's answers
+}
+
+// checkSessionOptions refuses the session flags whose values cannot work,
+// before anything starts.
+func checkSessionOptions(o *runOptions) error {
 	if err := checkSessionFlags(o); err != nil {
 		return err
 	}
@@ -457,7 +495,122 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if o.policy != "" && o.opaURL != "" {
 		return usageError("--policy and --opa-url are exclusive: the remote server holds its own policy")
 	}
-	if err := checkWitnessFlags(o); err != nil {
+	return checkWitnessFlags(o)
+}
+
+// newSessionEnv checks the session flags and makes what the command's
+// sessions share; extra are secrets of the command's own (the demo's),
+// beside the environment's and --secrets-file's. Close it when the
+// command is done (close). Everything the command prints from then on
+// goes through env.stdio.
+func newSessionEnv(ctx context.Context, o *runOptions, stdio Stdio, extra map[string]string) (*sessionEnv, error) {
+	if err := checkSessionOptions(o); err != nil {
+		return nil, err
+	}
+	environ := os.Environ()
+	for k, v := range extra {
+		environ = append(environ, secrets.EnvPrefix+k+"="+v)
+	}
+	set, err := secrets.Load(environ, o.secretsFile)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	e := &sessionEnv{o: o, set: set, idents: map[string]modelreg.Identity{}}
+	e.stdio, e.flush = filterStdio(stdio, set)
+	e.approvals = gate.NewApprovals()
+	e.gate, err = gate.New(ctx, gate.Options{PolicyPath: o.policy, OPAURL: o.opaURL, Approvals: e.approvals})
+	if err != nil {
+		e.flush()
+		return nil, e.redact(usageError("policy: %v", err))
+	}
+	if o.signKey != "" {
+		if e.signer, err = loadSigner(o.signKey); err != nil {
+			e.flush()
+			return nil, e.redact(usageError("--sign-key: %v", err))
+		}
+	}
+	e.browsers, e.closeBrowsers = commandBrowsers(e.stdio)
+	return e, nil
+}
+
+// close closes the browsers and writes what the output filter holds back.
+func (e *sessionEnv) close() {
+	e.closeBrowsers()
+	e.flush()
+}
+
+// redact returns err with its message through the secrets' egress filter.
+func (e *sessionEnv) redact(err error) error { return redactError(e.set, err) }
+
+// identity is checkModelRegistry's answer for model, asked once per
+// command.
+func (e *sessionEnv) identity(ctx context.Context, model string) (modelreg.Identity, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if id, ok := e.idents[model]; ok {
+		return id, nil
+	}
+	id, err := checkModelRegistry(ctx, e.o, model)
+	if err != nil {
+		return id, err
+	}
+	e.idents[model] = id
+	return id, nil
+}
+
+// config builds the configuration of a session of task in, answered by
+// approver, and names the agent it picked (--agent, or the one the task's
+// hints and the model select): its own model budget, Planner and
+// Navigator, on the shared gate, browsers and signer, its bundle under
+// --evidence, its progress lines on stderr. It may be called from several
+// goroutines at once.
+func (e *sessionEnv) config(ctx context.Context, in contract.Input, approver session.Approver) (session.Config, string, error) {
+	maxTokens, err := in.MaxTokens()
+	if err != nil {
+		return session.Config{}, "", usageError("invalid task: %v", err)
+	}
+	budget, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
+	if err != nil {
+		return session.Config{}, "", usageError("invalid task: %v", err)
+	}
+	o := *e.o // agents names the agent it picks in its options: this task's
+	pl, nav, model, err := agents(&o, in, e.set, budget)
+	if err != nil {
+		return session.Config{}, "", err
+	}
+	ident, err := e.identity(ctx, model)
+	if err != nil {
+		return session.Config{}, "", err
+	}
+	stderr := e.stdio.Err
+	return session.Config{
+		Task:            in,
+		Driver:          driver.Config{Mode: contract.DriverMode(o.driver), BrowserEndpoint: o.endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation, Browsers: e.browsers},
+		OpenDriver:      driver.Open,
+		Gate:            e.gate,
+		Approvals:       e.approvals,
+		Preset:          o.preset,
+		Planner:         pl,
+		Navigator:       nav,
+		Approver:        approver,
+		ApprovalTimeout: o.approvalWait,
+		Secrets:         e.set,
+		Evidence:        session.EvidenceDir(o.evidence),
+		Signer:          e.signer,
+		Budget:          budget,
+		Model:           model,
+		ModelID:         ident.ID,
+		ModelDigest:     ident.Digest,
+		Version:         Version,
+		OnStep:          func(r session.StepReport) { fmt.Fprintln(stderr, progressLine(r)) },
+	}, o.agent, nil
+}
+
+// runSession builds everything a session needs from the options, runs it,
+// prints the progress and the output, and returns the exit code as an
+// error.
+func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
+	if err := checkSessionOptions(o); err != nil {
 		return err
 	}
 	if o.listen != "" && !o.lingerSet && !isTerminal(stdio.Err) {
@@ -465,70 +618,24 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		// console after the run either.
 		o.linger = 0
 	}
-	environ := os.Environ()
+	var extra map[string]string
 	if hooks != nil {
-		for k, v := range hooks.secrets {
-			environ = append(environ, secrets.EnvPrefix+k+"="+v)
-		}
+		extra = hooks.secrets
 	}
-	set, err := secrets.Load(environ, o.secretsFile)
+	env, err := newSessionEnv(ctx, o, stdio, extra)
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
 	// From here on, everything aegis prints passes the egress filter.
-	stdio, flush := filterStdio(stdio, set)
-	defer flush()
-	defer func() { err = redactError(set, err) }()
-	maxTokens, err := in.MaxTokens()
-	if err != nil {
-		return usageError("invalid task: %v", err)
-	}
-	budget, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
-	if err != nil {
-		return usageError("invalid task: %v", err)
-	}
-	pl, nav, model, err := agents(o, in, set, budget)
+	stdio = env.stdio
+	defer env.flush()
+	defer func() { err = env.redact(err) }()
+	defer env.closeBrowsers()
+	cfg, agent, err := env.config(ctx, in, approver)
 	if err != nil {
 		return err
 	}
-	ident, err := checkModelRegistry(ctx, o, model)
-	if err != nil {
-		return err
-	}
-	browsers, closeBrowsers := commandBrowsers(stdio)
-	defer closeBrowsers()
-	approvals := gate.NewApprovals()
-	g, err := gate.New(ctx, gate.Options{PolicyPath: o.policy, OPAURL: o.opaURL, Approvals: approvals})
-	if err != nil {
-		return usageError("policy: %v", err)
-	}
-	cfg := session.Config{
-		Task:            in,
-		Driver:          driver.Config{Mode: mode, BrowserEndpoint: o.endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation, Browsers: browsers},
-		OpenDriver:      driver.Open,
-		Gate:            g,
-		Approvals:       approvals,
-		Preset:          o.preset,
-		Planner:         pl,
-		Navigator:       nav,
-		Approver:        approver,
-		ApprovalTimeout: o.approvalWait,
-		Secrets:         set,
-		Evidence:        session.EvidenceDir(o.evidence),
-		Budget:          budget,
-		Model:           model,
-		ModelID:         ident.ID,
-		ModelDigest:     ident.Digest,
-		Version:         Version,
-		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
-	}
-	if o.signKey != "" {
-		signer, err := loadSigner(o.signKey)
-		if err != nil {
-			return usageError("--sign-key: %v", err)
-		}
-		cfg.Signer = signer
-	}
+	o.agent = agent
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	sw, err := openSessionWitness(o, &cfg, cancelRun)
@@ -552,8 +659,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 			// The console only reads what the run recorded: the browsers
 			// and the driver are closed, and all output written, before
 			// it lingers.
-			closeBrowsers()
-			flush()
+			env.close()
 			lc.linger(ctx, stdio)
 			lc.close()
 		}()
