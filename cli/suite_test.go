@@ -281,3 +281,37 @@ func TestSuiteUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestSuiteInterrupted interrupts a suite as its first task starts: that
+// session ends aborted with its bundle sealed, the other tasks are not
+// run, the index is written, exit 3.
+func TestSuiteInterrupted(t *testing.T) {
+	t.Setenv(EnvModel, "")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	tasks := writeSuite(t, "http://127.0.0.1:9")
+	out := t.TempDir()
+	suiteOnStart = func(suite.Attempt) { cancel(ErrInterrupted) }
+	defer func() { suiteOnStart = nil }()
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"suite", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	if code != ExitAborted {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitAborted, stderr.String())
+	}
+	idx := readIndex(t, out)
+	first := idx.Tasks[0]
+	if first.Status != contract.SessionAborted || first.Bundle == "" {
+		t.Fatalf("first task %+v, want aborted with a bundle", first)
+	}
+	if rep, err := evidence.Verify(context.Background(), filepath.Join(out, first.Bundle), evidence.VerifyOptions{}); err != nil || rep.Status != contract.SessionAborted {
+		t.Errorf("the aborted task's bundle: %v %+v", err, rep)
+	}
+	for _, got := range idx.Tasks[1:] {
+		if got.Status != "" || got.Error != "not run: the suite was interrupted: interrupted" {
+			t.Errorf("%s = %+v, want not run", got.Name, got)
+		}
+	}
+	if !strings.Contains(stderr.String(), "aegis suite: stopped: the suite was interrupted") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+}
