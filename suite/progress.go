@@ -58,7 +58,7 @@ func endedLine(t TaskResult) string {
 	}
 	b.WriteString(session.Sanitize(t.Name, 120))
 	if !t.Completed() {
-		why := session.Sanitize(t.Error, 300)
+		why := session.Sanitize(strings.TrimPrefix(t.Error, notRunPrefix), 300)
 		if t.Status != "" {
 			why = string(t.Status) + ": " + why
 		}

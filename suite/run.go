@@ -227,13 +227,16 @@ func stopOf(ctx context.Context) (Stop, string) {
 	return StopInterrupted, fmt.Sprintf("the suite was interrupted: %v", cause)
 }
 
+// notRunPrefix starts the error of a task a stopped suite did not run.
+const notRunPrefix = "not run: "
+
 // notRun marks tasks (from index first) as not run, for the reason.
 func (r *runner) notRun(tasks []Task, first int, stop Stop, why string) {
 	r.mu.Lock()
 	r.stop, r.why = stop, why
 	r.mu.Unlock()
 	for i, t := range tasks {
-		res := TaskResult{Name: t.Name, Error: "not run: " + why}
+		res := TaskResult{Name: t.Name, Error: notRunPrefix + why}
 		r.results[first+i] = res
 		r.progress.taskEnded(res)
 	}

@@ -250,7 +250,8 @@ func TestBudgets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.o.Parallel, tt.o.Dir = 1, t.TempDir()
+			var progress bytes.Buffer
+			tt.o.Parallel, tt.o.Dir, tt.o.Progress = 1, t.TempDir(), &progress
 			out, err := Run(context.Background(), fakeTasks(4), tt.o)
 			if err != nil {
 				t.Fatal(err)
@@ -265,6 +266,9 @@ func TestBudgets(t *testing.T) {
 			}
 			if ran != tt.ran || out.Stopped != tt.stopped || out.OK() != (tt.stopped == "") {
 				t.Errorf("ran %d, stopped %q (%s), want %d, %q", ran, out.Stopped, out.StopReason, tt.ran, tt.stopped)
+			}
+			if want := fmt.Sprintf("[4/4] NOT RUN t04.json  the suite's --%s budget", tt.stopped); tt.stopped != "" && !strings.Contains(progress.String(), want) {
+				t.Errorf("progress lacks %q:\n%s", want, progress.String())
 			}
 		})
 	}
