@@ -573,7 +573,7 @@ func (e *sessionEnv) config(ctx context.Context, in contract.Input, approver ses
 	if err != nil {
 		return session.Config{}, "", usageError("invalid task: %v", err)
 	}
-	o := *e.o // agents names the agent it picks in its options: this task's
+	o := *e.o // agents writes the agent it picks into the options: this task's own copy
 	pl, nav, model, err := agents(&o, in, e.set, budget)
 	if err != nil {
 		return session.Config{}, "", err
@@ -610,9 +610,6 @@ func (e *sessionEnv) config(ctx context.Context, in contract.Input, approver ses
 // prints the progress and the output, and returns the exit code as an
 // error.
 func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
-	if err := checkSessionOptions(o); err != nil {
-		return err
-	}
 	if o.listen != "" && !o.lingerSet && !isTerminal(stdio.Err) {
 		// Nobody watches the terminal (CI, a service): nobody reads the
 		// console after the run either.

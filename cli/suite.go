@@ -134,6 +134,7 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 	fs.BoolVar(&so.verbose, "verbose", false, "print every session's step lines too, prefixed with the task's name")
 	addAgentFlag(fs, &o)
 	addSessionFlags(fs, &o)
+	fs.Lookup("evidence").Usage = "the suite's `DIR`: each task's bundles go to DIR/TASK/SESSION-ID, the index to DIR/" + suiteIndexFile
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
