@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -147,7 +148,7 @@ func TestSuiteOneBrowser(t *testing.T) {
 	out := t.TempDir()
 	launches := driver.Launches()
 	var stdout, stderr bytes.Buffer
-	code := Run(ctx, []string{"suite", "--parallel", "2", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	code := Run(ctx, []string{"suite", "--parallel", "2", "--verbose", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr})
 	if code != ExitSuiteIncomplete {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitSuiteIncomplete, stderr.String())
 	}
@@ -169,6 +170,15 @@ func TestSuiteOneBrowser(t *testing.T) {
 				t.Errorf("progress line %q", l)
 			}
 		}
+	}
+	// --verbose: the sessions' step lines, each whole and prefixed.
+	for _, l := range lines {
+		if strings.Contains(l, "step ") && strings.Contains(l, "/10  ") && !regexp.MustCompile(`^\[\d\d-[a-z-]+\.json\] (effect of )?step \d+`).MatchString(l) {
+			t.Errorf("step line %q", l)
+		}
+	}
+	if !strings.Contains(stderr.String(), "[02-orders.json] step 2/10  navigate") {
+		t.Errorf("no step lines with --verbose:\n%s", stderr.String())
 	}
 	if n != len(demoSuite) || !strings.Contains(stderr.String(), "[13/13] ") {
 		t.Errorf("%d progress lines, want %d:\n%s", n, len(demoSuite), stderr.String())
