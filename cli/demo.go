@@ -108,6 +108,7 @@ func runDemo(ctx context.Context, args []string, stdio Stdio) error {
 	fs.StringVar(&o.approve, "approve", "auto", "approval requests: auto (approve as \"aegis demo\"; with --listen: live), ask, live, deny or low-and-medium-only")
 	fs.StringVar(&o.agent, "agent", "", "`agent`: steps or llm (default: llm with a model, else steps)")
 	addSessionFlags(fs, &o)
+	addRunFlags(fs, &o)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

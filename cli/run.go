@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
@@ -223,7 +224,9 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-// addSessionFlags declares the flags run and demo share.
+// addSessionFlags declares the flags of the sessions that run, demo and
+// suite share; addRunFlags those of run and demo alone (one session: one
+// browser endpoint, a live channel, a witness, a person's approvals).
 func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.driver, "driver", string(contract.ModeSandbox), "browser `driver`: sandbox (Playwright with every request outside the allowlist blocked) or playwright")
 	fs.StringVar(&o.policy, "policy", "", "policy `DIR` in OPA's bundle layout, or an OPA bundle .tar.gz (default: the embedded policy)")
@@ -236,11 +239,16 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.BoolVar(&o.vision, "vision", false, "the model accepts images: when the policy allows vision for the task's classification, the model may be shown masked screenshots of the page (with --model-registry, the registry's \"images\" decides)")
 	fs.StringVar(&o.keyFile, "llm-key-file", "", "read the API key from `FILE` (mode 0600) instead of $OPENAI_API_KEY")
 	fs.StringVar(&o.secretsFile, "secrets-file", "", "read secrets from `FILE`: NAME=value or NAME@ORIGIN,...=value lines, mode 0600 ($AEGIS_SECRET_NAME gives the value)")
-	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
-	fs.StringVar(&o.endpoint, "browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
 	fs.BoolVar(&o.headed, "headed", false, "show the browser window")
 	fs.BoolVar(&o.noIsolation, "no-network-isolation", false, "let the sandbox run where the browser cannot get a network namespace of its own (not Linux, no CAP_SYS_ADMIN): the allowlist is then held by the filtering proxy and request routing alone, and UDP/WebRTC/DNS are not contained")
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the bundle's seal with the Ed25519 key in `FILE` (aegis keygen)")
+}
+
+// addRunFlags declares the session flags of run and demo that suite has
+// not (see addSessionFlags).
+func addRunFlags(fs *flag.FlagSet, o *runOptions) {
+	fs.DurationVar(&o.approvalWait, "approval-timeout", session.DefaultApprovalTimeout, "refuse an approval request unanswered after `DURATION`")
+	fs.StringVar(&o.endpoint, "browser-endpoint", "", "connect to the Playwright server at `ws://HOST:PORT/` instead of launching Chromium")
 	fs.StringVar(&o.listen, "listen", "", "serve the live stream, control channel and web console on `ADDR` (PORT or HOST:PORT; loopback unless a host is named)")
 	fs.StringVar(&o.tokenFile, "listen-token-file", "", "write the live channel's bearer token to `FILE` (0600; default: a file in the user cache directory)")
 	fs.DurationVar(&o.linger, "linger", DefaultLinger, "with --listen: keep serving the console for `DURATION` after the run ends, until Ctrl-C (0: exit at once; default 0 when stderr is not a terminal)")
@@ -249,12 +257,17 @@ func addSessionFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, fmt.Sprintf("send a checkpoint every `N` ledger entries, besides those at the start, after each approval and at the seal (default %d)", evidence.DefaultCheckpointEvery))
 }
 
+// addAgentFlag declares --agent as run and suite have it.
+func addAgentFlag(fs *flag.FlagSet, o *runOptions) {
+	fs.StringVar(&o.agent, "agent", "", "`agent`: llm, steps or script (default: llm with a model, else steps or script by the task's hints)")
+}
+
 func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	fs := newFlagSet("run", runUsage, stdio)
 	var o runOptions
 	fs.StringVar(&o.goal, "goal", "", "the task's `goal` (with --url instead of TASK.json)")
 	fs.Var(&o.urls, "url", "an allowed `URL` (repeatable; the first is opened first)")
-	fs.StringVar(&o.agent, "agent", "", "`agent`: llm, steps or script (default: llm with a model, else steps or script by the task's hints)")
+	addAgentFlag(fs, &o)
 	fs.IntVar(&o.maxActions, "max-actions", 0, "action budget, 1 to 200 (default the task's, else 50)")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "duration budget, 1s to 30m (default the task's, else 10m)")
 	fs.IntVar(&o.maxTokens, "max-tokens", 0, fmt.Sprintf("token budget of the model calls (prompt and completion, planner and navigator), 1 to %s; sets the task's hints.maxTokens (default the task's, else none)", text.Thousands(contract.MaxTaskTokens)))
@@ -263,6 +276,7 @@ func runRun(ctx context.Context, args []string, stdio Stdio) error {
 	fs.StringVar(&o.approve, "approve", "", "approval requests: ask (default on a terminal), live (default with --listen), deny (default otherwise) or low-and-medium-only")
 	fs.BoolVar(&o.json, "json", false, "print the output as one compact JSON line (default indented)")
 	addSessionFlags(fs, &o)
+	addRunFlags(fs, &o)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -560,10 +574,40 @@ type sessionHooks struct {
 	done func(res session.Result, out io.Writer) error
 }
 
-// runSession builds everything a session needs from the options, runs it,
-// prints the progress and the output, and returns the exit code as an
-// error.
-func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
+// sessionEnv is what the sessions of one command share, made once from
+// its flags (newSessionEnv): the secrets and the output through their
+// egress filter, the policy gate and its approval store (the policy is
+// compiled once), the browsers (launched on the first session's need),
+// the seal's signer, and the model identities the registry checked. run
+// and demo make one for their session, suite one for all its tasks, whose
+// sessions it configures at once from several goroutines (config).
+type sessionEnv struct {
+	o *runOptions
+	// stdio is the command's output through the secrets' egress filter.
+	stdio     Stdio
+	set       *secrets.Set
+	gate      *gate.Gate
+	approvals *gate.Approvals
+	browsers  *driver.Browsers
+	signer    evidence.Signer
+	// closeBrowsers closes the browsers (once, however often called);
+	// flush writes what the egress filter holds back.
+	closeBrowsers, flush func()
+
+	mu     sync.Mutex
+	regs map[string]registryAnswer // by model: checkModelRegistry's answers
+}
+
+// registryAnswer is checkModelRegistry's answer for a model: the identity
+// the endpoint reported and the registry's entry (nil without a registry).
+type registryAnswer struct {
+	ident modelreg.Identity
+	entry *modelreg.Model
+}
+
+// checkSessionOptions refuses the session flags whose values cannot work,
+// before anything starts.
+func checkSessionOptions(o *runOptions) error {
 	if err := checkSessionFlags(o); err != nil {
 		return err
 	}
@@ -579,69 +623,115 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	if o.policy != "" && o.opaURL != "" {
 		return usageError("--policy and --opa-url are exclusive: the remote server holds its own policy")
 	}
-	if err := checkWitnessFlags(o); err != nil {
-		return err
-	}
-	if o.listen != "" && !o.lingerSet && !isTerminal(stdio.Err) {
-		// Nobody watches the terminal (CI, a service): nobody reads the
-		// console after the run either.
-		o.linger = 0
+	return checkWitnessFlags(o)
+}
+
+// newSessionEnv checks the session flags and makes what the command's
+// sessions share; extra are secrets of the command's own (the demo's),
+// beside the environment's and --secrets-file's. Close it when the
+// command is done (close). Everything the command prints from then on
+// goes through env.stdio.
+func newSessionEnv(ctx context.Context, o *runOptions, stdio Stdio, extra map[string]string) (*sessionEnv, error) {
+	if err := checkSessionOptions(o); err != nil {
+		return nil, err
 	}
 	environ := os.Environ()
-	if hooks != nil {
-		for k, v := range hooks.secrets {
-			environ = append(environ, secrets.EnvPrefix+k+"="+v)
-		}
+	for k, v := range extra {
+		environ = append(environ, secrets.EnvPrefix+k+"="+v)
 	}
 	set, err := secrets.Load(environ, o.secretsFile)
 	if err != nil {
-		return usageError("%v", err)
+		return nil, usageError("%v", err)
 	}
-	// From here on, everything aegis prints passes the egress filter.
-	stdio, flush := filterStdio(stdio, set)
-	defer flush()
-	defer func() { err = redactError(set, err) }()
-	model, err := agentModel(o, in)
+	e := &sessionEnv{o: o, set: set, regs: map[string]registryAnswer{}}
+	e.stdio, e.flush = filterStdio(stdio, set)
+	e.approvals = gate.NewApprovals()
+	e.gate, err = gate.New(ctx, gate.Options{PolicyPath: o.policy, OPAURL: o.opaURL, Approvals: e.approvals})
 	if err != nil {
-		return err
+		e.flush()
+		return nil, e.redact(usageError("policy: %v", err))
 	}
-	ident, entry, err := checkModelRegistry(ctx, o, model)
+	if o.signKey != "" {
+		if e.signer, err = loadSigner(o.signKey); err != nil {
+			e.flush()
+			return nil, e.redact(usageError("--sign-key: %v", err))
+		}
+	}
+	e.browsers, e.closeBrowsers = commandBrowsers(e.stdio)
+	return e, nil
+}
+
+// close closes the browsers and writes what the output filter holds back.
+func (e *sessionEnv) close() {
+	e.closeBrowsers()
+	e.flush()
+}
+
+// redact returns err with its message through the secrets' egress filter.
+func (e *sessionEnv) redact(err error) error { return redactError(e.set, err) }
+
+// registry is checkModelRegistry's answer for model, asked once per
+// command.
+func (e *sessionEnv) registry(ctx context.Context, model string) (registryAnswer, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.regs[model]; ok {
+		return r, nil
+	}
+	ident, entry, err := checkModelRegistry(ctx, e.o, model)
 	if err != nil {
-		return err
+		return registryAnswer{}, err
 	}
-	budget, err := runBudget(o, in, model, entry)
+	r := registryAnswer{ident: ident, entry: entry}
+	e.regs[model] = r
+	return r, nil
+}
+
+// config builds the configuration of a session of task in, answered by
+// approver, and names the agent it picked (--agent, or the one the task's
+// hints and the model select): its own model budget, Planner and
+// Navigator, on the shared gate, browsers and signer, its bundle under
+// --evidence, its progress lines on stderr. It may be called from several
+// goroutines at once.
+func (e *sessionEnv) config(ctx context.Context, in contract.Input, approver session.Approver) (session.Config, string, error) {
+	o := *e.o // agentModel writes the agent it picks into the options: this task's own copy
+	model, err := agentModel(&o, in)
 	if err != nil {
-		return err
+		return session.Config{}, "", err
 	}
-	pl, nav, err := agents(o, in, set, budget)
+	reg, err := e.registry(ctx, model)
 	if err != nil {
-		return err
+		return session.Config{}, "", err
 	}
-	images, err := modelImages(o, model, entry)
+	ident, entry := reg.ident, reg.entry
+	budget, err := runBudget(&o, in, model, entry)
 	if err != nil {
-		return err
+		return session.Config{}, "", err
 	}
-	browsers, closeBrowsers := commandBrowsers(stdio)
-	defer closeBrowsers()
-	approvals := gate.NewApprovals()
-	g, err := gate.New(ctx, gate.Options{PolicyPath: o.policy, OPAURL: o.opaURL, Approvals: approvals})
+	pl, nav, err := agents(&o, in, e.set, budget)
 	if err != nil {
-		return usageError("policy: %v", err)
+		return session.Config{}, "", err
 	}
-	cfg := session.Config{
+	images, err := modelImages(&o, model, entry)
+	if err != nil {
+		return session.Config{}, "", err
+	}
+	stderr := e.stdio.Err
+	return session.Config{
 		Task:            in,
-		Driver:          driver.Config{Mode: mode, BrowserEndpoint: o.endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation, Browsers: browsers},
+		Driver:          driver.Config{Mode: contract.DriverMode(o.driver), BrowserEndpoint: o.endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation, Browsers: e.browsers},
 		OpenDriver:      driver.Open,
-		Gate:            g,
-		Approvals:       approvals,
+		Gate:            e.gate,
+		Approvals:       e.approvals,
 		Preset:          o.preset,
 		Classification:  o.class,
 		Planner:         pl,
 		Navigator:       nav,
 		Approver:        approver,
 		ApprovalTimeout: o.approvalWait,
-		Secrets:         set,
+		Secrets:         e.set,
 		Evidence:        session.EvidenceDir(o.evidence),
+		Signer:          e.signer,
 		Budget:          budget,
 		Model:           model,
 		ModelID:         ident.ID,
@@ -650,15 +740,37 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 		ModelPrices:     modelPrices(entry),
 		ModelImages:     images,
 		Version:         Version,
-		OnStep:          func(r session.StepReport) { fmt.Fprintln(stdio.Err, progressLine(r)) },
+		OnStep:          func(r session.StepReport) { fmt.Fprintln(stderr, progressLine(r)) },
+	}, o.agent, nil
+}
+
+// runSession builds everything a session needs from the options, runs it,
+// prints the progress and the output, and returns the exit code as an
+// error.
+func runSession(ctx context.Context, o *runOptions, in contract.Input, approver session.Approver, stdio Stdio, hooks *sessionHooks) (err error) {
+	if o.listen != "" && !o.lingerSet && !isTerminal(stdio.Err) {
+		// Nobody watches the terminal (CI, a service): nobody reads the
+		// console after the run either.
+		o.linger = 0
 	}
-	if o.signKey != "" {
-		signer, err := loadSigner(o.signKey)
-		if err != nil {
-			return usageError("--sign-key: %v", err)
-		}
-		cfg.Signer = signer
+	var extra map[string]string
+	if hooks != nil {
+		extra = hooks.secrets
 	}
+	env, err := newSessionEnv(ctx, o, stdio, extra)
+	if err != nil {
+		return err
+	}
+	// From here on, everything aegis prints passes the egress filter.
+	stdio = env.stdio
+	defer env.flush()
+	defer func() { err = env.redact(err) }()
+	defer env.closeBrowsers()
+	cfg, agent, err := env.config(ctx, in, approver)
+	if err != nil {
+		return err
+	}
+	o.agent = agent
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	sw, err := openSessionWitness(o, &cfg, cancelRun)
@@ -682,8 +794,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 			// The console only reads what the run recorded: the browsers
 			// and the driver are closed, and all output written, before
 			// it lingers.
-			closeBrowsers()
-			flush()
+			env.close()
 			lc.linger(ctx, stdio)
 			lc.close()
 		}()

@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/session"
+	"github.com/aegis-run/aegis/suite"
+)
+
+func init() {
+	register(command{
+		name:    "suite",
+		summary: "run many tasks (a directory of TASK.json files) as one CI job: a shared browser or a Playwright fleet, a suite index",
+		run:     runSuite,
+	})
+}
+
+// Exit codes of "aegis suite", on top of ExitOK (every task completed),
+// ExitUsage and ExitAborted (interrupted).
+const (
+	ExitSuiteIncomplete = ExitFailure // a task did not complete (failed, denied, aborted, not run)
+	ExitSuiteStopped    = 4           // a suite budget stopped the suite (--max-duration, --max-actions, --max-tokens)
+)
+
+// MaxParallel bounds --parallel.
+const MaxParallel = 32
+
+// serverProbeTimeout bounds asking a Playwright server, after a task on it
+// did not complete, whether it still gives a browser.
+const serverProbeTimeout = 30 * time.Second
+
+const suiteUsage = `[flags] DIR|TASK.json...
+
+Runs many tasks as one CI job: every task is a governed session of its own,
+as "aegis run" runs it (see aegis help run: agents, policy, presets,
+secrets, evidence), with its own evidence bundle. A DIR stands for its
+*.json files, sorted by name. --parallel N sessions run at once.
+
+Browsers: one Chromium for the whole suite, launched on the first task's
+need, each session in a fresh context of its own; or, with
+--browser-endpoint ws://HOST:PORT/ (repeatable, or comma-separated), the
+Playwright servers ("playwright run-server") of a fleet, the tasks handed
+out round-robin. A server that fails (its connection refused or closed,
+its browser gone: after a task on it did not complete, it cannot give a
+browser any more) is taken out of the rotation and the task retried once
+on another server; the index records the retry, and the failed attempt's
+bundle stays. A task that fails on its own (denied, a selector that
+matches nothing, its budget) on a server that still answers is not
+retried. When no server is left, the remaining tasks fail.
+
+Evidence: the suite's directory is --evidence DIR (default ./` + DefaultEvidenceDir + `):
+each task's bundles go to DIR/TASK/SESSION-ID (TASK: the file's name
+without .json), and the suite index to DIR/` + suiteIndexFile + `: per task its
+status, duration, actions, denials, approvals, tokens, bundle (relative to
+DIR), head hash, server, retries and why it did not complete.
+
+Approvals: nobody can be asked in CI: a high-risk action that needs
+approval is refused (--approve deny, the default) and the session goes on
+as it does when a person refuses; --approve low-and-medium-only approves
+what the policy rates low or medium risk.
+
+Suite budgets: --max-duration bounds the suite's wall time (the tasks not
+started by then are not run, the running ones end aborted, sealed);
+--max-actions and --max-tokens bound the executed actions and the model
+tokens of all the tasks together: once reached, no task starts. Each
+task's own budgets are its TASK.json's.
+
+Output: a line per task on stderr as it ends, with a running count, such as
+  [3/10] ok      checkout.json  4 actions 1.2s  checkout/SESSION-ID
+  [4/10] FAILED  refund.json  failed: why  2 actions 1 denied 0.8s  refund/SESSION-ID
+and a summary at the end; --verbose adds every session's step lines,
+prefixed with the task's name.
+
+Ctrl-C (or SIGTERM) prints "stopping...": the running sessions end
+aborted, their bundles sealed, the tasks not started are not run, and the
+index is written; a second Ctrl-C quits at once.
+
+Exit status: 0 every task completed, 1 a task did not complete (failed,
+denied, aborted, not run), 4 a suite budget stopped the suite, 3
+interrupted, 2 usage (bad flags or task, no task, unreadable secrets file
+or key, policy that does not load).`
+
+// suiteOptions are the flags of "aegis suite" beside the session's.
+type suiteOptions struct {
+	parallel    int
+	endpoints   endpointList
+	approve     string
+	maxDuration time.Duration
+	maxActions  int
+	maxTokens   int
+	verbose     bool
+}
+
+// endpointList is --browser-endpoint of suite: repeatable, and each value
+// may list several, comma-separated.
+type endpointList []string
+
+func (l *endpointList) String() string { return strings.Join(*l, ",") }
+
+func (l *endpointList) Set(s string) error {
+	for _, ep := range strings.Split(s, ",") {
+		ep = strings.TrimSpace(ep)
+		if ep == "" {
+			return errors.New("an empty endpoint")
+		}
+		*l = append(*l, ep)
+	}
+	return nil
+}
+
+// suiteOnStart, when set (tests), is called as each attempt of a task
+// starts.
+var suiteOnStart func(suite.Attempt)
+
+func runSuite(ctx context.Context, args []string, stdio Stdio) error {
+	fs := newFlagSet("suite", suiteUsage, stdio)
+	var o runOptions
+	var so suiteOptions
+	fs.IntVar(&so.parallel, "parallel", 1, fmt.Sprintf("run `N` tasks at once, 1 to %d", MaxParallel))
+	fs.Var(&so.endpoints, "browser-endpoint", "run the tasks on the Playwright server at `ws://HOST:PORT/` instead of launching Chromium (repeatable, or comma-separated: a fleet, round-robin)")
+	fs.StringVar(&so.approve, "approve", string(session.ApproveDeny), "approval requests: deny or low-and-medium-only (nobody can be asked)")
+	fs.DurationVar(&so.maxDuration, "max-duration", 0, "the suite's wall time budget (default none; each task's own is its TASK.json's)")
+	fs.IntVar(&so.maxActions, "max-actions", 0, "the suite's action budget: no task starts once the tasks executed `N` actions together (default none)")
+	fs.IntVar(&so.maxTokens, "max-tokens", 0, "the suite's token budget: no task starts once the tasks' model calls used `N` tokens together (default none)")
+	fs.BoolVar(&so.verbose, "verbose", false, "print every session's step lines too, prefixed with the task's name")
+	addAgentFlag(fs, &o)
+	addSessionFlags(fs, &o)
+	fs.Lookup("evidence").Usage = "the suite's `DIR`: each task's bundles go to DIR/TASK/SESSION-ID, the index to DIR/" + suiteIndexFile
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	o.approvalWait = session.DefaultApprovalTimeout // rules answer at once
+	switch {
+	case fs.NArg() == 0:
+		fs.Usage()
+		return usageError("suite needs tasks: a DIR of TASK.json files, or TASK.json files")
+	case so.parallel < 1 || so.parallel > MaxParallel:
+		return usageError("--parallel %d: want 1 to %d", so.parallel, MaxParallel)
+	case so.maxDuration < 0 || so.maxActions < 0 || so.maxTokens < 0:
+		return usageError("a suite budget (--max-duration, --max-actions, --max-tokens) is negative")
+	}
+	for _, ep := range so.endpoints {
+		c := o
+		c.endpoint = ep
+		if err := checkSessionFlags(&c); err != nil {
+			return err
+		}
+	}
+	approver, err := suiteApprover(so.approve)
+	if err != nil {
+		return err
+	}
+	files, err := suite.Files(fs.Args())
+	if err != nil {
+		return usageError("%v", err)
+	}
+	env, err := newSessionEnv(ctx, &o, stdio, nil)
+	if err != nil {
+		return err
+	}
+	stdio = env.stdio
+	defer env.flush()
+	defer func() { err = env.redact(err) }()
+	defer env.closeBrowsers()
+	tasks := make([]suite.Task, len(files))
+	for i, f := range files {
+		in, err := runTask(&o, []string{f.Path}, stdio)
+		if err != nil {
+			return err
+		}
+		// Every task must make a session before any runs.
+		if _, _, err := env.config(ctx, in, approver); err != nil {
+			return exitCode(ExitUsage, fmt.Errorf("%s: %w", f.Name, err))
+		}
+		tasks[i] = suite.Task{Name: f.Name, Input: in}
+	}
+	mode := contract.DriverMode(o.driver)
+	out, err := suite.Run(ctx, tasks, suite.Options{
+		Parallel:    so.parallel,
+		Endpoints:   so.endpoints,
+		Dir:         o.evidence,
+		MaxDuration: so.maxDuration,
+		MaxActions:  so.maxActions,
+		MaxTokens:   so.maxTokens,
+		Progress:    stdio.Err,
+		OnStart:     suiteOnStart,
+		Run: func(ctx context.Context, a suite.Attempt) (session.Result, error) {
+			cfg, _, err := env.config(ctx, a.Task.Input, approver)
+			if err != nil {
+				return session.Result{}, env.redact(err)
+			}
+			cfg.Driver.BrowserEndpoint = a.Endpoint
+			cfg.Evidence = session.EvidenceDir(a.Evidence)
+			cfg.OnStep = nil
+			if so.verbose {
+				cfg.OnStep = func(r session.StepReport) { a.Log(progressLine(r)) }
+			}
+			res, err := session.Run(ctx, cfg)
+			// The index is output too: what the page echoed of a secret
+			// shows as its placeholder.
+			res.Output.Summary = env.set.Redact(res.Output.Summary)
+			res.Evidence.Error = env.set.Redact(res.Evidence.Error)
+			return res, env.redact(err)
+		},
+		ServerUp: func(ctx context.Context, endpoint string) error {
+			pctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
+			defer cancel()
+			_, err := env.browsers.For(pctx, driver.Config{Mode: mode, BrowserEndpoint: endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation})
+			return err
+		},
+	})
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	if err := suiteReports(o.evidence, out, stdio); err != nil {
+		return exitCode(ExitFailure, err)
+	}
+	return suiteExit(ctx, out)
+}
+
+// suiteApprover is the approver of a suite's sessions: a rule, since
+// nobody can be asked (--approve deny or low-and-medium-only).
+func suiteApprover(flagValue string) (session.Approver, error) {
+	mode, err := session.ParseApproveMode(flagValue)
+	if err != nil {
+		return nil, usageError("--approve: %v", err)
+	}
+	if mode == session.ApproveAsk {
+		return nil, usageError("--approve ask: a suite asks nobody (its sessions run in parallel, in CI): use deny or low-and-medium-only")
+	}
+	return session.PolicyApprover{Mode: mode}, nil
+}
+
+// suiteReports writes what a suite's run produced: the index in dir, and
+// its summary on stderr.
+//
+// The reports CI reads (JUnit XML, the Markdown summary) are written here
+// too, from out.Index.
+func suiteReports(dir string, out suite.Outcome, stdio Stdio) error {
+	path, err := writeIndexJSON(dir, out.Index)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdio.Err, suiteSummary(out, path))
+	return nil
+}
+
+// suiteIndexFile is the index's name in the suite's directory.
+//
+// TODO(issue 21): replaced by package suite's index file (s2's WriteIndex).
+const suiteIndexFile = "suite.json"
+
+// writeIndexJSON writes idx as dir/suite.json and returns its path.
+//
+// TODO(issue 21): replaced by suite.WriteIndex (s2), which also validates
+// the index against its schema.
+func writeIndexJSON(dir string, idx suite.Index) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("suite index: %w", err)
+	}
+	b, err := json.MarshalIndent(idx, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("suite index: %w", err)
+	}
+	path := filepath.Join(dir, suiteIndexFile)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("suite index: %w", err)
+	}
+	return path, nil
+}
+
+// suiteSummary is the suite's last line: "aegis suite: 8 of 10 tasks
+// completed (1 failed, 1 not run) in 12.3s; index DIR/suite.json", and
+// what stopped it.
+func suiteSummary(out suite.Outcome, index string) string {
+	done, notRun := 0, 0
+	for _, t := range out.Index.Tasks {
+		switch {
+		case t.Completed():
+			done++
+		case t.Status == "" && t.Bundle == "":
+			notRun++
+		}
+	}
+	n := len(out.Index.Tasks)
+	var b strings.Builder
+	fmt.Fprintf(&b, "aegis suite: %d of %d tasks completed", done, n)
+	if failed := n - done - notRun; failed > 0 || notRun > 0 {
+		fmt.Fprintf(&b, " (%d did not complete, %d not run)", failed, notRun)
+	}
+	fmt.Fprintf(&b, " in %s; index %s", (time.Duration(out.Index.DurationMs) * time.Millisecond).Round(100*time.Millisecond), index)
+	if out.Stopped != "" {
+		fmt.Fprintf(&b, "\naegis suite: stopped: %s", out.StopReason)
+	}
+	return b.String()
+}
+
+// suiteExit is the suite's exit code, as an error: interrupted, stopped by
+// a suite budget, a task that did not complete, or success.
+func suiteExit(ctx context.Context, out suite.Outcome) error {
+	switch {
+	case out.Stopped == suite.StopInterrupted:
+		return exitCode(ExitAborted, fmt.Errorf("suite: %w", context.Cause(ctx)))
+	case out.Stopped != "":
+		return exitCode(ExitSuiteStopped, nil)
+	case !out.OK():
+		return exitCode(ExitSuiteIncomplete, nil)
+	}
+	return nil
+}

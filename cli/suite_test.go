@@ -1,0 +1,328 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/demosite"
+	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/driver/drivertest"
+	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/suite"
+)
+
+// suiteTask is a demo-shop task of the suite tests and how it must end.
+type suiteTask struct {
+	name  string
+	steps []string
+	want  contract.SessionStatus
+}
+
+// demoSuite is the suite of the tests: ten tasks that complete, one the
+// policy denies (a foreign origin), one that fails (no such element), one
+// whose approval nobody can give.
+var demoSuite = []suiteTask{
+	{"01-home", []string{`expect "Aegis Demo Shop"`, `extract text`}, contract.SessionCompleted},
+	{"02-orders", []string{`navigate /orders`, `extract table "Orders"`}, contract.SessionCompleted},
+	{"03-orders-link", []string{`click "Your orders"`, `expect "A-1003"`}, contract.SessionCompleted},
+	{"04-form", []string{`navigate /form`, `type "Ada" into "Full name"`, `select "Express" in "Shipping"`, `click "Gift wrap"`}, contract.SessionCompleted},
+	{"05-shadow", []string{`navigate /shadow`, `type "SAVE10" into "Coupon code"`, `click "Apply coupon"`}, contract.SessionCompleted},
+	{"06-frame", []string{`navigate /frame`, `extract text`}, contract.SessionCompleted},
+	{"07-widgets", []string{`navigate /widgets`, `click "Onclick card"`, `expect "Onclick card clicked"`}, contract.SessionCompleted},
+	{"08-long", []string{`navigate /long`, `scroll down 800`, `extract text`}, contract.SessionCompleted},
+	{"09-login-form", []string{`navigate /login`, `type "demo" into "Username"`}, contract.SessionCompleted},
+	{"10-partners", []string{`navigate /external`, `extract links`}, contract.SessionCompleted},
+	{"11-foreign-origin", []string{`navigate ` + demosite.ExternalOrigin + `/`}, contract.SessionFailed},
+	{"12-no-such-element", []string{`click "css=#does-not-exist"`}, contract.SessionFailed},
+	{"13-place-order", []string{`navigate /form`, `type "Ada" into "Full name"`, `click "Place order"`}, contract.SessionFailed},
+}
+
+// writeSuite writes the demo suite's task files for the shop at base into
+// a new directory.
+func writeSuite(t *testing.T, base string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, st := range demoSuite {
+		hints, _ := json.Marshal(map[string]any{"steps": st.steps})
+		maxActions, maxMs := 10, 60000
+		b, err := json.Marshal(contract.Input{Goal: "demo shop: " + st.name, URLs: []string{base + "/"}, MaxActions: &maxActions, MaxDurationMs: &maxMs, Hints: hints})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, st.name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// ownBrowsers makes the commands of the test launch (and close) their own
+// browsers instead of the test binary's shared ones, so that the test can
+// count the launches of one command.
+func ownBrowsers(t *testing.T) {
+	saved := sharedBrowsers
+	sharedBrowsers = nil
+	t.Cleanup(func() { sharedBrowsers = saved })
+}
+
+// readIndex reads the suite index in dir.
+func readIndex(t *testing.T, dir string) suite.Index {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, suiteIndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx suite.Index
+	if err := json.Unmarshal(b, &idx); err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
+// checkSuiteIndex checks the index of a run of demoSuite: every task's
+// status, and every bundle (the retried attempts' too) sealed, verifying,
+// with the head hash the index names.
+func checkSuiteIndex(t *testing.T, dir string, idx suite.Index) {
+	t.Helper()
+	if len(idx.Tasks) != len(demoSuite) {
+		t.Fatalf("%d tasks in the index, want %d", len(idx.Tasks), len(demoSuite))
+	}
+	verify := func(name, bundle string, want contract.SessionStatus) string {
+		t.Helper()
+		rep, err := evidence.Verify(context.Background(), filepath.Join(dir, filepath.FromSlash(bundle)), evidence.VerifyOptions{})
+		if err != nil {
+			t.Errorf("%s: bundle %s does not verify: %v", name, bundle, err)
+			return ""
+		}
+		if want != "" && rep.Status != want {
+			t.Errorf("%s: bundle %s sealed %q, want %q", name, bundle, rep.Status, want)
+		}
+		return rep.HeadHash
+	}
+	for i, st := range demoSuite {
+		got := idx.Tasks[i]
+		if got.Name != st.name+".json" || got.Status != st.want {
+			t.Errorf("task %d = %s %q (%s), want %s.json %q", i, got.Name, got.Status, got.Error, st.name, st.want)
+		}
+		if got.Completed() != (got.Error == "") {
+			t.Errorf("%s: status %q with error %q", got.Name, got.Status, got.Error)
+		}
+		if got.Bundle == "" || !strings.HasPrefix(got.Bundle, st.name+"/") {
+			t.Errorf("%s: bundle %q, want one under %s/", got.Name, got.Bundle, st.name)
+			continue
+		}
+		if head := verify(got.Name, got.Bundle, st.want); head != got.HeadHash {
+			t.Errorf("%s: head hash %q in the index, the bundle's is %q", got.Name, got.HeadHash, head)
+		}
+		for _, r := range got.Retries {
+			if r.Bundle != "" {
+				verify(got.Name+" (retried attempt)", r.Bundle, "")
+			}
+		}
+	}
+}
+
+func TestSuiteOneBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium")
+	}
+	t.Setenv(EnvModel, "")
+	ownBrowsers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	site, err := demosite.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	tasks := writeSuite(t, site.URL())
+	out := t.TempDir()
+	launches := driver.Launches()
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"suite", "--parallel", "2", "--verbose", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	if code != ExitSuiteIncomplete {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitSuiteIncomplete, stderr.String())
+	}
+	if n := driver.Launches() - launches; n != 1 {
+		t.Errorf("%d browser launches for the suite, want 1", n)
+	}
+	idx := readIndex(t, out)
+	if idx.FormatVersion != suite.FormatVersion || idx.Parallel != 2 {
+		t.Errorf("index format %q parallel %d", idx.FormatVersion, idx.Parallel)
+	}
+	checkSuiteIndex(t, out, idx)
+	// One line per task as it ends, whole, with the running count.
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	n := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "[") && strings.Contains(l, "/13] ") {
+			n++
+			if !strings.HasPrefix(l, "[") || !(strings.Contains(l, "] ok      ") || strings.Contains(l, "] FAILED  ")) {
+				t.Errorf("progress line %q", l)
+			}
+		}
+	}
+	// --verbose: the sessions' step lines, each whole and prefixed.
+	for _, l := range lines {
+		if strings.Contains(l, "step ") && strings.Contains(l, "/10  ") && !regexp.MustCompile(`^\[\d\d-[a-z-]+\.json\] (effect of )?step \d+`).MatchString(l) {
+			t.Errorf("step line %q", l)
+		}
+	}
+	if !strings.Contains(stderr.String(), "[02-orders.json] step 2/10  navigate") {
+		t.Errorf("no step lines with --verbose:\n%s", stderr.String())
+	}
+	if n != len(demoSuite) || !strings.Contains(stderr.String(), "[13/13] ") {
+		t.Errorf("%d progress lines, want %d:\n%s", n, len(demoSuite), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "aegis suite: 10 of 13 tasks completed (3 did not complete, 0 not run)") {
+		t.Errorf("no summary:\n%s", stderr.String())
+	}
+}
+
+func TestSuiteFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium")
+	}
+	t.Setenv(EnvModel, "")
+	ownBrowsers(t)
+	a, b := drivertest.RunServer(t), drivertest.RunServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	site, err := demosite.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	tasks := writeSuite(t, site.URL())
+	out := t.TempDir()
+	// The second server goes away as its first task starts.
+	var once sync.Once
+	var killedTask string
+	suiteOnStart = func(at suite.Attempt) {
+		if at.Endpoint == b.Endpoint {
+			once.Do(func() {
+				killedTask = at.Task.Name
+				b.Kill()
+			})
+		}
+	}
+	defer func() { suiteOnStart = nil }()
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"suite", "--parallel", "2", "--evidence", out, "--browser-endpoint", a.Endpoint + "," + b.Endpoint, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	if code != ExitSuiteIncomplete {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitSuiteIncomplete, stderr.String())
+	}
+	if killedTask == "" {
+		t.Fatal("no task went to the second server")
+	}
+	idx := readIndex(t, out)
+	checkSuiteIndex(t, out, idx)
+	// The killed server's first task was retried on the other; so was any
+	// task handed to it before its failure was known.
+	killedRetried := false
+	for _, got := range idx.Tasks {
+		if got.Endpoint != a.Endpoint {
+			t.Errorf("%s ran on %q, want the server left, %s", got.Name, got.Endpoint, a.Endpoint)
+		}
+		if len(got.Retries) == 0 {
+			continue
+		}
+		killedRetried = killedRetried || got.Name == killedTask
+		if r := got.Retries[0]; len(got.Retries) != 1 || r.Endpoint != b.Endpoint || r.Error == "" || r.Bundle == "" {
+			t.Errorf("%s: retries %+v, want one on %s", got.Name, got.Retries, b.Endpoint)
+		}
+	}
+	if !killedRetried {
+		t.Errorf("%s, the killed server's first task, was not retried", killedTask)
+	}
+	if !strings.Contains(stderr.String(), "(retried: "+b.Endpoint+" failed)") {
+		t.Errorf("the progress does not say the task was retried:\n%s", stderr.String())
+	}
+}
+
+func TestSuiteUsage(t *testing.T) {
+	t.Setenv(EnvModel, "")
+	task := writeFile(t, "task.json", `{"goal":"read","urls":["https://example.com/"],"hints":{"steps":["extract text"]}}`, 0o644)
+	bare := writeFile(t, "bare.json", `{"goal":"read","urls":["https://example.com/"]}`, 0o644)
+	empty := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"no tasks", []string{"suite"}, "suite needs tasks"},
+		{"empty dir", []string{"suite", empty}, "holds no *.json file"},
+		{"missing file", []string{"suite", filepath.Join(empty, "none.json")}, "no such file"},
+		{"parallel 0", []string{"suite", "--parallel", "0", task}, "--parallel 0: want 1 to 32"},
+		{"parallel too many", []string{"suite", "--parallel", "100", task}, "--parallel 100: want 1 to 32"},
+		{"ask", []string{"suite", "--approve", "ask", task}, "a suite asks nobody"},
+		{"bad approve", []string{"suite", "--approve", "maybe", task}, "--approve"},
+		{"endpoint without scheme", []string{"suite", "--browser-endpoint", "127.0.0.1:9", task}, "add ws://"},
+		{"empty endpoint", []string{"suite", "--browser-endpoint", "ws://127.0.0.1:9/,", task}, "an empty endpoint"},
+		{"negative budget", []string{"suite", "--max-actions", "-1", task}, "is negative"},
+		{"no agent", []string{"suite", task, bare}, "bare.json: no agent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if got := Run(context.Background(), tt.args, Stdio{Out: &out, Err: &errb}); got != ExitUsage {
+				t.Errorf("exit %d, want %d (stderr %q)", got, ExitUsage, errb.String())
+			}
+			if !strings.Contains(errb.String(), tt.want) {
+				t.Errorf("stderr %q, want %q", errb.String(), tt.want)
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	if got := Run(context.Background(), []string{"suite", "-h"}, Stdio{Out: &out, Err: &errb}); got != ExitOK {
+		t.Fatalf("suite -h: exit %d", got)
+	}
+	for _, want := range []string{"Usage: aegis suite [flags] DIR|TASK.json...", "--parallel", "--browser-endpoint", "--max-tokens", "Exit status: 0 every task completed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("suite -h lacks %q", want)
+		}
+	}
+}
+
+// TestSuiteInterrupted interrupts a suite as its first task starts: that
+// session ends aborted with its bundle sealed, the other tasks are not
+// run, the index is written, exit 3.
+func TestSuiteInterrupted(t *testing.T) {
+	t.Setenv(EnvModel, "")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	tasks := writeSuite(t, "http://127.0.0.1:9")
+	out := t.TempDir()
+	suiteOnStart = func(suite.Attempt) { cancel(ErrInterrupted) }
+	defer func() { suiteOnStart = nil }()
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"suite", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	if code != ExitAborted {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitAborted, stderr.String())
+	}
+	idx := readIndex(t, out)
+	first := idx.Tasks[0]
+	if first.Status != contract.SessionAborted || first.Bundle == "" {
+		t.Fatalf("first task %+v, want aborted with a bundle", first)
+	}
+	if rep, err := evidence.Verify(context.Background(), filepath.Join(out, first.Bundle), evidence.VerifyOptions{}); err != nil || rep.Status != contract.SessionAborted {
+		t.Errorf("the aborted task's bundle: %v %+v", err, rep)
+	}
+	for _, got := range idx.Tasks[1:] {
+		if got.Status != "" || got.Error != "not run: the suite was interrupted: interrupted" {
+			t.Errorf("%s = %+v, want not run", got.Name, got)
+		}
+	}
+	if !strings.Contains(stderr.String(), "aegis suite: stopped: the suite was interrupted") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+}

@@ -1,0 +1,98 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/session"
+)
+
+// ErrNoServer is the error of the tasks a fleet could not run: every
+// Playwright server of the suite failed.
+var ErrNoServer = errors.New("no browser server left")
+
+// fleet hands out the suite's Playwright servers round-robin and takes
+// out those that failed.
+//
+// # A server's failure, or the task's
+//
+// An attempt of a task is charged to its server, not to the task, when
+// both hold:
+//
+//  1. the session did not complete (failed, aborted, a budget, or it
+//     never started), while the suite was not stopping (its context
+//     live: a suite budget or an interruption ends sessions aborted, and
+//     that is nobody's failure); and
+//  2. the server, asked right after the attempt (Options.ServerUp:
+//     connect again, as the next session would), cannot give a browser:
+//     the connection is refused or closed, the browser is gone.
+//
+// Everything else is the task's own: a denial, a selector that matches
+// nothing, a task budget, a model error, on a server that still answers.
+// The order matters: a task that failed on its own on a healthy server is
+// never retried, and a server that went away while its task ran is found
+// whatever the session made of the loss (a driver error, an observation
+// that failed, an aborted wait).
+//
+// A server charged with a failure is out of the rotation for the rest of
+// the suite, and the task is retried once on another server that is still
+// in it; the failed attempt is recorded (TaskResult.Retries) and its
+// bundle, sealed as the session ended, stays. An attempt whose retry also
+// failed with its server ends the task there. When no server is left,
+// the tasks not yet run fail with ErrNoServer.
+type fleet struct {
+	mu     sync.Mutex
+	alive  []string
+	failed []string // "ENDPOINT: why", in the order they failed
+	next   int
+}
+
+func newFleet(endpoints []string) *fleet {
+	return &fleet{alive: append([]string(nil), endpoints...)}
+}
+
+// pick returns the next server in the rotation that is not one of
+// exclude (the servers the task already failed on), or an error wrapping
+// ErrNoServer that says how each failed.
+func (f *fleet) pick(exclude []string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for range f.alive {
+		ep := f.alive[f.next%len(f.alive)]
+		f.next++
+		if !slices.Contains(exclude, ep) {
+			return ep, nil
+		}
+	}
+	if len(f.failed) == 0 {
+		return "", fmt.Errorf("%w", ErrNoServer)
+	}
+	return "", fmt.Errorf("%w: %s", ErrNoServer, strings.Join(f.failed, "; "))
+}
+
+// fail takes ep out of the rotation.
+func (f *fleet) fail(ep string, why error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, a := range f.alive {
+		if a == ep {
+			f.alive = append(f.alive[:i], f.alive[i+1:]...)
+			f.failed = append(f.failed, fmt.Sprintf("%s failed (%v)", ep, why))
+			return
+		}
+	}
+}
+
+// serverFailed applies the rule of fleet: whether the attempt on ep that
+// ended as res is its server's failure, and the server's error if so.
+func serverFailed(ctx context.Context, up func(context.Context, string) error, ep string, res session.Result) error {
+	if ep == "" || res.Status == contract.SessionCompleted || ctx.Err() != nil {
+		return nil
+	}
+	return up(ctx, ep)
+}

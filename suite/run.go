@@ -1,0 +1,357 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/session"
+)
+
+// Task is one task of a suite.
+type Task struct {
+	// Name names it in the index and the progress lines (TaskFile.Name).
+	Name string
+	// Input is the task (seed 003 ComputerUseInput).
+	Input contract.Input
+}
+
+// Attempt is one run of a task: Options.Run runs it as a session.
+type Attempt struct {
+	Task Task
+	// Endpoint is the Playwright server the session connects to; "" for
+	// the browser the process launches (shared by the suite's sessions).
+	Endpoint string
+	// Evidence is the directory the session's bundle goes in (as
+	// EVIDENCE/SESSION-ID): the task's own under the suite's directory.
+	Evidence string
+	// Log writes a line of the session's, prefixed with the task's name,
+	// between the lines of the other sessions (for --verbose).
+	Log func(line string)
+}
+
+// RunFunc runs an attempt as a session until it ends, and returns its
+// result: a session that could not start returns a Result without a
+// session id and the error why.
+type RunFunc func(ctx context.Context, a Attempt) (session.Result, error)
+
+// Options configures Run.
+type Options struct {
+	// Parallel is how many tasks run at once, at least 1.
+	Parallel int
+	// Endpoints are the Playwright servers the tasks go to, round-robin
+	// (see fleet for a server that fails); none means the browser the
+	// process launches, one for the whole suite.
+	Endpoints []string
+	// Dir is the suite's directory: the index's, each task's bundles under
+	// Dir/TASK (the task file's name without .json).
+	Dir string
+	// MaxDuration bounds the suite's wall time: the tasks not started by
+	// then are not run, the running ones are cancelled (they end aborted,
+	// sealed). 0: no bound.
+	MaxDuration time.Duration
+	// MaxActions and MaxTokens bound the executed actions and the model
+	// tokens of all the tasks together: once reached, no task starts (the
+	// running ones run on). 0: no bound.
+	MaxActions, MaxTokens int
+	// Run runs an attempt. Required.
+	Run RunFunc
+	// ServerUp reports whether the Playwright server at the endpoint can
+	// still give a browser (nil) or why not, after an attempt on it did not
+	// complete. Required with Endpoints.
+	ServerUp func(ctx context.Context, endpoint string) error
+	// Progress receives a line per task as it ends; nil: none.
+	Progress io.Writer
+	// OnStart, when set, is called as each attempt starts (tests).
+	OnStart func(Attempt)
+}
+
+// Stop names what stopped a suite before every task ran to its end.
+type Stop string
+
+// What stops a suite.
+const (
+	StopDuration    Stop = "max-duration" // Options.MaxDuration ran out
+	StopActions     Stop = "max-actions"  // Options.MaxActions was reached
+	StopTokens      Stop = "max-tokens"   // Options.MaxTokens was reached
+	StopInterrupted Stop = "interrupted"  // the caller's context ended (Ctrl-C)
+)
+
+// Outcome is what Run returns: the index, and what stopped the suite
+// early, if anything did.
+type Outcome struct {
+	Index Index
+	// Stopped is what stopped the suite before every task ran to its
+	// end (a task not run, or cancelled); "" when nothing did.
+	Stopped Stop
+	// StopReason says it for people: "the suite's --max-actions budget
+	// (40) was reached"; "" when nothing stopped it.
+	StopReason string
+}
+
+// OK reports whether every task completed and nothing stopped the suite.
+func (o Outcome) OK() bool {
+	if o.Stopped != "" {
+		return false
+	}
+	for _, t := range o.Index.Tasks {
+		if !t.Completed() {
+			return false
+		}
+	}
+	return true
+}
+
+// stopError is the cause of a suite's context that a budget ended.
+type stopError struct {
+	stop Stop
+	msg  string
+}
+
+func (e *stopError) Error() string { return e.msg }
+
+// Run runs the tasks, Options.Parallel at a time, each as a session of
+// its own (Options.Run) with its own bundle under Options.Dir, and returns
+// their index, the tasks in the order given. It returns an error only for
+// options it cannot run with; a task's failure is in its result.
+func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
+	switch {
+	case o.Parallel < 1:
+		return Outcome{}, fmt.Errorf("suite: parallel %d: want 1 or more", o.Parallel)
+	case o.Run == nil:
+		return Outcome{}, errors.New("suite: no Run")
+	case len(o.Endpoints) > 0 && o.ServerUp == nil:
+		return Outcome{}, errors.New("suite: endpoints without ServerUp")
+	case o.MaxDuration < 0 || o.MaxActions < 0 || o.MaxTokens < 0:
+		return Outcome{}, errors.New("suite: a negative budget")
+	}
+	start := time.Now()
+	var cancel context.CancelFunc = func() {}
+	if o.MaxDuration > 0 {
+		ctx, cancel = context.WithTimeoutCause(ctx, o.MaxDuration, &stopError{StopDuration, fmt.Sprintf("the suite's --max-duration budget (%v) ran out", o.MaxDuration)})
+	}
+	defer cancel()
+	names := make([]string, len(tasks))
+	for i, t := range tasks {
+		names[i] = t.Name
+	}
+	r := &runner{
+		o:        o,
+		results:  make([]TaskResult, len(tasks)),
+		slugs:    slugs(names),
+		fleet:    newFleet(o.Endpoints),
+		progress: newProgress(o.Progress, len(tasks)),
+	}
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if stop, why := r.stopped(ctx); stop != "" {
+			r.notRun(tasks[i:], i, stop, why)
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.runTask(ctx, i, t)
+		}()
+	}
+	wg.Wait()
+	if r.stop == "" && ctx.Err() != nil && r.cancelled {
+		r.stop, r.why = stopOf(ctx)
+	}
+	end := time.Now()
+	return Outcome{
+		Index: Index{
+			FormatVersion: FormatVersion,
+			StartedAt:     start.UTC().Format(time.RFC3339Nano),
+			EndedAt:       end.UTC().Format(time.RFC3339Nano),
+			DurationMs:    end.Sub(start).Milliseconds(),
+			Parallel:      o.Parallel,
+			Tasks:         r.results,
+		},
+		Stopped:    r.stop,
+		StopReason: r.why,
+	}, nil
+}
+
+// runner is one Run's state.
+type runner struct {
+	o        Options
+	results  []TaskResult // by task; each written by its task's goroutine
+	slugs    []string
+	fleet    *fleet
+	progress *progress
+
+	mu        sync.Mutex
+	actions   int  // executed by the attempts that ended
+	tokens    int  // used by the attempts that ended
+	cancelled bool // an attempt ended while the suite's context was done
+	stop      Stop
+	why       string
+}
+
+// stopped says whether no task may start any more, and why: the context
+// ended (a budget, an interruption) or a total budget was reached.
+func (r *runner) stopped(ctx context.Context) (Stop, string) {
+	if ctx.Err() != nil {
+		return stopOf(ctx)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.o.MaxActions > 0 && r.actions >= r.o.MaxActions:
+		return StopActions, fmt.Sprintf("the suite's --max-actions budget (%d) was reached: %d actions", r.o.MaxActions, r.actions)
+	case r.o.MaxTokens > 0 && r.tokens >= r.o.MaxTokens:
+		return StopTokens, fmt.Sprintf("the suite's --max-tokens budget (%d) was reached: %d tokens", r.o.MaxTokens, r.tokens)
+	}
+	return "", ""
+}
+
+// stopOf says why ctx ended: a suite budget, else an interruption.
+func stopOf(ctx context.Context) (Stop, string) {
+	cause := context.Cause(ctx)
+	var se *stopError
+	if errors.As(cause, &se) {
+		return se.stop, se.msg
+	}
+	return StopInterrupted, fmt.Sprintf("the suite was interrupted: %v", cause)
+}
+
+// notRunPrefix starts the error of a task a stopped suite did not run.
+const notRunPrefix = "not run: "
+
+// notRun marks tasks (from index first) as not run, for the reason.
+func (r *runner) notRun(tasks []Task, first int, stop Stop, why string) {
+	r.mu.Lock()
+	r.stop, r.why = stop, why
+	r.mu.Unlock()
+	for i, t := range tasks {
+		res := TaskResult{Name: t.Name, Error: notRunPrefix + why}
+		r.results[first+i] = res
+		r.progress.taskEnded(res)
+	}
+}
+
+// runTask runs task i, retrying it once on another server when its
+// server failed (see fleet), and writes its result.
+func (r *runner) runTask(ctx context.Context, i int, t Task) {
+	start := time.Now()
+	res := TaskResult{Name: t.Name}
+	var failedOn []string // the servers that failed the task
+	var down error        // how the last of them failed
+	for {
+		ep := ""
+		if len(r.o.Endpoints) > 0 {
+			var err error
+			if ep, err = r.fleet.pick(failedOn); err != nil {
+				if down == nil {
+					res.Error = err.Error()
+				} else {
+					res.Error = fmt.Sprintf("%s (the server failed: %v; not retried: %v)", res.Error, down, err)
+				}
+				break
+			}
+		}
+		if down != nil {
+			res.Retries = append(res.Retries, Retry{Endpoint: res.Endpoint, Error: fmt.Sprintf("%s (the server failed: %v)", res.Error, down), Bundle: res.Bundle})
+		}
+		a := Attempt{
+			Task:     t,
+			Endpoint: ep,
+			Evidence: filepath.Join(r.o.Dir, r.slugs[i]),
+			Log:      func(line string) { r.progress.log(t.Name, line) },
+		}
+		if r.o.OnStart != nil {
+			r.o.OnStart(a)
+		}
+		sr, err := r.o.Run(ctx, a)
+		r.count(ctx, sr)
+		r.fill(&res, ep, sr, err)
+		if down = serverFailed(ctx, r.o.ServerUp, ep, sr); down == nil {
+			break
+		}
+		r.fleet.fail(ep, down)
+		failedOn = append(failedOn, ep)
+		if len(res.Retries) > 0 {
+			// Retried once already: the task ends with this attempt.
+			res.Error = fmt.Sprintf("%s (the server failed too: %v)", res.Error, down)
+			break
+		}
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	r.results[i] = res
+	r.progress.taskEnded(res)
+}
+
+// count adds an attempt's actions and tokens to the suite's totals.
+func (r *runner) count(ctx context.Context, sr session.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.actions += sr.Output.ActionsExecuted
+	r.tokens += sr.Tokens
+	if ctx.Err() != nil && sr.Status != contract.SessionCompleted {
+		r.cancelled = true
+	}
+}
+
+// fill sets the task's result from its latest attempt's.
+func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) {
+	*res = TaskResult{Name: res.Name, Endpoint: ep, Retries: res.Retries}
+	if sr.Output.ComputerUseSessionID == "" {
+		res.Error = "the session could not start"
+		if err != nil {
+			res.Error += ": " + err.Error()
+		}
+		return
+	}
+	res.Status = sr.Status
+	res.Actions = sr.Output.ActionsExecuted
+	res.Denials = sr.Denied
+	res.Approvals = sr.Approved
+	res.Tokens = sr.Tokens
+	res.HeadHash = sr.Evidence.HeadHash
+	if sr.Evidence.Dir != "" {
+		res.Bundle = r.rel(sr.Evidence.Dir)
+	}
+	if sr.Status == contract.SessionCompleted {
+		return
+	}
+	switch {
+	case sr.Output.Summary != "":
+		res.Error = sr.Output.Summary
+	case err != nil:
+		res.Error = err.Error()
+	default:
+		res.Error = string(sr.Status)
+	}
+	if !sr.Evidence.Sealed && sr.Evidence.Dir != "" {
+		res.Error += " (the bundle is not sealed: " + sr.Evidence.Error + ")"
+	}
+}
+
+// rel is dir relative to the suite's directory, slash-separated.
+func (r *runner) rel(dir string) string {
+	base, err := filepath.Abs(r.o.Dir)
+	if err != nil {
+		return filepath.ToSlash(dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return filepath.ToSlash(dir)
+	}
+	rel, err := filepath.Rel(base, abs)
+	if err != nil {
+		return filepath.ToSlash(dir)
+	}
+	return filepath.ToSlash(rel)
+}

@@ -1,0 +1,379 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/session"
+)
+
+// fakeTasks returns n tasks named t01.json, t02.json...
+func fakeTasks(n int) []Task {
+	tasks := make([]Task, n)
+	for i := range tasks {
+		tasks[i] = Task{Name: fmt.Sprintf("t%02d.json", i+1)}
+	}
+	return tasks
+}
+
+// result is a session's result as the fakes make it: its bundle under the
+// attempt's evidence directory.
+func result(a Attempt, n int, status contract.SessionStatus, actions, tokens int) session.Result {
+	id := fmt.Sprintf("s-%d", n)
+	res := session.Result{Status: status, Tokens: tokens,
+		Evidence: session.EvidenceInfo{Dir: filepath.Join(a.Evidence, id), Sealed: true, HeadHash: "head-" + id}}
+	res.Output.ComputerUseSessionID = id
+	res.Output.ActionsExecuted = actions
+	if status != contract.SessionCompleted {
+		res.Output.Summary = "failed on its own"
+	}
+	return res
+}
+
+func TestRunIndex(t *testing.T) {
+	dir := t.TempDir()
+	var n atomic.Int64
+	var progress bytes.Buffer
+	out, err := Run(context.Background(), fakeTasks(5), Options{
+		Parallel: 2,
+		Dir:      dir,
+		Progress: &progress,
+		Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+			status := contract.SessionCompleted
+			if a.Task.Name == "t03.json" {
+				status = contract.SessionFailed
+			}
+			return result(a, int(n.Add(1)), status, 2, 0), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.OK() || out.Stopped != "" {
+		t.Errorf("OK %v, stopped %q: want a failed task, nothing stopped", out.OK(), out.Stopped)
+	}
+	if got := out.Index; got.FormatVersion != FormatVersion || got.Parallel != 2 || len(got.Tasks) != 5 {
+		t.Fatalf("index %+v", got)
+	}
+	for i, got := range out.Index.Tasks {
+		wantName := fmt.Sprintf("t%02d.json", i+1)
+		if got.Name != wantName || got.Actions != 2 || got.Endpoint != "" {
+			t.Errorf("task %d = %+v, want %s with 2 actions", i, got, wantName)
+		}
+		if !strings.HasPrefix(got.Bundle, strings.TrimSuffix(wantName, ".json")+"/s-") || got.HeadHash == "" {
+			t.Errorf("%s: bundle %q head %q, want TASK/SESSION-ID, relative to the suite's directory", got.Name, got.Bundle, got.HeadHash)
+		}
+		if got.Completed() == (got.Error != "") {
+			t.Errorf("%s: status %q, error %q", got.Name, got.Status, got.Error)
+		}
+	}
+	if got := strings.Count(progress.String(), "\n"); got != 5 {
+		t.Errorf("%d progress lines, want 5:\n%s", got, progress.String())
+	}
+	if !strings.Contains(progress.String(), "FAILED  t03.json  failed: failed on its own  2 actions") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+}
+
+// fleetCase is a fleet of servers a, b (and c) in a test of the rule of
+// fleet: down says which servers cannot give a browser, fail which tasks
+// fail on their own.
+type fleetCase struct {
+	mu      sync.Mutex
+	down    map[string]bool
+	fail    map[string]bool
+	probes  []string
+	n       int
+	killsOn func(a Attempt) // marks servers down as an attempt starts
+}
+
+func (f *fleetCase) run(ctx context.Context, a Attempt) (session.Result, error) {
+	f.mu.Lock()
+	if f.killsOn != nil {
+		f.killsOn(a)
+	}
+	f.n++
+	n, down, fail := f.n, f.down[a.Endpoint], f.fail[a.Task.Name]
+	f.mu.Unlock()
+	switch {
+	case down:
+		// The browser went away: the session fails, sealed.
+		return result(a, n, contract.SessionFailed, 0, 0), errors.New("driver: cannot open the browser")
+	case fail:
+		return result(a, n, contract.SessionFailed, 1, 0), nil
+	}
+	return result(a, n, contract.SessionCompleted, 1, 0), nil
+}
+
+func (f *fleetCase) up(ctx context.Context, ep string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probes = append(f.probes, ep)
+	if f.down[ep] {
+		return errors.New("connection refused")
+	}
+	return nil
+}
+
+// TestServerFailure checks the rule of fleet: an attempt is its server's
+// failure only when it did not complete and the server cannot give a
+// browser after it; then the server is out and the task retried once
+// elsewhere.
+func TestServerFailure(t *testing.T) {
+	t.Run("the task's own failure", func(t *testing.T) {
+		f := &fleetCase{down: map[string]bool{}, fail: map[string]bool{"t02.json": true}}
+		out := runFleet(t, f, 4, 1, "ws://a", "ws://b")
+		for _, got := range out.Index.Tasks {
+			if len(got.Retries) > 0 {
+				t.Errorf("%s retried: %+v", got.Name, got.Retries)
+			}
+		}
+		if got := out.Index.Tasks[1]; got.Status != contract.SessionFailed || got.Error != "failed on its own" {
+			t.Errorf("t02 = %+v", got)
+		}
+		// Round-robin, and both servers still in it.
+		if got := endpoints(out); !slices.Equal(got, []string{"ws://a", "ws://b", "ws://a", "ws://b"}) {
+			t.Errorf("endpoints %v", got)
+		}
+		if !slices.Equal(f.probes, []string{"ws://b"}) {
+			t.Errorf("probed %v, want only the server of the task that failed", f.probes)
+		}
+	})
+	t.Run("a completed task never probes", func(t *testing.T) {
+		f := &fleetCase{down: map[string]bool{}}
+		out := runFleet(t, f, 3, 1, "ws://a", "ws://b")
+		if !out.OK() || len(f.probes) != 0 {
+			t.Errorf("OK %v, probes %v", out.OK(), f.probes)
+		}
+	})
+	t.Run("a server that went away", func(t *testing.T) {
+		f := &fleetCase{down: map[string]bool{}}
+		f.killsOn = func(a Attempt) {
+			if a.Endpoint == "ws://b" {
+				f.down["ws://b"] = true
+			}
+		}
+		out := runFleet(t, f, 5, 1, "ws://a", "ws://b")
+		if !out.OK() {
+			t.Fatalf("not OK: %+v", out.Index.Tasks)
+		}
+		got := out.Index.Tasks[1]
+		if len(got.Retries) != 1 || got.Retries[0].Endpoint != "ws://b" || got.Retries[0].Bundle != "t02/s-2" ||
+			!strings.Contains(got.Retries[0].Error, "connection refused") || got.Endpoint != "ws://a" || got.Bundle != "t02/s-3" {
+			t.Errorf("t02 = %+v, want completed on ws://a after a retry from ws://b", got)
+		}
+		if got := endpoints(out); !slices.Equal(got, []string{"ws://a", "ws://a", "ws://a", "ws://a", "ws://a"}) {
+			t.Errorf("endpoints %v: ws://b stayed in the rotation", got)
+		}
+	})
+	t.Run("every server gone", func(t *testing.T) {
+		f := &fleetCase{down: map[string]bool{"ws://a": true, "ws://b": true}}
+		out := runFleet(t, f, 3, 1, "ws://a", "ws://b")
+		first := out.Index.Tasks[0]
+		if len(first.Retries) != 1 || !strings.Contains(first.Error, "the server failed too") {
+			t.Errorf("t01 = %+v, want one retry, then the second server's failure", first)
+		}
+		for _, got := range out.Index.Tasks[1:] {
+			if got.Status != "" || got.Bundle != "" || !strings.Contains(got.Error, ErrNoServer.Error()) || !strings.Contains(got.Error, "ws://a failed (connection refused)") {
+				t.Errorf("%s = %+v, want no session, for no server left", got.Name, got)
+			}
+		}
+		if out.OK() {
+			t.Error("OK")
+		}
+	})
+	t.Run("a stopping suite is nobody's failure", func(t *testing.T) {
+		f := &fleetCase{down: map[string]bool{"ws://a": true}}
+		ctx, cancel := context.WithCancel(context.Background())
+		var probes int
+		out, err := Run(ctx, fakeTasks(2), Options{Parallel: 1, Dir: t.TempDir(), Endpoints: []string{"ws://a", "ws://b"},
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				cancel()
+				return f.run(ctx, a)
+			},
+			ServerUp: func(ctx context.Context, ep string) error { probes++; return f.up(ctx, ep) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if probes != 0 || len(out.Index.Tasks[0].Retries) != 0 || out.Stopped != StopInterrupted {
+			t.Errorf("probes %d, t01 %+v, stopped %q", probes, out.Index.Tasks[0], out.Stopped)
+		}
+	})
+}
+
+func runFleet(t *testing.T, f *fleetCase, n, parallel int, eps ...string) Outcome {
+	t.Helper()
+	out, err := Run(context.Background(), fakeTasks(n), Options{Parallel: parallel, Dir: t.TempDir(), Endpoints: eps, Run: f.run, ServerUp: f.up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func endpoints(out Outcome) []string {
+	var eps []string
+	for _, t := range out.Index.Tasks {
+		eps = append(eps, t.Endpoint)
+	}
+	return eps
+}
+
+func TestBudgets(t *testing.T) {
+	each := func(actions, tokens int) RunFunc {
+		var n atomic.Int64
+		return func(ctx context.Context, a Attempt) (session.Result, error) {
+			return result(a, int(n.Add(1)), contract.SessionCompleted, actions, tokens), nil
+		}
+	}
+	tests := []struct {
+		name    string
+		o       Options
+		ran     int
+		stopped Stop
+	}{
+		{"actions", Options{MaxActions: 5, Run: each(3, 0)}, 2, StopActions},
+		{"tokens", Options{MaxTokens: 100, Run: each(1, 60)}, 2, StopTokens},
+		{"actions not reached", Options{MaxActions: 50, Run: each(3, 0)}, 4, ""},
+		{"reached by the last task", Options{MaxActions: 12, Run: each(3, 0)}, 4, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var progress bytes.Buffer
+			tt.o.Parallel, tt.o.Dir, tt.o.Progress = 1, t.TempDir(), &progress
+			out, err := Run(context.Background(), fakeTasks(4), tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := 0
+			for _, got := range out.Index.Tasks {
+				if got.Completed() {
+					ran++
+				} else if got.Status != "" || !strings.HasPrefix(got.Error, "not run: the suite's --max-") {
+					t.Errorf("%s = %+v, want not run", got.Name, got)
+				}
+			}
+			if ran != tt.ran || out.Stopped != tt.stopped || out.OK() != (tt.stopped == "") {
+				t.Errorf("ran %d, stopped %q (%s), want %d, %q", ran, out.Stopped, out.StopReason, tt.ran, tt.stopped)
+			}
+			if want := fmt.Sprintf("[4/4] NOT RUN t04.json  the suite's --%s budget", tt.stopped); tt.stopped != "" && !strings.Contains(progress.String(), want) {
+				t.Errorf("progress lacks %q:\n%s", want, progress.String())
+			}
+		})
+	}
+	t.Run("duration", func(t *testing.T) {
+		// A task runs until the suite's time is out: it ends aborted; the
+		// others are not run.
+		var n atomic.Int64
+		out, err := Run(context.Background(), fakeTasks(3), Options{Parallel: 1, Dir: t.TempDir(), MaxDuration: 1,
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				<-ctx.Done()
+				res := result(a, int(n.Add(1)), contract.SessionAborted, 0, 0)
+				res.Output.Summary = "aborted after 0 actions: " + context.Cause(ctx).Error()
+				return res, nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Stopped != StopDuration || !strings.Contains(out.StopReason, "--max-duration") {
+			t.Errorf("stopped %q (%s)", out.Stopped, out.StopReason)
+		}
+		for _, got := range out.Index.Tasks {
+			if got.Status != contract.SessionAborted && !strings.HasPrefix(got.Error, "not run: the suite's --max-duration budget") {
+				t.Errorf("%s = %+v, want aborted or not run", got.Name, got)
+			}
+		}
+	})
+}
+
+// TestProgressWhole runs many tasks at once, each logging lines, and
+// checks that every line came out whole.
+func TestProgressWhole(t *testing.T) {
+	var buf bytes.Buffer
+	var n atomic.Int64
+	_, err := Run(context.Background(), fakeTasks(20), Options{Parallel: 8, Dir: t.TempDir(), Progress: &buf,
+		Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+			for i := range 20 {
+				a.Log(fmt.Sprintf("step %d/20  click #x \"X\"  allowed (low)", i+1))
+			}
+			return result(a, int(n.Add(1)), contract.SessionCompleted, 20, 0), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`^(\[t\d\d\.json\] step \d+/20  click #x "X"  allowed \(low\)|\[\d+/20\] ok      t\d\d\.json  20 actions \S+  t\d\d/s-\d+)$`)
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 20*21 {
+		t.Errorf("%d lines, want %d", len(lines), 20*21)
+	}
+	for _, l := range lines {
+		if !line.MatchString(l) {
+			t.Errorf("line %q", l)
+		}
+	}
+	if !strings.Contains(buf.String(), "[20/20] ok") {
+		t.Error("no [20/20]")
+	}
+}
+
+func TestRunOptions(t *testing.T) {
+	run := func(context.Context, Attempt) (session.Result, error) { return session.Result{}, nil }
+	for _, o := range []Options{
+		{Parallel: 0, Run: run},
+		{Parallel: 1},
+		{Parallel: 1, Run: run, Endpoints: []string{"ws://a"}},
+		{Parallel: 1, Run: run, MaxActions: -1},
+	} {
+		if _, err := Run(context.Background(), fakeTasks(1), o); err == nil {
+			t.Errorf("Run with %+v: no error", o)
+		}
+	}
+}
+
+func TestFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"b.json", "a.json", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	one := filepath.Join(dir, "b.json")
+	got, err := Files([]string{one, dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TaskFile{{one, one}, {"a.json", filepath.Join(dir, "a.json")}, {"b.json", one}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Files = %v, want %v", got, want)
+	}
+	if _, err := Files(nil); !errors.Is(err, ErrNoTasks) {
+		t.Errorf("Files(nil) = %v, want ErrNoTasks", err)
+	}
+	if _, err := Files([]string{t.TempDir()}); !errors.Is(err, ErrNoTasks) {
+		t.Errorf("Files(empty dir) = %v, want ErrNoTasks", err)
+	}
+}
+
+func TestSlugs(t *testing.T) {
+	got := slugs([]string{"a.json", "x/a.json", "we ird$.json", "..json", "a-2.json"})
+	want := []string{"a", "a-2", "we_ird_", "task", "a-2-2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("slugs = %v, want %v", got, want)
+	}
+}
