@@ -21,46 +21,26 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/internal/browsertest"
 	"github.com/aegis-run/aegis/policy"
 )
 
 // One Chromium for the whole test binary; each session opens its own
 // browser context in it.
-var shared struct {
-	once sync.Once
-	b    *driver.Browser
-	err  error
-}
+var shared browsertest.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if demo.root != "" {
 		os.RemoveAll(demo.root)
 	}
-	if shared.b != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := shared.b.Close(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "close browser:", err)
-		}
-		cancel()
-	}
+	shared.Close()
 	os.Exit(code)
 }
 
 func browser(t testing.TB) *driver.Browser {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{})
-	})
-	if shared.err != nil {
-		t.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", shared.err)
-	}
-	return shared.b
+	return shared.Browser(t)
 }
 
 // site serves a fresh demo shop (optionally changed by a middleware) on a
