@@ -55,16 +55,7 @@ type site struct {
 
 func newSite(t testing.TB) *site {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &site{URL: "http://" + ln.Addr().String()}
-	s.Reset(nil)
-	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		(*s.h.Load()).ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go s.srv.Serve(ln)
+	s := newSiteUnmanaged(t)
 	t.Cleanup(func() { s.srv.Close() })
 	return s
 }
@@ -372,6 +363,7 @@ func demoBundle(t *testing.T) (string, *site) {
 // newSiteUnmanaged is newSite without a cleanup: the shared demo site
 // lives as long as the test binary.
 func newSiteUnmanaged(t testing.TB) *site {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
