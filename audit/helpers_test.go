@@ -21,46 +21,26 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/gate"
+	"github.com/aegis-run/aegis/internal/browsertest"
 	"github.com/aegis-run/aegis/policy"
 )
 
 // One Chromium for the whole test binary; each session opens its own
 // browser context in it.
-var shared struct {
-	once sync.Once
-	b    *driver.Browser
-	err  error
-}
+var shared browsertest.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if demo.root != "" {
 		os.RemoveAll(demo.root)
 	}
-	if shared.b != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := shared.b.Close(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "close browser:", err)
-		}
-		cancel()
-	}
+	shared.Close()
 	os.Exit(code)
 }
 
 func browser(t testing.TB) *driver.Browser {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{})
-	})
-	if shared.err != nil {
-		t.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", shared.err)
-	}
-	return shared.b
+	return shared.Browser(t)
 }
 
 // site serves a fresh demo shop (optionally changed by a middleware) on a
@@ -75,16 +55,7 @@ type site struct {
 
 func newSite(t testing.TB) *site {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &site{URL: "http://" + ln.Addr().String()}
-	s.Reset(nil)
-	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		(*s.h.Load()).ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go s.srv.Serve(ln)
+	s := newSiteUnmanaged(t)
 	t.Cleanup(func() { s.srv.Close() })
 	return s
 }
@@ -392,6 +363,7 @@ func demoBundle(t *testing.T) (string, *site) {
 // newSiteUnmanaged is newSite without a cleanup: the shared demo site
 // lives as long as the test binary.
 func newSiteUnmanaged(t testing.TB) *site {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -212,23 +212,26 @@ func AppendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// shortEscape maps the byte that follows a backslash in a two-byte escape
+// of canonical JSON to the byte the escape stands for; 0 for any other.
+var shortEscape = [256]byte{'"': '"', '\\': '\\', 'b': '\b', 't': '\t', 'n': '\n', 'f': '\f', 'r': '\r'}
+
+// escapeLetter is shortEscape's inverse: the byte that follows the
+// backslash in the two-byte escape of a byte; 0 for a byte escaped as
+// \u00xx or not at all.
+var escapeLetter = func() (t [256]byte) {
+	for l, c := range shortEscape {
+		if c != 0 {
+			t[c] = byte(l)
+		}
+	}
+	return t
+}()
+
 // appendEscape appends the escape of a byte that needs one (isStop).
 func appendEscape(b []byte, c byte) []byte {
-	switch c {
-	case '"':
-		return append(b, '\\', '"')
-	case '\\':
-		return append(b, '\\', '\\')
-	case '\b':
-		return append(b, '\\', 'b')
-	case '\f':
-		return append(b, '\\', 'f')
-	case '\n':
-		return append(b, '\\', 'n')
-	case '\r':
-		return append(b, '\\', 'r')
-	case '\t':
-		return append(b, '\\', 't')
+	if l := escapeLetter[c]; l != 0 {
+		return append(b, '\\', l)
 	}
 	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }

@@ -79,14 +79,12 @@ func (p *canonParser) value(depth int) (any, error) {
 		return nil, p.fail("unexpected end of input")
 	}
 	switch c := p.b[p.i]; {
-	case c == '{':
+	case c == '{' || c == '[':
 		if depth >= p.maxDepth {
 			return nil, p.fail(fmt.Sprintf("nesting deeper than %d levels", p.maxDepth))
 		}
-		return p.object(depth)
-	case c == '[':
-		if depth >= p.maxDepth {
-			return nil, p.fail(fmt.Sprintf("nesting deeper than %d levels", p.maxDepth))
+		if c == '{' {
+			return p.object(depth)
 		}
 		return p.array(depth)
 	case c == '"':
@@ -167,17 +165,12 @@ func (p *canonParser) object(depth int) (any, error) {
 		if p.build {
 			obj[keyStr] = v
 		}
-		if p.i >= len(p.b) {
-			return nil, p.fail("unexpected end of input in an object")
+		end, err := p.next('}', "an object")
+		if err != nil {
+			return nil, err
 		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		if end {
 			return obj, nil
-		default:
-			return nil, p.fail("want ',' or '}' in an object")
 		}
 	}
 }
@@ -223,19 +216,32 @@ func (p *canonParser) array(depth int) (any, error) {
 		if p.build {
 			arr = append(arr, v)
 		}
-		if p.i >= len(p.b) {
-			return nil, p.fail("unexpected end of input in an array")
+		end, err := p.next(']', "an array")
+		if err != nil {
+			return nil, err
 		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if end {
 			return arr, nil
-		default:
-			return nil, p.fail("want ',' or ']' in an array")
 		}
 	}
+}
+
+// next steps past what follows a member of an object or an element of an
+// array (what names which): a ',' (end false) or the closing byte end
+// (end true); anything else is an error.
+func (p *canonParser) next(closing byte, what string) (end bool, err error) {
+	if p.i >= len(p.b) {
+		return false, p.fail("unexpected end of input in " + what)
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		return false, nil
+	case closing:
+		p.i++
+		return true, nil
+	}
+	return false, p.fail("want ',' or '" + string(closing) + "' in " + what)
 }
 
 const (
@@ -286,24 +292,12 @@ func decodeCanon(raw []byte) string {
 			i++
 			continue
 		}
-		switch raw[i+1] {
-		case 'b':
-			buf = append(buf, '\b')
-		case 't':
-			buf = append(buf, '\t')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'r':
-			buf = append(buf, '\r')
-		case 'u':
+		if raw[i+1] == 'u' {
 			buf = append(buf, unhex(raw[i+4])<<4|unhex(raw[i+5]))
 			i += 6
 			continue
-		default: // '"', '\\'
-			buf = append(buf, raw[i+1])
 		}
+		buf = append(buf, shortEscape[raw[i+1]])
 		i += 2
 	}
 	return string(buf)
@@ -334,7 +328,7 @@ func (p *canonParser) scanStr() (scanned, error) {
 			i += k
 			// A two-byte escape, the common stop in text (a line feed),
 			// is passed here without leaving the loop.
-			if b[i] != '\\' || i+1 >= len(b) || !shortEscape[b[i+1]] {
+			if b[i] != '\\' || i+1 >= len(b) || shortEscape[b[i+1]] == 0 {
 				break
 			}
 			escaped = true
@@ -366,7 +360,7 @@ func (p *canonParser) scanStr() (scanned, error) {
 			return scanned{start: first, end: i, escaped: escaped}, nil
 		case c == '\\':
 			escaped = true
-			if i+1 < len(b) && shortEscape[b[i+1]] {
+			if i+1 < len(b) && shortEscape[b[i+1]] != 0 {
 				i += 2
 				continue
 			}
@@ -382,10 +376,6 @@ func (p *canonParser) scanStr() (scanned, error) {
 		}
 	}
 }
-
-// shortEscape marks the bytes that follow a backslash in the two-byte
-// escapes of canonical JSON.
-var shortEscape = [256]bool{'"': true, '\\': true, 'b': true, 't': true, 'n': true, 'f': true, 'r': true}
 
 // isStop reports whether a string byte needs a look: a control character,
 // '"' or '\\'.
@@ -413,33 +403,20 @@ func (p *canonParser) escape() (byte, int, error) {
 	if len(b) < 2 {
 		return 0, 0, p.fail("unterminated escape")
 	}
-	switch b[1] {
-	case '"':
-		return '"', 2, nil
-	case '\\':
-		return '\\', 2, nil
-	case 'b':
-		return '\b', 2, nil
-	case 't':
-		return '\t', 2, nil
-	case 'n':
-		return '\n', 2, nil
-	case 'f':
-		return '\f', 2, nil
-	case 'r':
-		return '\r', 2, nil
-	case 'u':
-		if len(b) < 6 || b[2] != '0' || b[3] != '0' || !isLowerHex(b[4]) || !isLowerHex(b[5]) {
-			return 0, 0, p.fail("non-canonical \\u escape: only control characters are escaped, as \\u00xx in lower case")
-		}
-		v := unhex(b[4])<<4 | unhex(b[5])
-		if v >= 0x20 || v == '\b' || v == '\t' || v == '\n' || v == '\f' || v == '\r' {
-			return 0, 0, p.fail("non-canonical \\u escape")
-		}
-		return v, 6, nil
-	default:
+	if c := shortEscape[b[1]]; c != 0 {
+		return c, 2, nil
+	}
+	if b[1] != 'u' {
 		return 0, 0, p.fail(fmt.Sprintf("non-canonical escape \\%c", b[1]))
 	}
+	if len(b) < 6 || b[2] != '0' || b[3] != '0' || !isLowerHex(b[4]) || !isLowerHex(b[5]) {
+		return 0, 0, p.fail("non-canonical \\u escape: only control characters are escaped, as \\u00xx in lower case")
+	}
+	v := unhex(b[4])<<4 | unhex(b[5])
+	if v >= 0x20 || escapeLetter[v] != 0 {
+		return 0, 0, p.fail("non-canonical \\u escape")
+	}
+	return v, 6, nil
 }
 
 func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
@@ -513,34 +490,35 @@ func validNumberSyntax(s string) bool {
 	if s[i] == '0' {
 		i++
 	} else if '1' <= s[i] && s[i] <= '9' {
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
+		i = digits(s, i)
 	} else {
 		return false
 	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		j := i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		if i == j {
+		j := digits(s, i+1)
+		if j == i+1 {
 			return false
 		}
+		i = j
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		j := i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		if i == j {
+		j := digits(s, i)
+		if j == i {
 			return false
 		}
+		i = j
 	}
 	return i == len(s)
+}
+
+// digits returns the index after the run of decimal digits in s at i.
+func digits(s string, i int) int {
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
 }

@@ -3,24 +3,21 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/demosite"
+	"github.com/aegis-run/aegis/internal/browsertest"
 )
 
 // testShop is a demo shop on loopback that remembers every request it got.
 type testShop struct {
 	URL string
-	mu  sync.Mutex
-	log []string // "METHOD /path?query body"
+	rec *browsertest.Recorder
 }
 
 func newShop(t *testing.T) *testShop {
@@ -28,40 +25,18 @@ func newShop(t *testing.T) *testShop {
 	if testing.Short() {
 		t.Skip("needs Chromium")
 	}
-	s := &testShop{}
-	h := demosite.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.mu.Lock()
-		s.log = append(s.log, r.Method+" "+r.URL.RequestURI()+" "+string(body))
-		s.mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
+	s := &testShop{rec: browsertest.Record(demosite.Handler())}
+	srv := httptest.NewServer(s.rec)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
 }
 
 // got returns the requests whose line starts with prefix.
-func (s *testShop) got(prefix string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, l := range s.log {
-		if strings.HasPrefix(l, prefix) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+func (s *testShop) got(prefix string) []string { return s.rec.Requests(prefix) }
 
 // holds reports whether any request the shop got carries value.
-func (s *testShop) holds(value string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Contains(strings.Join(s.log, "\n"), value)
-}
+func (s *testShop) holds(value string) bool { return strings.Contains(s.rec.All(), value) }
 
 // ciRun is "aegis run" as CI runs it: no terminal, --approve deny, the
 // default preset and the embedded policy, the playwright driver, a

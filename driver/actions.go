@@ -31,18 +31,26 @@ type latencies struct {
 func (d *pwDriver) Act(ctx context.Context, a contract.Action) (contract.ToolResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	start := time.Now()
-	res := contract.ToolResult{
-		ActionID:  a.ID,
-		Action:    a.PolicyName(),
-		RiskTag:   DefaultRisk(a.Type),
-		SessionID: d.cfg.SessionID,
-		StartedAt: timestamp(start),
+	run := func(lat *latencies) ([]string, error) { return d.act(ctx, a, lat) }
+	url := func() string {
+		if p, err := d.active(); err == nil {
+			return boundURL(p.URL())
+		}
+		return ""
 	}
+	return actResult(a, contract.ToolResult{SessionID: d.cfg.SessionID}, run, url)
+}
+
+// actResult runs action a (run) and makes its ToolResult, as every driver
+// reports one: res holds what the driver knows of it beforehand (session,
+// tab, window), url reads the active page's URL after it. The error is
+// the run's as an *Error holding no typed text (asError), nil on success.
+func actResult(a contract.Action, res contract.ToolResult, run func(*latencies) ([]string, error), url func() string) (contract.ToolResult, error) {
+	res.ActionID, res.Action, res.RiskTag = a.ID, a.PolicyName(), DefaultRisk(a.Type)
+	res.StartedAt = timestamp(time.Now())
 	var lat latencies
-	ids, err := d.act(ctx, a, &lat)
-	end := time.Now()
-	res.EndedAt = timestamp(end)
+	ids, err := run(&lat)
+	res.EndedAt = timestamp(time.Now())
 	res.InputLatencyMs = lat.input
 	res.CaptureLatencyMs = lat.capture
 	if len(ids) > 0 {
@@ -51,9 +59,7 @@ func (d *pwDriver) Act(ctx context.Context, a contract.Action) (contract.ToolRes
 	if err == nil {
 		res.Note = resultNote(lat.note)
 	}
-	if p, perr := d.active(); perr == nil {
-		res.URL = boundURL(p.URL())
-	}
+	res.URL = url()
 	if err != nil {
 		e := asError(err, a)
 		res.OK = false
@@ -429,12 +435,25 @@ func (d *pwDriver) wait(ctx context.Context, a contract.Action) error {
 	}
 }
 
+// extractOptions are the observer's options for a text, table or links
+// extract.
+func extractOptions(sensitive []string) map[string]any {
+	return map[string]any{"sensitive": nonNil(sensitive), "maxTextChars": MaxTextChars, "maxElements": DefaultMaxElements}
+}
+
+// textExtracted is the artifact of a text, table or links extract a,
+// from what the observer answered (bounded to MaxTextChars, hashed).
+func textExtracted(a contract.Action, value string) Extracted {
+	v := boundText(value, MaxTextChars)
+	return Extracted{Artifact: contract.Artifact{Type: contract.ArtifactType(a.Extract), Value: v, Hash: sha(v)}}
+}
+
 func (d *pwDriver) extract(ctx context.Context, p playwright.Page, a contract.Action, lat *latencies) ([]string, error) {
 	t0 := time.Now()
 	var ex Extracted
 	switch a.Extract {
 	case contract.ExtractText, contract.ExtractTable, contract.ExtractLink:
-		opts := map[string]any{"sensitive": nonNil(d.cfg.SensitiveSelectors), "maxTextChars": MaxTextChars, "maxElements": DefaultMaxElements}
+		opts := extractOptions(d.cfg.SensitiveSelectors)
 		var r pageResult
 		var err error
 		for attempt := 0; attempt < 3; attempt++ {
@@ -448,8 +467,7 @@ func (d *pwDriver) extract(ctx context.Context, p playwright.Page, a contract.Ac
 		if err != nil {
 			return nil, err
 		}
-		v := boundText(r.Value, MaxTextChars)
-		ex.Artifact = contract.Artifact{Type: contract.ArtifactType(a.Extract), Value: v, Hash: sha(v)}
+		ex = textExtracted(a, r.Value)
 	case contract.ExtractScreenshot:
 		img, err := d.screenshot(ctx, p, a)
 		if err != nil {

@@ -414,10 +414,7 @@ func (d *extDriver) DescribeObserved(ctx context.Context, selector string) (cont
 	if err != nil {
 		return contract.Element{}, ObservedUnknown, err
 	}
-	if r.Element == nil {
-		return contract.Element{}, ObservedUnknown, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
-	}
-	el, err := describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
+	el, err := describedOf(selector, r.Element, d.cfg.SensitiveSelectors)
 	if err != nil {
 		return contract.Element{}, ObservedUnknown, err
 	}
@@ -429,42 +426,16 @@ func (d *extDriver) DescribeObserved(ctx context.Context, selector string) (cont
 func (d *extDriver) Act(ctx context.Context, a contract.Action) (contract.ToolResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	start := time.Now()
 	tab := d.tabID
-	res := contract.ToolResult{
-		ActionID:  a.ID,
-		Action:    a.PolicyName(),
-		RiskTag:   DefaultRisk(a.Type),
-		SessionID: d.cfg.SessionID,
-		TabID:     &tab,
-		StartedAt: timestamp(start),
-	}
+	res := contract.ToolResult{SessionID: d.cfg.SessionID, TabID: &tab}
 	d.stateMu.Lock()
 	if d.windowID > 0 {
 		w := d.windowID
 		res.WindowID = &w
 	}
 	d.stateMu.Unlock()
-	var lat latencies
-	ids, err := d.act(ctx, a, &lat)
-	res.EndedAt = timestamp(time.Now())
-	res.InputLatencyMs = lat.input
-	res.CaptureLatencyMs = lat.capture
-	if len(ids) > 0 {
-		res.ArtifactIDs = ids
-	}
-	if err == nil {
-		res.Note = resultNote(lat.note)
-	}
-	res.URL = d.currentURL()
-	if err != nil {
-		e := asError(err, a)
-		res.OK = false
-		res.Error = e.ToolError()
-		return res, e
-	}
-	res.OK = true
-	return res, nil
+	run := func(lat *latencies) ([]string, error) { return d.act(ctx, a, lat) }
+	return actResult(a, res, run, d.currentURL)
 }
 
 func (d *extDriver) act(ctx context.Context, a contract.Action, lat *latencies) ([]string, error) {

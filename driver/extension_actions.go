@@ -194,13 +194,12 @@ func (d *extDriver) extract(ctx context.Context, a contract.Action, lat *latenci
 	var ex Extracted
 	switch a.Extract {
 	case contract.ExtractText, contract.ExtractTable, contract.ExtractLink:
-		opts := map[string]any{"sensitive": nonNil(d.cfg.SensitiveSelectors), "maxTextChars": MaxTextChars, "maxElements": DefaultMaxElements}
+		opts := extractOptions(d.cfg.SensitiveSelectors)
 		r, err := d.callResult(ctx, a.Selector, "extract", string(a.Extract), a.Selector, opts)
 		if err != nil {
 			return nil, err
 		}
-		v := boundText(r.Value, MaxTextChars)
-		ex.Artifact = contract.Artifact{Type: contract.ArtifactType(a.Extract), Value: v, Hash: sha(v)}
+		ex = textExtracted(a, r.Value)
 	case contract.ExtractScreenshot:
 		img, err := d.screenshot(ctx, a)
 		if err != nil {

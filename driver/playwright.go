@@ -548,15 +548,22 @@ func (d *pwDriver) DescribeObserved(ctx context.Context, selector string) (contr
 	if err != nil {
 		return contract.Element{}, ObservedUnknown, err
 	}
-	if r.Element == nil {
-		return contract.Element{}, ObservedUnknown, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
-	}
-	el, err := describedElement(selector, *r.Element, d.cfg.SensitiveSelectors)
+	el, err := describedOf(selector, r.Element, d.cfg.SensitiveSelectors)
 	if err != nil {
 		return contract.Element{}, ObservedUnknown, err
 	}
 	d.rememberTarget(p, selector, el, r.PageOrigin)
 	return el, observedOf(r.Observed), nil
+}
+
+// describedOf is the element the observer's describe answered for
+// selector (e), as describedElement makes it; an internal error when it
+// described nothing.
+func describedOf(selector string, e *contract.Element, sensitive []string) (contract.Element, error) {
+	if e == nil {
+		return contract.Element{}, newErr(contract.CodeInternal, selector, "observer described nothing", nil)
+	}
+	return describedElement(selector, *e, sensitive)
 }
 
 // describedElement makes every page-controlled field of e valid UTF-8

@@ -1,6 +1,7 @@
 // boundary.js: the network and navigation boundary of a session's tab,
 // part of the service worker (background.js loads it with importScripts;
-// it uses background.js's ProtoError, CODE, post and originOf).
+// it uses background.js's ProtoError and CODE, port.js's post and tabs.js's
+// originOf).
 //
 // While the host holds a boundary on a tab (boundary.set, from the
 // extension driver when it opens on the tab; boundary.clear when it
@@ -191,7 +192,7 @@ async function withAllowance(h, tabId, allow, fn) {
 // A top-level navigation of the session's tab that the boundary refused
 // leaves Chrome's error page in place of the page (as a replacement, not a
 // history entry): the tab is sent back to the last page it showed on an
-// allowed origin, loaded again. background.js calls this from its
+// allowed origin, loaded again. navigation.js calls this from its
 // webNavigation.onErrorOccurred listener, before it wakes the calls
 // waiting on the tab's navigations, so that a waiting call sees
 // b.restoring and waits for the page to be back.

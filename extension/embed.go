@@ -43,7 +43,8 @@ var observerParts = []string{
 	"resolve.js",        // selector syntax: split, resolve, frame offsets
 	"names.js",          // roles, accessible names, sensitive fields
 	"selectors.js",      // unique selector generation
-	"observe.js",        // observe (text, snapshot with masking, affordances), describe
+	"observe.js",        // observe (text, snapshot with masking, affordances)
+	"describe.js",       // describe (the facts the gate judges an element on), check (time of check = time of use)
 	"identity.js",       // is a selector's element the one the last observe listed, as listed?
 	"actionability.js",  // the actionability check, hit test, click, type, select, scroll
 	"extract.js",        // extract: text, table rows, links
@@ -77,7 +78,7 @@ const observerFile = "observer.js"
 // static are the extension's files other than the observer, as Chrome
 // loads them.
 //
-//go:embed manifest.json background.js boundary.js settings.js executor.js listeners.js webrtc.js popup.html popup.js popup.css options.html options.js options.css
+//go:embed manifest.json background.js navigation.js port.js tabs.js session.js boundary.js settings.js executor.js listeners.js webrtc.js popup.html popup.js popup.css options.html options.js options.css
 var static embed.FS
 
 // DefaultGlobal is the name the observer installs its API under when it

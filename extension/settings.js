@@ -1,6 +1,6 @@
 // settings.js: the options page's way to the model settings, part of the
-// service worker (background.js imports it and accepts the port of its own
-// options.html only).
+// service worker (background.js imports it; session.js accepts the port of
+// its own options.html only).
 //
 // The model settings live in the aegis host's configuration file, never in
 // the extension: each command opens a native port of its own (a host

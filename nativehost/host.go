@@ -217,10 +217,7 @@ func (h *host) prepareGate() {
 // records it in the session's end.
 func (h *host) violation(e *Error) {
 	h.log.printf("protocol violation by the extension: %v", e)
-	h.mu.Lock()
-	r := h.run
-	h.mu.Unlock()
-	if r != nil {
+	if r := h.current(); r != nil {
 		r.s.Abort("protocol violation by the extension (" + e.Code.String() + "): " + e.Message)
 	}
 }
@@ -228,9 +225,7 @@ func (h *host) violation(e *Error) {
 // shutdown aborts a running session and waits, at most ExitGrace, for it
 // to seal its evidence.
 func (h *host) shutdown(reason string) {
-	h.mu.Lock()
-	r := h.run
-	h.mu.Unlock()
+	r := h.current()
 	if r == nil {
 		return
 	}
@@ -243,6 +238,23 @@ func (h *host) shutdown(reason string) {
 	case <-t.C:
 		h.log.printf("session %s did not end within %v: exiting anyway", r.s.ID(), h.o.ExitGrace)
 	}
+}
+
+// current is the running session, or nil.
+func (h *host) current() *running {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.run
+}
+
+// decoded decodes a request's params into a P (DecodeParams: unknown
+// members refused) and answers it with f.
+func decoded[P, R any](params json.RawMessage, f func(P) (R, error)) (any, error) {
+	var p P
+	if err := DecodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	return f(p)
 }
 
 // HandleRequest answers the extension's requests.
@@ -272,36 +284,19 @@ func (h *host) HandleRequest(ctx context.Context, method string, params json.Raw
 		h.log.printf("hello from extension %s", bound(p.Extension, 32))
 		return HelloResult{Protocol: Version, Host: h.o.Version, Origin: h.o.Origin, Session: sid}, nil
 	case MethodConfigGet:
-		if err := DecodeParams(params, &struct{}{}); err != nil {
-			return nil, err
-		}
-		return h.configGet()
+		return decoded(params, func(struct{}) (ConfigView, error) { return h.configGet() })
 	case MethodConfigSet:
-		var p ConfigSetParams
-		if err := DecodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		return h.configSet(p)
+		return decoded(params, h.configSet)
 	case MethodPing:
-		var p PingParams
-		if err := DecodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		return p, nil
+		return decoded(params, func(p PingParams) (PingParams, error) { return p, nil })
 	case MethodStart:
-		var p StartParams
-		if err := DecodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		return h.start(p)
+		return decoded(params, h.start)
 	case MethodAbort:
 		var p AbortParams
 		if err := DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
-		h.mu.Lock()
-		r := h.run
-		h.mu.Unlock()
+		r := h.current()
 		if r == nil {
 			return nil, errorf(CodeNoSession, "no session is running")
 		}
@@ -316,9 +311,7 @@ func (h *host) HandleRequest(ctx context.Context, method string, params json.Raw
 		if err := DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
-		h.mu.Lock()
-		r := h.run
-		h.mu.Unlock()
+		r := h.current()
 		if r == nil {
 			return nil, errorf(CodeNoSession, "no session is running")
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/aegis-run/aegis/demosite"
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/internal/browsertest"
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/llm/llmtest"
 	"github.com/aegis-run/aegis/navigator"
@@ -32,46 +33,24 @@ import (
 
 // One Chromium for the whole test binary; each session opens its own
 // browser context. The gate is realGate's (fake_test.go).
-var shared struct {
-	once sync.Once
-	b    *driver.Browser
-	err  error
-}
+var shared = browsertest.Shared{Options: driver.BrowserOptions{Isolate: true}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.b != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := shared.b.Close(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "close browser:", err)
-		}
-		cancel()
-	}
+	shared.Close()
 	os.Exit(code)
 }
 
 func browser(t testing.TB) *driver.Browser {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs Chromium (go run ./cmd/aegis setup)")
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		shared.b, shared.err = driver.Launch(ctx, driver.BrowserOptions{Isolate: true})
-	})
-	if shared.err != nil {
-		t.Fatalf("launch Chromium (run \"go run ./cmd/aegis setup\"): %v", shared.err)
-	}
-	return shared.b
+	return shared.Browser(t)
 }
 
 // site is the demo shop behind a recorder, plus a page of dangerous
 // buttons: the server side of what a session did.
 type site struct {
 	URL string
-	mu  sync.Mutex
-	log []string // "METHOD /path?query body"
+	rec *browsertest.Recorder
 }
 
 const dangerBody = `<!doctype html><html><head><meta charset="utf-8"><title>Billing</title></head><body>
@@ -132,14 +111,8 @@ func newSite(t testing.TB) *site {
 	})
 	mux.HandleFunc("GET /find/results", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.Handle("/", demo)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.mu.Lock()
-		s.log = append(s.log, r.Method+" "+r.URL.RequestURI()+" "+string(body))
-		s.mu.Unlock()
-		mux.ServeHTTP(w, r)
-	}))
+	s.rec = browsertest.Record(mux)
+	srv := httptest.NewServer(s.rec)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
@@ -147,17 +120,7 @@ func newSite(t testing.TB) *site {
 
 // requests returns the requests the site received whose "METHOD /path"
 // starts with prefix.
-func (s *site) requests(prefix string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, l := range s.log {
-		if strings.HasPrefix(l, prefix) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+func (s *site) requests(prefix string) []string { return s.rec.Requests(prefix) }
 
 // awaitRequests waits until the site has received n requests starting
 // with prefix (a page's own requests land after the action that caused
@@ -175,11 +138,7 @@ func (s *site) awaitRequests(t testing.TB, prefix string, n int) []string {
 	}
 }
 
-func (s *site) all() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Join(s.log, "\n")
-}
+func (s *site) all() string { return s.rec.All() }
 
 // cfgFor returns a session config for task with the shared browser, the
 // real gate, evidence in a temporary directory, and the given agents.

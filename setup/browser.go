@@ -79,11 +79,7 @@ func DefaultBrowserCandidates(goos string, getenv func(string) string) []string 
 // anything: $AEGIS_CHROMIUM when set (never falling back when it is wrong),
 // else the first working one of Options.BrowserCandidates.
 func LocateBrowser(ctx context.Context, opts Options) (Browser, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return Browser{}, err
-	}
-	return locateBrowser(ctx, o, loadStamps(o))
+	return locate(ctx, opts, locateBrowser)
 }
 
 // EnsureBrowser is LocateBrowser, then, when no browser is found and the
@@ -91,14 +87,11 @@ func LocateBrowser(ctx context.Context, opts Options) (Browser, error) {
 // "apt-get install -y chromium" (waiting up to Options.AptLockTimeout for
 // another apt run to finish), with apt's output streamed to progress.
 func EnsureBrowser(ctx context.Context, opts Options, progress io.Writer) (Browser, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return Browser{}, err
-	}
-	progress = orDiscard(progress)
-	st := loadStamps(o)
-	defer saveStamps(st, progress)
+	return ensure(ctx, opts, progress, ensureBrowser)
+}
 
+// ensureBrowser is EnsureBrowser's work, in ensure's frame.
+func ensureBrowser(ctx context.Context, o Options, st *stamps, progress io.Writer) (Browser, error) {
 	b, err := locateBrowser(ctx, o, st)
 	var me *MissingError
 	if err == nil || !errors.As(err, &me) {
@@ -123,12 +116,6 @@ func EnsureBrowser(ctx context.Context, opts Options, progress io.Writer) (Brows
 	}
 	b.Source = SourceInstalled
 	return b, nil
-}
-
-func saveStamps(st *stamps, progress io.Writer) {
-	if err := st.save(); err != nil {
-		fmt.Fprintf(progress, "setup: warning: %v (the next run will check again)\n", err)
-	}
 }
 
 func locateBrowser(ctx context.Context, o Options, st *stamps) (Browser, error) {

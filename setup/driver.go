@@ -30,11 +30,7 @@ func cachedDriverDir(o Options) string { return filepath.Join(o.aegisCacheDir(),
 // writing anything: $AEGIS_PLAYWRIGHT_DRIVER when set (never falling back
 // when it is wrong), else the cached CacheDir/aegis/playwright-driver-1.52.0.
 func LocateDriver(ctx context.Context, opts Options) (Driver, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return Driver{}, err
-	}
-	return locateDriver(ctx, o, loadStamps(o))
+	return locate(ctx, opts, locateDriver)
 }
 
 // EnsureDriver is LocateDriver, then, when the cached driver is missing or
@@ -46,14 +42,11 @@ func LocateDriver(ctx context.Context, opts Options) (Driver, error) {
 // the process is root on a Debian-like system, they are installed with
 // apt-get first. npm's output is streamed to progress.
 func EnsureDriver(ctx context.Context, opts Options, progress io.Writer) (Driver, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return Driver{}, err
-	}
-	progress = orDiscard(progress)
-	st := loadStamps(o)
-	defer saveStamps(st, progress)
+	return ensure(ctx, opts, progress, ensureDriver)
+}
 
+// ensureDriver is EnsureDriver's work, in ensure's frame.
+func ensureDriver(ctx context.Context, o Options, st *stamps, progress io.Writer) (Driver, error) {
 	d, err := locateDriver(ctx, o, st)
 	if err == nil || o.Getenv(EnvDriver) != "" || ctx.Err() != nil {
 		return d, err

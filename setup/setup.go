@@ -167,6 +167,20 @@ const (
 	SourceBuilt     Source = "built"     // driver built by this run from npm
 )
 
+// how says how a component came, for its String; env is the variable that
+// names the component.
+func (s Source) how(env string) string {
+	switch s {
+	case SourceEnv:
+		return "from " + env
+	case SourceInstalled:
+		return "installed with apt-get"
+	case SourceBuilt:
+		return "built from npm " + DriverPackage
+	}
+	return string(s)
+}
+
 // Browser is a verified Chrome or Chromium executable.
 type Browser struct {
 	// Path is the executable to pass as playwright's ExecutablePath.
@@ -182,14 +196,7 @@ type Browser struct {
 // String describes the browser in one line, e.g.
 // "Chromium 156.0.8078.73 at /usr/lib/chromium/chromium (found)".
 func (b Browser) String() string {
-	how := string(b.Source)
-	switch b.Source {
-	case SourceEnv:
-		how = "from " + EnvBrowser
-	case SourceInstalled:
-		how = "installed with apt-get"
-	}
-	return fmt.Sprintf("%s %s at %s (%s)", b.Product, b.Version, b.Path, how)
+	return fmt.Sprintf("%s %s at %s (%s)", b.Product, b.Version, b.Path, b.Source.how(EnvBrowser))
 }
 
 // Driver is a verified Playwright driver directory, ready for
@@ -208,14 +215,7 @@ type Driver struct {
 // String describes the driver in one line, e.g.
 // "1.52.0 at /root/.cache/aegis/playwright-driver-1.52.0 (cached)".
 func (d Driver) String() string {
-	how := string(d.Source)
-	switch d.Source {
-	case SourceEnv:
-		how = "from " + EnvDriver
-	case SourceBuilt:
-		how = "built from npm " + DriverPackage
-	}
-	return fmt.Sprintf("%s at %s (%s)", d.Version, d.Dir, how)
+	return fmt.Sprintf("%s at %s (%s)", d.Version, d.Dir, d.Source.how(EnvDriver))
 }
 
 // Result is what Locate and Ensure found. A component that is not
@@ -313,6 +313,32 @@ func Ensure(ctx context.Context, opts Options, progress io.Writer) (Result, erro
 	d, derr := EnsureDriver(ctx, opts, progress)
 	res.Browser, res.Driver = b, d
 	return res, errors.Join(berr, derr)
+}
+
+// locate is the Locate functions' frame: it fills in opts' defaults and
+// runs find with the verification stamps, and writes nothing.
+func locate[T any](ctx context.Context, opts Options, find func(context.Context, Options, *stamps) (T, error)) (T, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return find(ctx, o, loadStamps(o))
+}
+
+// ensure is the Ensure functions' frame: it fills in opts' defaults, runs
+// get with the verification stamps and progress (io.Discard when nil), and
+// saves the stamps after.
+func ensure[T any](ctx context.Context, opts Options, progress io.Writer, get func(context.Context, Options, *stamps, io.Writer) (T, error)) (T, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	progress = orDiscard(progress)
+	st := loadStamps(o)
+	defer saveStamps(st, progress)
+	return get(ctx, o, st, progress)
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,4 +124,11 @@ func filesKey(paths ...string) (string, error) {
 		keys = append(keys, k)
 	}
 	return strings.Join(keys, "|"), nil
+}
+
+// saveStamps saves st, and says on progress when it could not.
+func saveStamps(st *stamps, progress io.Writer) {
+	if err := st.save(); err != nil {
+		fmt.Fprintf(progress, "setup: warning: %v (the next run will check again)\n", err)
+	}
 }
