@@ -24,6 +24,36 @@ type Index struct {
 	Parallel int `json:"parallel"`
 	// Tasks holds one result per task, in the order the tasks were given.
 	Tasks []TaskResult `json:"tasks"`
+	// StoppedBy is what stopped the suite before every task ran to its
+	// end (a task not run, or cancelled); "" when nothing did.
+	StoppedBy Stop `json:"stoppedBy,omitempty"`
+}
+
+// Stop names what stopped a suite before every task ran to its end.
+type Stop string
+
+// What stops a suite: Index.StoppedBy.
+const (
+	StopDuration    Stop = "max-duration" // Options.MaxDuration ran out
+	StopActions     Stop = "max-actions"  // Options.MaxActions was reached
+	StopTokens      Stop = "max-tokens"   // Options.MaxTokens was reached
+	StopInterrupted Stop = "interrupted"  // the caller's context ended (Ctrl-C)
+)
+
+// Says is the stop in words, for the reports: "the suite's --max-actions
+// budget was reached".
+func (s Stop) Says() string {
+	switch s {
+	case StopDuration:
+		return "the suite's --max-duration budget ran out"
+	case StopActions:
+		return "the suite's --max-actions budget was reached"
+	case StopTokens:
+		return "the suite's --max-tokens budget was reached"
+	case StopInterrupted:
+		return "the suite was interrupted"
+	}
+	return "stopped: " + string(s)
 }
 
 // TaskResult is one task's line in the index.
@@ -32,7 +62,9 @@ type TaskResult struct {
 	// suite directory).
 	Name string `json:"name"`
 	// Status is how the session ended (contract.SessionStatus, failed
-	// included); "" when no session could start (see Error).
+	// included), as its sealed bundle says; "" when no session could
+	// start, its bundle could not be sealed, or the task was not run (see
+	// Error).
 	Status contract.SessionStatus `json:"status,omitempty"`
 	// DurationMs is the task's wall time in milliseconds.
 	DurationMs int64 `json:"durationMs"`
@@ -112,9 +144,9 @@ func (idx Index) Totals() Totals {
 	return t
 }
 
-// AllCompleted reports whether every task of the suite completed: what
-// the suite's exit status says.
+// AllCompleted reports whether every task of the suite completed and
+// nothing stopped it: what the suite's exit status says.
 func (idx Index) AllCompleted() bool {
 	t := idx.Totals()
-	return t.Completed == t.Tasks
+	return t.Completed == t.Tasks && idx.StoppedBy == ""
 }

@@ -17,13 +17,15 @@ func fullIndex() Index {
 	retried := exampleLine("retried.json", "retried/2")
 	retried.Endpoint, retried.Tokens = "ws://127.0.0.1:3001/", 1234
 	retried.Retries = []Retry{{Endpoint: "ws://127.0.0.1:3000/", Error: "browser closed", Bundle: "retried/1"}}
-	return testIndex(
+	idx := testIndex(
 		exampleLine("orders.json", "orders/s1"),
 		TaskResult{Name: "denied.json", Status: contract.SessionFailed, DurationMs: 800, Actions: 1, Denials: 1, Bundle: "denied/s2", HeadHash: strings.Repeat("b", 64), Error: "denied: navigate http://evil.example/"},
 		retried,
 		TaskResult{Name: "no-browser.json", Error: "no browser"},
 		TaskResult{Name: "later.json", Skipped: true, Error: "suite budget ran out"},
 	)
+	idx.StoppedBy = StopDuration
+	return idx
 }
 
 // TestIndexRoundTrip: what WriteIndex writes, ReadIndex reads back the

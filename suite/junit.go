@@ -10,8 +10,10 @@ import (
 // The JUnit XML report, in the shape GitLab, Jenkins (JUnit and xUnit
 // plugins) and GitHub's JUnit actions read: a testsuites root holding one
 // testsuite, a testcase per task (name, classname, time in seconds), a
-// failure element in every task that did not complete and a skipped
-// element in every task that was not run. GitLab shows a failure's text,
+// failure element in every task that did not complete, a skipped element
+// in every task that was not run, and, when something stopped the suite
+// (Index.StoppedBy), the testsuite's properties stoppedBy (the index's
+// word) and stoppedByReason (in words). GitLab shows a failure's text,
 // not its message attribute, so the text repeats the reason and adds the
 // status and the bundle. encoding/xml escapes every name and reason, and
 // writes each character XML 1.0 does not allow (control characters,
@@ -35,15 +37,27 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	XMLName   xml.Name    `xml:"testsuite"`
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      string      `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr,omitempty"`
-	Cases     []junitCase `xml:"testcase"`
+	XMLName   xml.Name `xml:"testsuite"`
+	Name      string   `xml:"name,attr"`
+	Tests     int      `xml:"tests,attr"`
+	Failures  int      `xml:"failures,attr"`
+	Errors    int      `xml:"errors,attr"`
+	Skipped   int      `xml:"skipped,attr"`
+	Time      string   `xml:"time,attr"`
+	Timestamp string   `xml:"timestamp,attr,omitempty"`
+	// Properties say what stopped the suite (stoppedBy), when something
+	// did; they come before the test cases, as JUnit's schema orders them.
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -74,6 +88,12 @@ func WriteJUnit(w io.Writer, idx Index) error {
 		Skipped:   t.Skipped,
 		Time:      seconds(idx.DurationMs),
 		Timestamp: idx.StartedAt,
+	}
+	if idx.StoppedBy != "" {
+		suite.Properties = &junitProperties{Property: []junitProperty{
+			{Name: "stoppedBy", Value: string(idx.StoppedBy)},
+			{Name: "stoppedByReason", Value: idx.StoppedBy.Says()},
+		}}
 	}
 	for _, r := range idx.Tasks {
 		c := junitCase{Name: r.Name, Classname: JUnitClassname, Time: seconds(r.DurationMs)}

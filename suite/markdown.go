@@ -11,7 +11,8 @@ import (
 
 // The Markdown summary, for a CI job's summary page (GitHub's
 // $GITHUB_STEP_SUMMARY, GitLab's and others' Markdown views): a heading
-// with the verdict, a totals line, and a table of the tasks. Everything
+// with the verdict, what stopped the suite (if anything did), a totals
+// line, and a table of the tasks. Everything
 // from the index is text to the page, never markup: see mdText.
 
 // mdSpecial are the characters that mean something inside a table cell
@@ -30,10 +31,13 @@ func WriteMarkdown(w io.Writer, idx Index) error {
 	t := idx.Totals()
 	var b strings.Builder
 	verdict := "every task completed"
-	if !idx.AllCompleted() {
+	if t.Completed != t.Tasks {
 		verdict = fmt.Sprintf("%d of %d tasks did not complete", t.Tasks-t.Completed, t.Tasks)
 	}
 	fmt.Fprintf(&b, "### aegis suite: %s\n\n", verdict)
+	if idx.StoppedBy != "" {
+		fmt.Fprintf(&b, "**Stopped:** %s.\n\n", mdText(idx.StoppedBy.Says()))
+	}
 	fmt.Fprintf(&b, "%s: %d completed, %d not completed, %d skipped; %s, %s, %s",
 		plural(t.Tasks, "task"), t.Completed, t.Failed, t.Skipped,
 		plural(t.Actions, "action"), plural(t.Denials, "denial"), plural(t.Approvals, "approval"))

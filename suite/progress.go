@@ -51,7 +51,7 @@ func endedLine(t TaskResult) string {
 	switch {
 	case t.Completed():
 		b.WriteString("ok      ")
-	case t.Status == "" && t.Bundle == "":
+	case t.Skipped:
 		b.WriteString("NOT RUN ")
 	default:
 		b.WriteString("FAILED  ")

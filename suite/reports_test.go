@@ -69,7 +69,11 @@ func TestJUnit(t *testing.T) {
 		Failures int      `xml:"failures,attr"`
 		Skipped  int      `xml:"skipped,attr"`
 		Suites   []struct {
-			Tests int `xml:"tests,attr"`
+			Tests      int `xml:"tests,attr"`
+			Properties []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
 			Cases []struct {
 				Name      string `xml:"name,attr"`
 				Classname string `xml:"classname,attr"`
@@ -104,6 +108,9 @@ func TestJUnit(t *testing.T) {
 	}
 	if len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 5 {
 		t.Fatalf("got %d suites, want 1 of 5 test cases", len(doc.Suites))
+	}
+	if p := doc.Suites[0].Properties; len(p) != 2 || p[0].Name != "stoppedBy" || p[0].Value != "max-duration" || p[1].Value != StopDuration.Says() {
+		t.Errorf("testsuite properties %+v, want stoppedBy max-duration and its reason", p)
 	}
 	cases := doc.Suites[0].Cases
 	type line struct{ name, classname, time, failure, skipped string }
@@ -148,6 +155,9 @@ func TestMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "summary.md", b.Bytes())
+	if want := "**Stopped:** the suite's --max-duration budget ran out.\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
 	var rows []string
 	for _, l := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(l, "| ") {

@@ -71,41 +71,18 @@ type Options struct {
 	OnStart func(Attempt)
 }
 
-// Stop names what stopped a suite before every task ran to its end.
-type Stop string
-
-// What stops a suite.
-const (
-	StopDuration    Stop = "max-duration" // Options.MaxDuration ran out
-	StopActions     Stop = "max-actions"  // Options.MaxActions was reached
-	StopTokens      Stop = "max-tokens"   // Options.MaxTokens was reached
-	StopInterrupted Stop = "interrupted"  // the caller's context ended (Ctrl-C)
-)
-
-// Outcome is what Run returns: the index, and what stopped the suite
-// early, if anything did.
+// Outcome is what Run returns: the index (its StoppedBy says what
+// stopped the suite early, if anything did), and why in words.
 type Outcome struct {
 	Index Index
-	// Stopped is what stopped the suite before every task ran to its
-	// end (a task not run, or cancelled); "" when nothing did.
-	Stopped Stop
-	// StopReason says it for people: "the suite's --max-actions budget
-	// (40) was reached"; "" when nothing stopped it.
+	// StopReason says what stopped the suite for people, with the
+	// numbers: "the suite's --max-actions budget (40) was reached: 42
+	// actions"; "" when nothing stopped it.
 	StopReason string
 }
 
 // OK reports whether every task completed and nothing stopped the suite.
-func (o Outcome) OK() bool {
-	if o.Stopped != "" {
-		return false
-	}
-	for _, t := range o.Index.Tasks {
-		if !t.Completed() {
-			return false
-		}
-	}
-	return true
-}
+func (o Outcome) OK() bool { return o.Index.AllCompleted() }
 
 // stopError is the cause of a suite's context that a budget ended.
 type stopError struct {
@@ -178,8 +155,8 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 			DurationMs:    end.Sub(start).Milliseconds(),
 			Parallel:      o.Parallel,
 			Tasks:         r.results,
+			StoppedBy:     r.stop,
 		},
-		Stopped:    r.stop,
 		StopReason: r.why,
 	}, nil
 }
@@ -236,7 +213,7 @@ func (r *runner) notRun(tasks []Task, first int, stop Stop, why string) {
 	r.stop, r.why = stop, why
 	r.mu.Unlock()
 	for i, t := range tasks {
-		res := TaskResult{Name: t.Name, Error: notRunPrefix + why}
+		res := TaskResult{Name: t.Name, Error: notRunPrefix + why, Skipped: true}
 		r.results[first+i] = res
 		r.progress.taskEnded(res)
 	}
@@ -304,7 +281,11 @@ func (r *runner) count(ctx context.Context, sr session.Result) {
 	}
 }
 
-// fill sets the task's result from its latest attempt's.
+// fill sets the task's result from its latest attempt's. The status is
+// the sealed bundle's: a session whose bundle could not be sealed has
+// none in the index (nothing bears it out), whatever it reported, and
+// its error says how it ended and why the bundle is not sealed; it did
+// not complete.
 func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) {
 	*res = TaskResult{Name: res.Name, Endpoint: ep, Retries: res.Retries}
 	if sr.Output.ComputerUseSessionID == "" {
@@ -314,29 +295,41 @@ func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) 
 		}
 		return
 	}
-	res.Status = sr.Status
 	res.Actions = sr.Output.ActionsExecuted
 	res.Denials = sr.Denied
 	res.Approvals = sr.Approved
 	res.Tokens = sr.Tokens
-	res.HeadHash = sr.Evidence.HeadHash
 	if sr.Evidence.Dir != "" {
 		res.Bundle = r.rel(sr.Evidence.Dir)
 	}
-	if sr.Status == contract.SessionCompleted {
+	if !sr.Evidence.Sealed {
+		why := sr.Evidence.Error
+		if why == "" {
+			why = "no seal was written"
+		}
+		res.Error = fmt.Sprintf("the session ended %s but its bundle is not sealed: %s", sr.Status, why)
+		if sr.Status != contract.SessionCompleted {
+			res.Error += "; " + endedWhy(sr, err)
+		}
 		return
 	}
+	res.Status = sr.Status
+	res.HeadHash = sr.Evidence.HeadHash
+	if sr.Status != contract.SessionCompleted {
+		res.Error = endedWhy(sr, err)
+	}
+}
+
+// endedWhy says why a session did not complete: its summary, else its
+// error, else its status.
+func endedWhy(sr session.Result, err error) string {
 	switch {
 	case sr.Output.Summary != "":
-		res.Error = sr.Output.Summary
+		return sr.Output.Summary
 	case err != nil:
-		res.Error = err.Error()
-	default:
-		res.Error = string(sr.Status)
+		return err.Error()
 	}
-	if !sr.Evidence.Sealed && sr.Evidence.Dir != "" {
-		res.Error += " (the bundle is not sealed: " + sr.Evidence.Error + ")"
-	}
+	return string(sr.Status)
 }
 
 // rel is dir relative to the suite's directory, slash-separated.

@@ -3,10 +3,12 @@ package suite
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,7 +34,7 @@ func fakeTasks(n int) []Task {
 func result(a Attempt, n int, status contract.SessionStatus, actions, tokens int) session.Result {
 	id := fmt.Sprintf("s-%d", n)
 	res := session.Result{Status: status, Tokens: tokens,
-		Evidence: session.EvidenceInfo{Dir: filepath.Join(a.Evidence, id), Sealed: true, HeadHash: "head-" + id}}
+		Evidence: session.EvidenceInfo{Dir: filepath.Join(a.Evidence, id), Sealed: true, HeadHash: fmt.Sprintf("%064x", sha256.Sum256([]byte(a.Evidence+id)))}}
 	res.Output.ComputerUseSessionID = id
 	res.Output.ActionsExecuted = actions
 	if status != contract.SessionCompleted {
@@ -41,11 +43,34 @@ func result(a Attempt, n int, status contract.SessionStatus, actions, tokens int
 	return res
 }
 
+// runWritten runs the tasks as Run does, then writes the index as aegis
+// suite does (WriteIndex: the schema and checkIndex refuse an index that
+// breaks them) and reads it back (ReadIndex), so that every index the
+// runner makes in these tests is one the schema accepts.
+func runWritten(t *testing.T, ctx context.Context, tasks []Task, o Options) (Outcome, error) {
+	t.Helper()
+	out, err := Run(ctx, tasks, o)
+	if err != nil {
+		return out, err
+	}
+	if err := WriteIndex(o.Dir, out.Index); err != nil {
+		t.Fatalf("the runner's index is refused: %v", err)
+	}
+	got, err := ReadIndex(filepath.Join(o.Dir, IndexFile))
+	if err != nil {
+		t.Fatalf("the runner's index does not read back: %v", err)
+	}
+	if !reflect.DeepEqual(got, out.Index) {
+		t.Errorf("index read back\n%+v\nwant\n%+v", got, out.Index)
+	}
+	return out, nil
+}
+
 func TestRunIndex(t *testing.T) {
 	dir := t.TempDir()
 	var n atomic.Int64
 	var progress bytes.Buffer
-	out, err := Run(context.Background(), fakeTasks(5), Options{
+	out, err := runWritten(t, context.Background(), fakeTasks(5), Options{
 		Parallel: 2,
 		Dir:      dir,
 		Progress: &progress,
@@ -60,8 +85,8 @@ func TestRunIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.OK() || out.Stopped != "" {
-		t.Errorf("OK %v, stopped %q: want a failed task, nothing stopped", out.OK(), out.Stopped)
+	if out.OK() || out.Index.StoppedBy != "" {
+		t.Errorf("OK %v, stopped %q: want a failed task, nothing stopped", out.OK(), out.Index.StoppedBy)
 	}
 	if got := out.Index; got.FormatVersion != FormatVersion || got.Parallel != 2 || len(got.Tasks) != 5 {
 		t.Fatalf("index %+v", got)
@@ -83,6 +108,45 @@ func TestRunIndex(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "FAILED  t03.json  failed: failed on its own  2 actions") {
 		t.Errorf("progress:\n%s", progress.String())
+	}
+}
+
+// TestUnsealed: a session whose bundle did not seal has no status in the
+// index, whatever it reported (completed included): it did not complete,
+// its error says so, and the suite does not pass.
+func TestUnsealed(t *testing.T) {
+	var n atomic.Int64
+	out, err := runWritten(t, context.Background(), fakeTasks(3), Options{Parallel: 1, Dir: t.TempDir(),
+		Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+			res := result(a, int(n.Add(1)), contract.SessionCompleted, 2, 0)
+			switch a.Task.Name {
+			case "t02.json":
+				res.Evidence = session.EvidenceInfo{Dir: res.Evidence.Dir, Error: "seal: disk full"}
+			case "t03.json":
+				res = result(a, int(n.Load()), contract.SessionFailed, 1, 0)
+				res.Evidence = session.EvidenceInfo{Dir: res.Evidence.Dir, Error: "seal: disk full"}
+			}
+			return res, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		got       TaskResult
+		wantError string
+	}{
+		{out.Index.Tasks[1], "the session ended completed but its bundle is not sealed: seal: disk full"},
+		{out.Index.Tasks[2], "the session ended failed but its bundle is not sealed: seal: disk full; failed on its own"},
+	}
+	for _, tt := range tests {
+		got := tt.got
+		if got.Status != "" || got.HeadHash != "" || got.Completed() || got.Error != tt.wantError || got.Bundle == "" || got.Skipped {
+			t.Errorf("%s = %+v, want no status, no head hash, its bundle, error %q", got.Name, got, tt.wantError)
+		}
+	}
+	if tot := out.Index.Totals(); tot.Completed != 1 || tot.Failed != 2 || out.OK() {
+		t.Errorf("totals %+v, OK %v: want 1 completed, 2 failed, not OK", tot, out.OK())
 	}
 }
 
@@ -197,7 +261,7 @@ func TestServerFailure(t *testing.T) {
 		f := &fleetCase{down: map[string]bool{"ws://a": true}}
 		ctx, cancel := context.WithCancel(context.Background())
 		var probes int
-		out, err := Run(ctx, fakeTasks(2), Options{Parallel: 1, Dir: t.TempDir(), Endpoints: []string{"ws://a", "ws://b"},
+		out, err := runWritten(t, ctx, fakeTasks(2), Options{Parallel: 1, Dir: t.TempDir(), Endpoints: []string{"ws://a", "ws://b"},
 			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
 				cancel()
 				return f.run(ctx, a)
@@ -207,15 +271,15 @@ func TestServerFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if probes != 0 || len(out.Index.Tasks[0].Retries) != 0 || out.Stopped != StopInterrupted {
-			t.Errorf("probes %d, t01 %+v, stopped %q", probes, out.Index.Tasks[0], out.Stopped)
+		if probes != 0 || len(out.Index.Tasks[0].Retries) != 0 || out.Index.StoppedBy != StopInterrupted {
+			t.Errorf("probes %d, t01 %+v, stopped %q", probes, out.Index.Tasks[0], out.Index.StoppedBy)
 		}
 	})
 }
 
 func runFleet(t *testing.T, f *fleetCase, n, parallel int, eps ...string) Outcome {
 	t.Helper()
-	out, err := Run(context.Background(), fakeTasks(n), Options{Parallel: parallel, Dir: t.TempDir(), Endpoints: eps, Run: f.run, ServerUp: f.up})
+	out, err := runWritten(t, context.Background(), fakeTasks(n), Options{Parallel: parallel, Dir: t.TempDir(), Endpoints: eps, Run: f.run, ServerUp: f.up})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +316,7 @@ func TestBudgets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var progress bytes.Buffer
 			tt.o.Parallel, tt.o.Dir, tt.o.Progress = 1, t.TempDir(), &progress
-			out, err := Run(context.Background(), fakeTasks(4), tt.o)
+			out, err := runWritten(t, context.Background(), fakeTasks(4), tt.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,12 +324,12 @@ func TestBudgets(t *testing.T) {
 			for _, got := range out.Index.Tasks {
 				if got.Completed() {
 					ran++
-				} else if got.Status != "" || !strings.HasPrefix(got.Error, "not run: the suite's --max-") {
+				} else if got.Status != "" || !got.Skipped || !strings.HasPrefix(got.Error, "not run: the suite's --max-") {
 					t.Errorf("%s = %+v, want not run", got.Name, got)
 				}
 			}
-			if ran != tt.ran || out.Stopped != tt.stopped || out.OK() != (tt.stopped == "") {
-				t.Errorf("ran %d, stopped %q (%s), want %d, %q", ran, out.Stopped, out.StopReason, tt.ran, tt.stopped)
+			if ran != tt.ran || out.Index.StoppedBy != tt.stopped || out.OK() != (tt.stopped == "") {
+				t.Errorf("ran %d, stopped %q (%s), want %d, %q", ran, out.Index.StoppedBy, out.StopReason, tt.ran, tt.stopped)
 			}
 			if want := fmt.Sprintf("[4/4] NOT RUN t04.json  the suite's --%s budget", tt.stopped); tt.stopped != "" && !strings.Contains(progress.String(), want) {
 				t.Errorf("progress lacks %q:\n%s", want, progress.String())
@@ -276,7 +340,7 @@ func TestBudgets(t *testing.T) {
 		// A task runs until the suite's time is out: it ends aborted; the
 		// others are not run.
 		var n atomic.Int64
-		out, err := Run(context.Background(), fakeTasks(3), Options{Parallel: 1, Dir: t.TempDir(), MaxDuration: 1,
+		out, err := runWritten(t, context.Background(), fakeTasks(3), Options{Parallel: 1, Dir: t.TempDir(), MaxDuration: 1,
 			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
 				<-ctx.Done()
 				res := result(a, int(n.Add(1)), contract.SessionAborted, 0, 0)
@@ -287,8 +351,8 @@ func TestBudgets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.Stopped != StopDuration || !strings.Contains(out.StopReason, "--max-duration") {
-			t.Errorf("stopped %q (%s)", out.Stopped, out.StopReason)
+		if out.Index.StoppedBy != StopDuration || !strings.Contains(out.StopReason, "--max-duration") {
+			t.Errorf("stopped %q (%s)", out.Index.StoppedBy, out.StopReason)
 		}
 		for _, got := range out.Index.Tasks {
 			if got.Status != contract.SessionAborted && !strings.HasPrefix(got.Error, "not run: the suite's --max-duration budget") {
@@ -303,7 +367,7 @@ func TestBudgets(t *testing.T) {
 func TestProgressWhole(t *testing.T) {
 	var buf bytes.Buffer
 	var n atomic.Int64
-	_, err := Run(context.Background(), fakeTasks(20), Options{Parallel: 8, Dir: t.TempDir(), Progress: &buf,
+	_, err := runWritten(t, context.Background(), fakeTasks(20), Options{Parallel: 8, Dir: t.TempDir(), Progress: &buf,
 		Run: func(ctx context.Context, a Attempt) (session.Result, error) {
 			for i := range 20 {
 				a.Log(fmt.Sprintf("step %d/20  click #x \"X\"  allowed (low)", i+1))
