@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/suite"
 )
 
 // zstdMagic starts every zstd frame, hence every packed bundle.
@@ -37,21 +38,10 @@ func notBundle(path string) error {
 		}
 		return usageError("not an evidence bundle: %s is a file but not a packed bundle (.tar.zst, from aegis pack)%s", path, meant(filepath.Dir(path), path))
 	}
-	if isBundleDir(path) {
+	if suite.IsBundle(path) {
 		return nil
 	}
 	return usageError("not an evidence bundle: no manifest.json in %s%s", path, meant(path, path))
-}
-
-// isBundleDir reports whether dir holds a bundle's manifest or ledger
-// (an unsealed bundle may lack the first, never both).
-func isBundleDir(dir string) bool {
-	for _, f := range []string{evidence.FileManifest, filepath.FromSlash(evidence.FileLedger)} {
-		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
-			return true
-		}
-	}
-	return false
 }
 
 // meant names the bundle a person likely meant by path: the bundle it is
@@ -63,7 +53,7 @@ func meant(dir, path string) string {
 		if parent == d {
 			break
 		}
-		if isBundleDir(parent) {
+		if suite.IsBundle(parent) {
 			return fmt.Sprintf(" (did you mean %s, the bundle it is in?)", parent)
 		}
 		d = parent
@@ -77,7 +67,7 @@ func meant(dir, path string) string {
 	n := 0
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if !e.IsDir() || !isBundleDir(p) {
+		if !e.IsDir() || !suite.IsBundle(p) {
 			continue
 		}
 		n++

@@ -594,7 +594,7 @@ type sessionEnv struct {
 	// flush writes what the egress filter holds back.
 	closeBrowsers, flush func()
 
-	mu     sync.Mutex
+	mu   sync.Mutex
 	regs map[string]registryAnswer // by model: checkModelRegistry's answers
 }
 

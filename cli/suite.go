@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -27,7 +26,7 @@ func init() {
 // Exit codes of "aegis suite", on top of ExitOK (every task completed),
 // ExitUsage and ExitAborted (interrupted).
 const (
-	ExitSuiteIncomplete = ExitFailure // a task did not complete (failed, denied, aborted, not run)
+	ExitSuiteIncomplete = ExitFailure // a task did not complete (failed, denied, aborted, its bundle not sealed)
 	ExitSuiteStopped    = 4           // a suite budget stopped the suite (--max-duration, --max-actions, --max-tokens)
 )
 
@@ -59,9 +58,19 @@ retried. When no server is left, the remaining tasks fail.
 
 Evidence: the suite's directory is --evidence DIR (default ./` + DefaultEvidenceDir + `):
 each task's bundles go to DIR/TASK/SESSION-ID (TASK: the file's name
-without .json), and the suite index to DIR/` + suiteIndexFile + `: per task its
+without .json), and the suite index to DIR/` + suite.IndexFile + `: per task its
 status, duration, actions, denials, approvals, tokens, bundle (relative to
-DIR), head hash, server, retries and why it did not complete.
+DIR), head hash, server, retries and why it did not complete, or that it
+was skipped (not run); and what stopped the suite, if anything did
+(stoppedBy). A status is only ever a sealed bundle's: a session whose
+bundle could not be sealed did not complete, whatever it reported.
+"aegis verify DIR" checks the suite whole.
+
+Reports: --junit FILE writes JUnit XML (a testcase per task: a failure
+with the reason, status and bundle in each task that did not complete, a
+skipped in each task not run; the testsuite's property stoppedBy says
+what stopped the suite); --summary FILE appends a Markdown summary, for
+a CI job's page: --summary "$GITHUB_STEP_SUMMARY".
 
 Approvals: nobody can be asked in CI: a high-risk action that needs
 approval is refused (--approve deny, the default) and the session goes on
@@ -85,9 +94,10 @@ aborted, their bundles sealed, the tasks not started are not run, and the
 index is written; a second Ctrl-C quits at once.
 
 Exit status: 0 every task completed, 1 a task did not complete (failed,
-denied, aborted, not run), 4 a suite budget stopped the suite, 3
-interrupted, 2 usage (bad flags or task, no task, unreadable secrets file
-or key, policy that does not load).`
+denied, aborted, its bundle not sealed) or the index or a report could
+not be written, 4 a suite budget stopped the suite, 3 interrupted, 2
+usage (bad flags or task, no task, unreadable secrets file or key, policy
+that does not load).`
 
 // suiteOptions are the flags of "aegis suite" beside the session's.
 type suiteOptions struct {
@@ -98,6 +108,8 @@ type suiteOptions struct {
 	maxActions  int
 	maxTokens   int
 	verbose     bool
+	junit       string
+	summary     string
 }
 
 // endpointList is --browser-endpoint of suite: repeatable, and each value
@@ -132,9 +144,11 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 	fs.IntVar(&so.maxActions, "max-actions", 0, "the suite's action budget: no task starts once the tasks executed `N` actions together (default none)")
 	fs.IntVar(&so.maxTokens, "max-tokens", 0, "the suite's token budget: no task starts once the tasks' model calls used `N` tokens together (default none)")
 	fs.BoolVar(&so.verbose, "verbose", false, "print every session's step lines too, prefixed with the task's name")
+	fs.StringVar(&so.junit, "junit", "", "write the JUnit XML report to `FILE` (replaced): a testcase per task, a failure with the reason and the bundle")
+	fs.StringVar(&so.summary, "summary", "", "append the Markdown summary to `FILE` (created when missing), such as \"$GITHUB_STEP_SUMMARY\"")
 	addAgentFlag(fs, &o)
 	addSessionFlags(fs, &o)
-	fs.Lookup("evidence").Usage = "the suite's `DIR`: each task's bundles go to DIR/TASK/SESSION-ID, the index to DIR/" + suiteIndexFile
+	fs.Lookup("evidence").Usage = "the suite's `DIR`: each task's bundles go to DIR/TASK/SESSION-ID, the index to DIR/" + suite.IndexFile
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -221,7 +235,7 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 	if err != nil {
 		return exitCode(ExitUsage, err)
 	}
-	if err := suiteReports(o.evidence, out, stdio); err != nil {
+	if err := suiteReports(o.evidence, out, so, stdio); err != nil {
 		return exitCode(ExitFailure, err)
 	}
 	return suiteExit(ctx, out)
@@ -240,65 +254,37 @@ func suiteApprover(flagValue string) (session.Approver, error) {
 	return session.PolicyApprover{Mode: mode}, nil
 }
 
-// suiteReports writes what a suite's run produced: the index in dir, and
-// its summary on stderr.
-//
-// The reports CI reads (JUnit XML, the Markdown summary) are written here
-// too, from out.Index.
-func suiteReports(dir string, out suite.Outcome, stdio Stdio) error {
-	path, err := writeIndexJSON(dir, out.Index)
-	if err != nil {
-		return err
+// suiteReports writes what a suite's run produced: the index in dir
+// (suite.WriteIndex: atomically, refused if it breaks its schema), the
+// reports CI reads (--junit, --summary: suite.WriteReports), and the
+// summary on stderr. The reports are written even when the index is not.
+func suiteReports(dir string, out suite.Outcome, so suiteOptions, stdio Stdio) error {
+	path := filepath.Join(dir, suite.IndexFile)
+	var errs []error
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		errs = append(errs, fmt.Errorf("suite index: %w", err))
+	} else if err := suite.WriteIndex(dir, out.Index); err != nil {
+		errs = append(errs, err)
+	}
+	if err := suite.WriteReports(out.Index, so.junit, so.summary); err != nil {
+		errs = append(errs, err)
 	}
 	fmt.Fprintln(stdio.Err, suiteSummary(out, path))
-	return nil
-}
-
-// suiteIndexFile is the index's name in the suite's directory.
-//
-// TODO(issue 21): replaced by package suite's index file (s2's WriteIndex).
-const suiteIndexFile = "suite.json"
-
-// writeIndexJSON writes idx as dir/suite.json and returns its path.
-//
-// TODO(issue 21): replaced by suite.WriteIndex (s2), which also validates
-// the index against its schema.
-func writeIndexJSON(dir string, idx suite.Index) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("suite index: %w", err)
-	}
-	b, err := json.MarshalIndent(idx, "", "  ")
-	if err != nil {
-		return "", fmt.Errorf("suite index: %w", err)
-	}
-	path := filepath.Join(dir, suiteIndexFile)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return "", fmt.Errorf("suite index: %w", err)
-	}
-	return path, nil
+	return errors.Join(errs...)
 }
 
 // suiteSummary is the suite's last line: "aegis suite: 8 of 10 tasks
-// completed (1 failed, 1 not run) in 12.3s; index DIR/suite.json", and
-// what stopped it.
+// completed (1 did not complete, 1 not run) in 12.3s; index
+// DIR/suite.json", and what stopped it.
 func suiteSummary(out suite.Outcome, index string) string {
-	done, notRun := 0, 0
-	for _, t := range out.Index.Tasks {
-		switch {
-		case t.Completed():
-			done++
-		case t.Status == "" && t.Bundle == "":
-			notRun++
-		}
-	}
-	n := len(out.Index.Tasks)
+	t := out.Index.Totals()
 	var b strings.Builder
-	fmt.Fprintf(&b, "aegis suite: %d of %d tasks completed", done, n)
-	if failed := n - done - notRun; failed > 0 || notRun > 0 {
-		fmt.Fprintf(&b, " (%d did not complete, %d not run)", failed, notRun)
+	fmt.Fprintf(&b, "aegis suite: %d of %d tasks completed", t.Completed, t.Tasks)
+	if t.Failed > 0 || t.Skipped > 0 {
+		fmt.Fprintf(&b, " (%d did not complete, %d not run)", t.Failed, t.Skipped)
 	}
 	fmt.Fprintf(&b, " in %s; index %s", (time.Duration(out.Index.DurationMs) * time.Millisecond).Round(100*time.Millisecond), index)
-	if out.Stopped != "" {
+	if out.Index.StoppedBy != "" {
 		fmt.Fprintf(&b, "\naegis suite: stopped: %s", out.StopReason)
 	}
 	return b.String()
@@ -308,9 +294,9 @@ func suiteSummary(out suite.Outcome, index string) string {
 // a suite budget, a task that did not complete, or success.
 func suiteExit(ctx context.Context, out suite.Outcome) error {
 	switch {
-	case out.Stopped == suite.StopInterrupted:
+	case out.Index.StoppedBy == suite.StopInterrupted:
 		return exitCode(ExitAborted, fmt.Errorf("suite: %w", context.Cause(ctx)))
-	case out.Stopped != "":
+	case out.Index.StoppedBy != "":
 		return exitCode(ExitSuiteStopped, nil)
 	case !out.OK():
 		return exitCode(ExitSuiteIncomplete, nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,18 +75,47 @@ func ownBrowsers(t *testing.T) {
 	t.Cleanup(func() { sharedBrowsers = saved })
 }
 
-// readIndex reads the suite index in dir.
+// readIndex reads the suite index in dir as aegis verify does
+// (suite.ReadIndex: strictly, against its schema).
 func readIndex(t *testing.T, dir string) suite.Index {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, suiteIndexFile))
+	idx, err := suite.ReadIndex(filepath.Join(dir, suite.IndexFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var idx suite.Index
-	if err := json.Unmarshal(b, &idx); err != nil {
+	return idx
+}
+
+// junitReport is what the tests read of a JUnit report.
+type junitReport struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Skipped  int `xml:"skipped,attr"`
+	Suite    struct {
+		Properties []struct {
+			Name  string `xml:"name,attr"`
+			Value string `xml:"value,attr"`
+		} `xml:"properties>property"`
+		Cases []struct {
+			Name    string    `xml:"name,attr"`
+			Failure *struct{} `xml:"failure"`
+			Skipped *struct{} `xml:"skipped"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+// readJUnit reads the JUnit report at path.
+func readJUnit(t *testing.T, path string) junitReport {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return idx
+	var r junitReport
+	if err := xml.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return r
 }
 
 // checkSuiteIndex checks the index of a run of demoSuite: every task's
@@ -148,7 +178,12 @@ func TestSuiteOneBrowser(t *testing.T) {
 	out := t.TempDir()
 	launches := driver.Launches()
 	var stdout, stderr bytes.Buffer
-	code := Run(ctx, []string{"suite", "--parallel", "2", "--verbose", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	reports := t.TempDir()
+	junit, summary := filepath.Join(reports, "junit.xml"), filepath.Join(reports, "summary.md")
+	if err := os.WriteFile(summary, []byte("## an earlier step\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := Run(ctx, []string{"suite", "--parallel", "2", "--verbose", "--evidence", out, "--junit", junit, "--summary", summary, tasks}, Stdio{Out: &stdout, Err: &stderr})
 	if code != ExitSuiteIncomplete {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitSuiteIncomplete, stderr.String())
 	}
@@ -156,10 +191,33 @@ func TestSuiteOneBrowser(t *testing.T) {
 		t.Errorf("%d browser launches for the suite, want 1", n)
 	}
 	idx := readIndex(t, out)
-	if idx.FormatVersion != suite.FormatVersion || idx.Parallel != 2 {
-		t.Errorf("index format %q parallel %d", idx.FormatVersion, idx.Parallel)
+	if idx.FormatVersion != suite.FormatVersion || idx.Parallel != 2 || idx.StoppedBy != "" {
+		t.Errorf("index format %q parallel %d stopped by %q", idx.FormatVersion, idx.Parallel, idx.StoppedBy)
 	}
 	checkSuiteIndex(t, out, idx)
+	// The JUnit report: a failure in each task that did not complete.
+	rep := readJUnit(t, junit)
+	if rep.Tests != len(demoSuite) || rep.Failures != 3 || rep.Skipped != 0 || len(rep.Suite.Cases) != len(demoSuite) {
+		t.Errorf("junit: %d tests, %d failures, %d skipped, %d cases; want %d, 3, 0", rep.Tests, rep.Failures, rep.Skipped, len(rep.Suite.Cases), len(demoSuite))
+	}
+	for i, c := range rep.Suite.Cases {
+		if i < len(demoSuite) && (c.Name != demoSuite[i].name+".json" || (c.Failure != nil) != (demoSuite[i].want != contract.SessionCompleted)) {
+			t.Errorf("junit case %d: %s, failure %v; want %s.json, %q", i, c.Name, c.Failure != nil, demoSuite[i].name, demoSuite[i].want)
+		}
+	}
+	// The Markdown summary, appended.
+	md, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "## an earlier step\n\n### aegis suite: 3 of 13 tasks did not complete\n"; !strings.HasPrefix(string(md), want) {
+		t.Errorf("summary file:\n%s\nwant it to start with\n%s", md, want)
+	}
+	// The suite verifies whole.
+	var vout, verr bytes.Buffer
+	if code := Run(ctx, []string{"verify", out}, Stdio{Out: &vout, Err: &verr}); code != ExitOK {
+		t.Errorf("verify %s: exit %d\n%s%s", out, code, vout.String(), verr.String())
+	}
 	// One line per task as it ends, whole, with the running count.
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	n := 0
@@ -286,7 +344,7 @@ func TestSuiteUsage(t *testing.T) {
 	if got := Run(context.Background(), []string{"suite", "-h"}, Stdio{Out: &out, Err: &errb}); got != ExitOK {
 		t.Fatalf("suite -h: exit %d", got)
 	}
-	for _, want := range []string{"Usage: aegis suite [flags] DIR|TASK.json...", "--parallel", "--browser-endpoint", "--max-tokens", "Exit status: 0 every task completed"} {
+	for _, want := range []string{"Usage: aegis suite [flags] DIR|TASK.json...", "--parallel", "--browser-endpoint", "--max-tokens", "-junit FILE", "-summary FILE", "Exit status: 0 every task completed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("suite -h lacks %q", want)
 		}
@@ -305,11 +363,19 @@ func TestSuiteInterrupted(t *testing.T) {
 	suiteOnStart = func(suite.Attempt) { cancel(ErrInterrupted) }
 	defer func() { suiteOnStart = nil }()
 	var stdout, stderr bytes.Buffer
-	code := Run(ctx, []string{"suite", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	code := Run(ctx, []string{"suite", "--evidence", out, "--junit", junit, tasks}, Stdio{Out: &stdout, Err: &stderr})
 	if code != ExitAborted {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitAborted, stderr.String())
 	}
 	idx := readIndex(t, out)
+	if idx.StoppedBy != suite.StopInterrupted {
+		t.Errorf("index stopped by %q, want %q", idx.StoppedBy, suite.StopInterrupted)
+	}
+	rep := readJUnit(t, junit)
+	if p := rep.Suite.Properties; rep.Skipped != len(demoSuite)-1 || len(p) == 0 || p[0].Name != "stoppedBy" || p[0].Value != string(suite.StopInterrupted) {
+		t.Errorf("junit: %d skipped, properties %+v; want %d skipped, stoppedBy interrupted", rep.Skipped, p, len(demoSuite)-1)
+	}
 	first := idx.Tasks[0]
 	if first.Status != contract.SessionAborted || first.Bundle == "" {
 		t.Fatalf("first task %+v, want aborted with a bundle", first)
@@ -318,7 +384,7 @@ func TestSuiteInterrupted(t *testing.T) {
 		t.Errorf("the aborted task's bundle: %v %+v", err, rep)
 	}
 	for _, got := range idx.Tasks[1:] {
-		if got.Status != "" || got.Error != "not run: the suite was interrupted: interrupted" {
+		if got.Status != "" || !got.Skipped || got.Error != "not run: the suite was interrupted: interrupted" {
 			t.Errorf("%s = %+v, want not run", got.Name, got)
 		}
 	}

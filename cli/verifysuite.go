@@ -30,7 +30,7 @@ func suiteIndexPath(path string) (string, bool) {
 	}
 	if fi.IsDir() {
 		p := filepath.Join(path, suite.IndexFile)
-		if isBundleDir(path) {
+		if suite.IsBundle(path) {
 			return "", false
 		}
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {

@@ -256,7 +256,7 @@ func unlisted(dir string, listed map[string]bool) []string {
 		if err != nil || !d.IsDir() || p == dir {
 			return nil
 		}
-		if !isBundle(p) {
+		if !IsBundle(p) {
 			return nil
 		}
 		rel, err := filepath.Rel(dir, p)
@@ -268,8 +268,13 @@ func unlisted(dir string, listed map[string]bool) []string {
 	return out
 }
 
-// isBundle reports whether dir holds a bundle's manifest or ledger.
-func isBundle(dir string) bool {
+// IsBundle reports whether dir holds a bundle's manifest or ledger (an
+// unsealed bundle may lack the first, never both) as regular files: a
+// symbolic link named manifest.json does not make a bundle (the verifier
+// reads regular files only), though dir itself may be reached through
+// one. aegis verify uses it both to find the bundles a suite's directory
+// holds and to tell a bundle from a suite or an evidence root.
+func IsBundle(dir string) bool {
 	for _, f := range []string{evidence.FileManifest, filepath.FromSlash(evidence.FileLedger)} {
 		if fi, err := os.Lstat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
 			return true
