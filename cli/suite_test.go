@@ -305,6 +305,11 @@ func TestSuiteFleet(t *testing.T) {
 	if !strings.Contains(stderr.String(), "(retried: "+b.Endpoint+" failed)") {
 		t.Errorf("the progress does not say the task was retried:\n%s", stderr.String())
 	}
+	// The suite verifies whole, the failed server's attempts included.
+	var vout, verr bytes.Buffer
+	if code := Run(ctx, []string{"verify", out}, Stdio{Out: &vout, Err: &verr}); code != ExitOK {
+		t.Errorf("verify %s: exit %d\n%s%s", out, code, vout.String(), verr.String())
+	}
 }
 
 func TestSuiteUsage(t *testing.T) {
