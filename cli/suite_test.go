@@ -86,32 +86,14 @@ func readIndex(t *testing.T, dir string) suite.Index {
 	return idx
 }
 
-// junitReport is what the tests read of a JUnit report.
-type junitReport struct {
-	Tests    int `xml:"tests,attr"`
-	Failures int `xml:"failures,attr"`
-	Skipped  int `xml:"skipped,attr"`
-	Suite    struct {
-		Properties []struct {
-			Name  string `xml:"name,attr"`
-			Value string `xml:"value,attr"`
-		} `xml:"properties>property"`
-		Cases []struct {
-			Name    string    `xml:"name,attr"`
-			Failure *struct{} `xml:"failure"`
-			Skipped *struct{} `xml:"skipped"`
-		} `xml:"testcase"`
-	} `xml:"testsuite"`
-}
-
 // readJUnit reads the JUnit report at path.
-func readJUnit(t *testing.T, path string) junitReport {
+func readJUnit(t *testing.T, path string) suite.JUnitReport {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r junitReport
+	var r suite.JUnitReport
 	if err := xml.Unmarshal(b, &r); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

@@ -24,88 +24,91 @@ import (
 // by it.
 const JUnitClassname = "aegis"
 
-// junitSuites is the document's root.
-type junitSuites struct {
-	XMLName  xml.Name `xml:"testsuites"`
-	Name     string   `xml:"name,attr"`
-	Tests    int      `xml:"tests,attr"`
-	Failures int      `xml:"failures,attr"`
-	Errors   int      `xml:"errors,attr"`
-	Skipped  int      `xml:"skipped,attr"`
-	Time     string   `xml:"time,attr"`
-	Suite    junitSuite
+// JUnitReport is the JUnit document WriteJUnit writes, its root: to read
+// a report back (tests, tools).
+type JUnitReport struct {
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	JUnitCounts
+	Suite JUnitSuite `xml:"testsuite"`
 }
 
-type junitSuite struct {
-	XMLName   xml.Name `xml:"testsuite"`
-	Name      string   `xml:"name,attr"`
-	Tests     int      `xml:"tests,attr"`
-	Failures  int      `xml:"failures,attr"`
-	Errors    int      `xml:"errors,attr"`
-	Skipped   int      `xml:"skipped,attr"`
-	Time      string   `xml:"time,attr"`
-	Timestamp string   `xml:"timestamp,attr,omitempty"`
-	// Properties say what stopped the suite (stoppedBy), when something
-	// did; they come before the test cases, as JUnit's schema orders them.
-	Properties *junitProperties `xml:"properties,omitempty"`
-	Cases      []junitCase      `xml:"testcase"`
+// JUnitCounts are the attributes the root and the testsuite share: how
+// many test cases, failures, errors (always 0: a task that did not
+// complete is a failure) and skipped, and the time in seconds.
+type JUnitCounts struct {
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
 }
 
-type junitProperties struct {
-	Property []junitProperty `xml:"property"`
+// JUnitSuite is the report's one testsuite.
+type JUnitSuite struct {
+	Name string `xml:"name,attr"`
+	JUnitCounts
+	// Timestamp is when the suite started.
+	Timestamp string `xml:"timestamp,attr,omitempty"`
+	// Properties say what stopped the suite (stoppedBy, stoppedByReason),
+	// when something did; they come before the test cases, as JUnit's
+	// schema orders them.
+	Properties []JUnitProperty `xml:"properties>property,omitempty"`
+	Cases      []JUnitCase     `xml:"testcase"`
 }
 
-type junitProperty struct {
+// JUnitProperty is a property of the testsuite.
+type JUnitProperty struct {
 	Name  string `xml:"name,attr"`
 	Value string `xml:"value,attr"`
 }
 
-type junitCase struct {
+// JUnitCase is a task's testcase: a failure when it did not complete, a
+// skipped when it was not run, neither when it completed.
+type JUnitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	Failure   *JUnitFailure `xml:"failure,omitempty"`
+	Skipped   *JUnitSkipped `xml:"skipped,omitempty"`
 }
 
-type junitFailure struct {
+// JUnitFailure says why a task did not complete: Message the reason,
+// Type the status ("error" when no session ended), Text the reason,
+// status, counts and bundle (what GitLab shows).
+type JUnitFailure struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
 	Text    string `xml:",chardata"`
 }
 
-type junitSkipped struct {
+// JUnitSkipped says why a task was not run.
+type JUnitSkipped struct {
 	Message string `xml:"message,attr"`
 }
 
 // WriteJUnit writes the suite as JUnit XML to w.
 func WriteJUnit(w io.Writer, idx Index) error {
 	t := idx.Totals()
-	suite := junitSuite{
-		Name:      "aegis suite",
-		Tests:     t.Tasks,
-		Failures:  t.Failed,
-		Skipped:   t.Skipped,
-		Time:      seconds(idx.DurationMs),
-		Timestamp: idx.StartedAt,
-	}
+	counts := JUnitCounts{Tests: t.Tasks, Failures: t.Failed, Skipped: t.Skipped, Time: seconds(idx.DurationMs)}
+	suite := JUnitSuite{Name: "aegis suite", JUnitCounts: counts, Timestamp: idx.StartedAt}
 	if idx.StoppedBy != "" {
-		suite.Properties = &junitProperties{Property: []junitProperty{
+		suite.Properties = []JUnitProperty{
 			{Name: "stoppedBy", Value: string(idx.StoppedBy)},
 			{Name: "stoppedByReason", Value: idx.StoppedBy.Says()},
-		}}
+		}
 	}
 	for _, r := range idx.Tasks {
-		c := junitCase{Name: r.Name, Classname: JUnitClassname, Time: seconds(r.DurationMs)}
+		c := JUnitCase{Name: r.Name, Classname: JUnitClassname, Time: seconds(r.DurationMs)}
 		switch {
 		case r.Skipped:
-			c.Skipped = &junitSkipped{Message: reason(r)}
+			c.Skipped = &JUnitSkipped{Message: reason(r)}
 		case !r.Completed():
-			c.Failure = &junitFailure{Message: reason(r), Type: statusWord(r), Text: failureText(r)}
+			c.Failure = &JUnitFailure{Message: reason(r), Type: statusWord(r), Text: failureText(r)}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
-	doc := junitSuites{Name: "aegis", Tests: t.Tasks, Failures: t.Failed, Skipped: t.Skipped, Time: suite.Time, Suite: suite}
+	doc := JUnitReport{Name: "aegis", JUnitCounts: counts, Suite: suite}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("suite: junit: %w", err)
 	}

@@ -63,32 +63,7 @@ func TestJUnit(t *testing.T) {
 			t.Errorf("control character %U in the XML", r)
 		}
 	}
-	var doc struct {
-		XMLName  xml.Name `xml:"testsuites"`
-		Tests    int      `xml:"tests,attr"`
-		Failures int      `xml:"failures,attr"`
-		Skipped  int      `xml:"skipped,attr"`
-		Suites   []struct {
-			Tests      int `xml:"tests,attr"`
-			Properties []struct {
-				Name  string `xml:"name,attr"`
-				Value string `xml:"value,attr"`
-			} `xml:"properties>property"`
-			Cases []struct {
-				Name      string `xml:"name,attr"`
-				Classname string `xml:"classname,attr"`
-				Time      string `xml:"time,attr"`
-				Failure   *struct {
-					Message string `xml:"message,attr"`
-					Type    string `xml:"type,attr"`
-					Text    string `xml:",chardata"`
-				} `xml:"failure"`
-				Skipped *struct {
-					Message string `xml:"message,attr"`
-				} `xml:"skipped"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
+	var doc JUnitReport
 	d := xml.NewDecoder(bytes.NewReader(b.Bytes()))
 	d.Strict = true
 	if err := d.Decode(&doc); err != nil {
@@ -106,13 +81,13 @@ func TestJUnit(t *testing.T) {
 	if got, want := [3]int{doc.Tests, doc.Failures, doc.Skipped}, [3]int{5, 2, 1}; got != want {
 		t.Errorf("tests, failures, skipped: got %v, want %v", got, want)
 	}
-	if len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 5 {
-		t.Fatalf("got %d suites, want 1 of 5 test cases", len(doc.Suites))
+	if len(doc.Suite.Cases) != 5 {
+		t.Fatalf("got %d test cases, want 5", len(doc.Suite.Cases))
 	}
-	if p := doc.Suites[0].Properties; len(p) != 2 || p[0].Name != "stoppedBy" || p[0].Value != "max-duration" || p[1].Value != StopDuration.Says() {
+	if p := doc.Suite.Properties; len(p) != 2 || p[0].Name != "stoppedBy" || p[0].Value != "max-duration" || p[1].Value != StopDuration.Says() {
 		t.Errorf("testsuite properties %+v, want stoppedBy max-duration and its reason", p)
 	}
-	cases := doc.Suites[0].Cases
+	cases := doc.Suite.Cases
 	type line struct{ name, classname, time, failure, skipped string }
 	var got []line
 	for _, c := range cases {
