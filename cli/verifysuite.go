@@ -116,8 +116,10 @@ func printSuite(stdio Stdio, rep suite.Report, err error) {
 		switch {
 		case t.Skipped:
 			what = "skipped: " + t.Error
-		case t.Status == "":
+		case t.Status == "" && t.Bundle == "":
 			what = "no session: " + t.Error
+		case t.Status == "":
+			what = "did not complete: " + t.Error
 		}
 		line := fmt.Sprintf("ok    %s: %s", c.Name, what)
 		if c.Bundle != "" {
