@@ -307,7 +307,11 @@ func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) 
 		if why == "" {
 			why = "no seal was written"
 		}
-		res.Error = fmt.Sprintf("the session ended %s but its bundle is not sealed: %s", sr.Status, why)
+		what := "its bundle is not sealed"
+		if res.Bundle == "" {
+			what = "it has no evidence bundle"
+		}
+		res.Error = fmt.Sprintf("the session ended %s but %s: %s", sr.Status, what, why)
 		if sr.Status != contract.SessionCompleted {
 			res.Error += "; " + endedWhy(sr, err)
 		}
