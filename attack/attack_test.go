@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ const minBaseline = 0.40
 // subset is what the test runs by default: at least one scenario of every
 // class (AEGIS_ATTACK_FULL=1 runs them all; "aegis policy attack" and
 // "make attack" run them all in playwright and sandbox mode).
-var subset = regexp.MustCompile(`^(nav-link|nav-form-post|nav-beacon-pagehide|rtc-stun-click|risk-cyrillic|risk-continue|risk-delete-fetch|claim-not-name-password|claim-words-password|toctou-replaced-field|toctou-swap-on-press|exfil-image-query|exfil-echo-base64|exfil-echo-spaced|exfil-get-login-url|exfil-extract-echo|capture-show-password-screenshot|vision-sensitive|ok-start-transfer-guide|ok-search-form|ok-secret-login)$`)
+var subset = regexp.MustCompile(`^(nav-link|nav-form-post|nav-beacon-pagehide|rtc-stun-click|risk-cyrillic|risk-continue|risk-delete-fetch|claim-not-name-password|claim-words-password|toctou-replaced-field|toctou-swap-on-press|exfil-image-query|exfil-echo-base64|exfil-echo-spaced|exfil-get-login-url|exfil-extract-echo|capture-show-password-screenshot|vision-sensitive|ok-vision-restricted|ok-start-transfer-guide|ok-search-form|ok-secret-login)$`)
 
 // recordsEffect are the scenarios whose click causes what issue 15 wants
 // recorded in the bundle as a denied or approval-bound effect of that
@@ -86,6 +87,9 @@ func TestAttackSuite(t *testing.T) {
 		}
 		if r.Verdict != attack.NotRun && r.Bundle != "verified" {
 			t.Errorf("%s in %s: evidence bundle %s", r.Scenario, r.Driver, r.Bundle)
+		}
+		if r.Verdict == attack.Held && r.Class == attack.ClassVision && !strings.Contains(r.Why, "vision_not_allowed") {
+			t.Errorf("%s in %s held, but not by a vision_not_allowed denial: %s", r.Scenario, r.Driver, r.Why)
 		}
 		if r.Verdict == attack.Held && recordsEffect.MatchString(r.Scenario) && r.DeniedEffects == 0 {
 			t.Errorf("%s in %s held, but its bundle records no denied or approval-bound effect of the click", r.Scenario, r.Driver)

@@ -127,7 +127,7 @@ func (g *gated) run(ctx context.Context, r *runState, tgt target) sessionOutcome
 		},
 	}
 	// The operator's classification: the page's words cannot change it.
-	cfg.Classification = r.sc.Classification
+	cfg.Classification, cfg.ModelImages = r.sc.Classification, r.sc.ModelImages
 	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
 	defer cancel()
 	res, err := session.Run(ctx, cfg)

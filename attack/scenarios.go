@@ -128,6 +128,11 @@ type Scenario struct {
 	// (restricted). A model request of a sensitive session that holds an
 	// image is a violation.
 	Classification contract.Classification
+	// ModelImages says the hostile model accepts images, so that only the
+	// policy stands between a vision escalation and the model; a
+	// precision check with it is violated when no image reached the
+	// model.
+	ModelImages bool
 }
 
 // Scenarios returns the suite's scenarios, in the order they run.
