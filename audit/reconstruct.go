@@ -102,6 +102,7 @@ func (b *Bundle) Reconstruct(s *Step, i int) (Reconstruction, error) {
 			Permission:     d.Permission,
 			MaxStepBudget:  b.stepBudget(s),
 			DecisionLogID:  d.DecisionLogID,
+			Classification: b.classification(),
 		},
 		Policy: gate.SessionPolicy{GovernedExceptions: exceptions(d)},
 		Now:    now,
@@ -159,6 +160,26 @@ func (b *Bundle) stepBudget(s *Step) int {
 		return *m
 	}
 	return DefaultStepBudget
+}
+
+// classification is the session's data classification as its
+// observations recorded it (policyContext.classification: the session
+// fixes it at its start), "" when none did (the gate then judges the
+// session restricted).
+func (b *Bundle) classification() contract.Classification {
+	for _, o := range b.Initial {
+		if c := o.Observation.State.PolicyContext.Classification; c != "" {
+			return c
+		}
+	}
+	for _, st := range b.Steps {
+		for _, o := range st.After {
+			if c := o.Observation.State.PolicyContext.Classification; c != "" {
+				return c
+			}
+		}
+	}
+	return ""
 }
 
 // affordance returns the affordance of obs with selector sel, nil when

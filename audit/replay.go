@@ -303,7 +303,7 @@ func Replay(ctx context.Context, bundlePath string, opts ReplayOptions) (*Replay
 	}
 	rp := &replayer{
 		b: b, opts: opts, g: g, store: store, w: w, sid: sid, clock: clock, cur: "about:blank",
-		back: opts.Origins.Reverse(), budget: b.stepBudget(nil), shots: map[string]string{},
+		back: opts.Origins.Reverse(), budget: b.stepBudget(nil), class: b.classification(), shots: map[string]string{},
 	}
 	rep := &ReplayReport{
 		Bundle: bundlePath, SessionID: b.Manifest.SessionID, ReplaySessionID: sid, ReplayBundle: w.Dir(),
@@ -374,9 +374,11 @@ type replayer struct {
 	cur    string    // the live active URL, as the session tracks it
 	back   OriginMap // replay origins -> recorded ones
 	budget int
-	seq    int
-	live   *contract.Observation // the last live observation
-	shots  map[string]string     // driver screenshot value -> bundle uri
+	// class is the recorded session's classification (Bundle.classification).
+	class contract.Classification
+	seq   int
+	live  *contract.Observation // the last live observation
+	shots map[string]string     // driver screenshot value -> bundle uri
 }
 
 func (rp *replayer) run(ctx context.Context, rep *ReplayReport, task contract.Input, mode contract.DriverMode) error {
@@ -397,7 +399,7 @@ func (rp *replayer) run(ctx context.Context, rep *ReplayReport, task contract.In
 		Mode: mode, SessionID: rp.sid, AllowedOrigins: origins, Browser: rp.opts.Browser, Browsers: rp.opts.Browsers,
 		BrowserEndpoint: rp.opts.BrowserEndpoint, Headed: rp.opts.Headed,
 		ActionTimeout: rp.opts.ActionTimeout,
-		PolicyContext: contract.PolicyContext{MaxStepBudget: rp.budget, DecisionLogID: decLog},
+		PolicyContext: contract.PolicyContext{Classification: rp.class, MaxStepBudget: rp.budget, DecisionLogID: decLog},
 	})
 	if err != nil {
 		return fmt.Errorf("audit: replay: open the browser: %w", err)

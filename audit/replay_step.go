@@ -76,7 +76,7 @@ func (rp *replayer) step(ctx context.Context, s *Step) (StepResult, error) {
 		SessionID: rp.sid, StepIndex: final.StepIndex, Action: a, Target: target, ActiveURL: rp.cur,
 		Session: gate.Session{
 			AllowedOrigins: rp.mappedURLs(), Permission: perm, Preset: rp.opts.Preset,
-			MaxStepBudget: rp.budget, DecisionLogID: final.DecisionLogID,
+			MaxStepBudget: rp.budget, DecisionLogID: final.DecisionLogID, Classification: rp.class,
 		},
 		Policy: gate.SessionPolicy{GovernedExceptions: exceptions(final)},
 		Now:    rp.clock(),

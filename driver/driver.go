@@ -184,8 +184,9 @@ type Config struct {
 	// closed.
 	AllowNoNetworkIsolation bool
 	// PolicyContext is copied into every observed state. Its zero fields
-	// get defaults: classification "public", step budget 100, decision log
-	// id "dec-" + SessionID.
+	// get defaults: classification restricted
+	// (contract.DefaultClassification), step budget 100, decision log id
+	// "dec-" + SessionID.
 	PolicyContext contract.PolicyContext
 	// Viewport is the page's size in CSS pixels; 1280x720 when zero.
 	Viewport contract.Viewport
@@ -361,7 +362,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	pc := &cfg.PolicyContext
 	if pc.Classification == "" {
-		pc.Classification = contract.ClassPublic
+		pc.Classification = contract.DefaultClassification
 	}
 	if pc.MaxStepBudget <= 0 {
 		pc.MaxStepBudget = 100
