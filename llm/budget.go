@@ -169,18 +169,39 @@ func (b *Budget) exceededLocked() error {
 // price), which it returns (0 when unpriced). promptBytes is the size of
 // the prompt sent, for the estimate; a prompt that showed images does not
 // calibrate it (its reported tokens count the images, which its bytes do
-// not).
-func (b *Budget) charge(model string, u Usage, promptBytes, images int) float64 {
+// not). completionBytes is the size of the answer's text.
+//
+// It fails closed on what the endpoint omits, so that a broken or hostile
+// endpoint cannot make calls free: a response that reports no usage at
+// all is charged an estimate (the prompt's, as check makes it, plus the
+// completion's bytes at the same calibrated rate), and one that reports
+// only a total is costed at the dearer of the model's two prices.
+func (b *Budget) charge(model string, u Usage, promptBytes, images, completionBytes int) float64 {
 	if b == nil {
 		return 0
 	}
-	n := contract.CallTokens(u.PromptTokens, u.CompletionTokens, u.TotalTokens)
-	cost := 0.0
-	if p, ok := b.limits.Prices[model]; ok {
-		cost = p.Cost(u.PromptTokens, u.CompletionTokens)
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	p, priced := b.limits.Prices[model]
+	n := contract.CallTokens(u.PromptTokens, u.CompletionTokens, u.TotalTokens)
+	cost := 0.0
+	switch {
+	case n == 0:
+		prompt := addTokens(estimateTokens(promptBytes, b.bytes, b.tokens), images*ImageTokens)
+		completion := estimateTokens(completionBytes, b.bytes, b.tokens)
+		n = addTokens(prompt, completion)
+		if priced {
+			cost = p.Cost(prompt, completion)
+		}
+	case u.PromptTokens <= 0 && u.CompletionTokens <= 0:
+		if priced {
+			cost = Price{OutputPerMTok: max(p.InputPerMTok, p.OutputPerMTok)}.Cost(0, n)
+		}
+	default:
+		if priced {
+			cost = p.Cost(u.PromptTokens, u.CompletionTokens)
+		}
+	}
 	b.used = addTokens(b.used, n)
 	b.cost += cost
 	if u.PromptTokens > 0 && promptBytes > 0 && images == 0 {

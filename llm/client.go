@@ -174,13 +174,13 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 				resp.Model = c.cfg.Model
 			}
 			resp.Usage = Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens, TotalTokens: out.Usage.TotalTokens}
-			cost := c.cfg.Budget.charge(c.cfg.Model, resp.Usage, size, images)
-			if _, ok := c.cfg.Budget.Price(c.cfg.Model); ok {
-				resp.CostUSD = &cost
-			}
 			if len(out.Choices) > 0 {
 				resp.Content = out.Choices[0].Message.Content
 				resp.FinishReason = string(out.Choices[0].FinishReason)
+			}
+			cost := c.cfg.Budget.charge(c.cfg.Model, resp.Usage, size, images, len(resp.Content))
+			if _, ok := c.cfg.Budget.Price(c.cfg.Model); ok {
+				resp.CostUSD = &cost
 			}
 			resp.Latency = time.Since(start)
 			return resp, nil
