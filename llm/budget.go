@@ -254,6 +254,37 @@ func (b *Budget) check(model string, promptBytes, images, maxCompletion int) err
 	return nil
 }
 
+// DefaultCompletionBound is the completion bound a budget with a limit
+// sends when the client sets none (Budget.CompletionBound): enough for
+// any Planner or Navigator answer.
+const DefaultCompletionBound = 4096
+
+// CompletionBound returns the completion bound (max_completion_tokens) to
+// send with a call of model whose prompt is promptBytes bytes with images
+// images: configured when it is set (Config.MaxTokens); else, under a
+// token or cost limit, DefaultCompletionBound or less, what is left of
+// the limits after the prompt's estimate (at least 1: a prompt that
+// leaves nothing is refused by the check that follows); else 0, none.
+// Without a bound a call could use any number of completion tokens, and
+// the prediction before it is sent would see only the prompt.
+func (b *Budget) CompletionBound(model string, configured, promptBytes, images int) int {
+	if configured > 0 || b == nil || (b.limits.MaxTokens == 0 && b.limits.MaxCostUSD == 0) {
+		return max(configured, 0)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prompt := addTokens(estimateTokens(promptBytes, b.bytes, b.tokens), images*ImageTokens)
+	n := DefaultCompletionBound
+	if b.limits.MaxTokens > 0 {
+		n = min(n, b.limits.MaxTokens-b.used-prompt)
+	}
+	if p, ok := b.limits.Prices[model]; ok && b.limits.MaxCostUSD > 0 && p.OutputPerMTok > 0 {
+		left := b.limits.MaxCostUSD - b.cost - p.Cost(prompt, 0)
+		n = min(n, int(math.Floor(max(left, 0)/p.OutputPerMTok*1e6)))
+	}
+	return max(n, 1)
+}
+
 // ErrUnpriced is the error of a call under a cost budget whose model has
 // no price: it is not sent.
 var ErrUnpriced = errors.New("llm: model has no price")

@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
@@ -152,5 +153,49 @@ func TestNewBudgetLimits(t *testing.T) {
 		if _, err := llm.NewBudget(llm.Limits{MaxTokens: n}); err != nil {
 			t.Errorf("NewBudget(%d): %v", n, err)
 		}
+	}
+}
+
+// TestBudgetCompletionBound: under a budget with a limit, a client without
+// its own MaxTokens sends a completion bound: DefaultCompletionBound, or
+// less when that much is not left after the prompt; its own MaxTokens
+// wins; without a budget none is sent.
+func TestBudgetCompletionBound(t *testing.T) {
+	tests := []struct {
+		name      string
+		limits    *llm.Limits
+		maxTokens int
+		lo, hi    int
+	}{
+		{"no budget", nil, 0, 0, 0},
+		{"large token budget", &llm.Limits{MaxTokens: 1_000_000}, 0, llm.DefaultCompletionBound, llm.DefaultCompletionBound},
+		{"small token budget", &llm.Limits{MaxTokens: 1_000}, 0, 1, 999},
+		{"configured", &llm.Limits{MaxTokens: 1_000}, 200, 200, 200},
+		{"cost budget", &llm.Limits{MaxCostUSD: 0.001, Prices: map[string]llm.Price{"test-model": {InputPerMTok: 1, OutputPerMTok: 1}}}, 0, 1, 999},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, usageAnswer(map[string]int{"prompt_tokens": 1, "completion_tokens": 1}))
+			var b *llm.Budget
+			if tc.limits != nil {
+				var err error
+				if b, err = llm.NewBudget(*tc.limits); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget, cfg.MaxTokens, cfg.Model = b, tc.maxTokens, "test-model" })
+			if _, err := c.Complete(context.Background(), planRequest(t)); err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				Max int `json:"max_completion_tokens"`
+			}
+			if err := json.Unmarshal(srv.Requests()[0].Raw, &body); err != nil {
+				t.Fatal(err)
+			}
+			if body.Max < tc.lo || body.Max > tc.hi {
+				t.Errorf("max_completion_tokens %d, want %d to %d", body.Max, tc.lo, tc.hi)
+			}
+		})
 	}
 }
