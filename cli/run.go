@@ -210,12 +210,9 @@ type runOptions struct {
 	modelRegistry string
 	// vision is --vision: the model accepts images (without a registry).
 	vision bool
-	// classification is --classification; class is the session's
-	// classification runTask computed from it and the task
-	// (sessionClassification), "" (restricted) for a session that runTask
-	// did not build.
+	// classification is --classification, which runTask records in the
+	// task's hints (setClassification).
 	classification string
-	class          contract.Classification
 }
 
 // stringList is a repeatable string flag.
@@ -349,8 +346,8 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 	} else if _, err := in.MaxCostUSD(); err != nil {
 		return in, usageError("%s: %v", taskName(file), err)
 	}
-	var err error
-	if o.class, err = sessionClassification(o.classification, in, file); err != nil {
+	in, err := setClassification(o.classification, in, file)
+	if err != nil {
 		return in, err
 	}
 	if err := checkTaskURLs(in.URLs, file); err != nil {
@@ -724,7 +721,6 @@ func (e *sessionEnv) config(ctx context.Context, in contract.Input, approver ses
 		Gate:            e.gate,
 		Approvals:       e.approvals,
 		Preset:          o.preset,
-		Classification:  o.class,
 		Planner:         pl,
 		Navigator:       nav,
 		Approver:        approver,
@@ -865,29 +861,28 @@ func taskName(file string) string {
 	return file
 }
 
-// sessionClassification is the session's data classification: the stricter
-// of the --classification flag and the task's hints.classification,
-// contract.DefaultClassification when neither names one. A bad flag or hint
-// (of the task file, "" for --goal) is a usage error.
-func sessionClassification(flag string, in contract.Input, file string) (contract.Classification, error) {
-	var fromFlag contract.Classification
-	if flag != "" {
-		c, err := contract.ParseClassification(flag)
-		if err != nil {
-			names := make([]string, len(contract.Classifications))
-			for i, k := range contract.Classifications {
-				names[i] = string(k)
-			}
-			return "", usageError("--classification %q: want %s%s", flag, contract.ClassificationNames(), didYouMean(flag, names))
-		}
-		fromFlag = c
-	}
+// setClassification applies --classification to the task: it parses the
+// flag and the task's hints.classification (a bad one is a usage error;
+// file names the task file, "" for --goal) and, when the flag names one,
+// records it in the task's hints (contract.Input.WithClassification), as
+// --max-tokens is recorded, so that the manifest's task says what the
+// session ran under; the flag never makes the task's own weaker
+// (contract.Stricter). The session resolves the classification from the
+// task (restricted when it names none).
+func setClassification(flag string, in contract.Input, file string) (contract.Input, error) {
 	fromTask, err := in.Classification()
 	if err != nil {
-		return "", usageError("%s: %v", taskName(file), err)
+		return in, usageError("%s: %v", taskName(file), err)
 	}
-	if c := contract.Stricter(fromFlag, fromTask); c != "" {
-		return c, nil
+	if flag == "" {
+		return in, nil
 	}
-	return contract.DefaultClassification, nil
+	c, err := contract.ParseClassification(flag)
+	if err != nil {
+		return in, usageError("--classification %q: want %s%s", flag, contract.ClassificationNames(), didYouMean(flag, strings.Split(contract.ClassificationNames(), ", ")))
+	}
+	if in, err = in.WithClassification(contract.Stricter(c, fromTask)); err != nil {
+		return in, usageError("--classification: %v", err)
+	}
+	return in, nil
 }

@@ -395,19 +395,15 @@ func taskOf(p StartParams) (contract.Input, error) {
 
 var presets = []string{"", "safe", "balanced", "power", "developer"}
 
-// classificationOf is the data classification of a session on task in: its
-// hints.classification, contract.DefaultClassification (restricted) when
-// it names none (the popup's tasks, whose hints hold only steps); a bad
-// one is a CodeBadParams error.
-func classificationOf(in contract.Input) (contract.Classification, error) {
-	c, err := in.Classification()
-	switch {
-	case err != nil:
-		return "", errorf(CodeBadParams, "%v", err)
-	case c == "":
-		return contract.DefaultClassification, nil
+// checkClassification refuses, as bad parameters, a task whose
+// hints.classification is not a classification. The host has no
+// classification of its own: the session resolves the task's (restricted
+// when it names none, as the popup's tasks do).
+func checkClassification(in contract.Input) error {
+	if _, err := in.Classification(); err != nil {
+		return errorf(CodeBadParams, "%v", err)
 	}
-	return c, nil
+	return nil
 }
 
 // liveChannel returns the live channel sessions are offered on (nil
@@ -452,8 +448,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	if err != nil {
 		return res, errorf(CodeConfig, "the configuration's secrets: %v", err)
 	}
-	class, err := classificationOf(in)
-	if err != nil {
+	if err := checkClassification(in); err != nil {
 		return res, err
 	}
 	pl, nav, model, err := h.agents(in, set)
@@ -502,7 +497,6 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		Gate:            h.gate,
 		Approvals:       h.approvals,
 		Preset:          p.Preset,
-		Classification:  class,
 		Planner:         pl,
 		Navigator:       nav,
 		Approver:        sessApprover,

@@ -186,10 +186,11 @@ type Config struct {
 	// Permission overrides the preset's permission level (disabled,
 	// observe, control, full); "" means the preset's.
 	Permission string
-	// Classification is the session's data classification (public,
-	// restricted, sensitive), the stricter of the operator's (aegis run
-	// --classification) and the task's (hints.classification); ""
-	// means restricted. It reaches the policy (gate.Session.Classification)
+	// Classification is the caller's data classification (public,
+	// restricted, sensitive), "" for none; the session runs under the
+	// stricter of it and the task's (hints.classification), restricted
+	// when neither names one (New resolves it; callers pass their value
+	// unresolved). It reaches the policy (gate.Session.Classification)
 	// and the observations' policyContext, and with the policy data decides
 	// whether a screenshot may be shown to the model (vision escalation).
 	Classification contract.Classification
