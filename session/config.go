@@ -327,6 +327,9 @@ func validate(cfg *Config) error {
 	case cfg.Budget != nil && cfg.Budget.Limits().MaxCostUSD != maxCost:
 		return bad("the model budget's cost limit (%v) is not the task's hints.%s (%v; 0 for none)", cfg.Budget.Limits().MaxCostUSD, contract.HintMaxCostUSD, maxCost)
 	}
+	if _, priced := cfg.Budget.Price(cfg.Model); maxCost > 0 && cfg.Model != "" && !priced {
+		return bad("the task sets hints.%s (%v) but the model budget has no price for model %q, so its calls could not be costed: add the model's prices (the model registry's)", contract.HintMaxCostUSD, maxCost, Sanitize(cfg.Model, 256))
+	}
 	// The session runs under the stricter of the caller's classification
 	// and the task's: a task that says sensitive is never shown to a
 	// model because its caller said nothing.
