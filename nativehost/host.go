@@ -406,6 +406,29 @@ func checkClassification(in contract.Input) error {
 	return nil
 }
 
+// hostBudget is the model budget of a session on task in: its
+// hints.maxTokens bound the tokens (0: none, the calls still counted).
+// A cost budget (hints.maxCostUsd) is refused: the host has no model
+// registry to price the model with. A bad hint is bad parameters.
+func hostBudget(in contract.Input) (*llm.Budget, error) {
+	maxTokens, err := in.MaxTokens()
+	if err != nil {
+		return nil, errorf(CodeBadParams, "%v", err)
+	}
+	maxCost, err := in.MaxCostUSD()
+	if err != nil {
+		return nil, errorf(CodeBadParams, "%v", err)
+	}
+	if maxCost > 0 {
+		return nil, errorf(CodeBadParams, "the task sets a cost budget (hints.%s), but a session started from the browser has no model registry to price the model: run the task with aegis run --model-registry FILE --max-cost-usd, or remove the cost budget", contract.HintMaxCostUSD)
+	}
+	b, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
+	if err != nil {
+		return nil, errorf(CodeBadParams, "%v", err)
+	}
+	return b, nil
+}
+
 // liveChannel returns the live channel sessions are offered on (nil
 // without one), opening it with OpenLive on first need.
 func (h *host) liveChannel() (*live.Server, string, error) {
@@ -451,7 +474,11 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	if err := checkClassification(in); err != nil {
 		return res, err
 	}
-	pl, nav, model, err := h.agents(in, set)
+	budget, err := hostBudget(in)
+	if err != nil {
+		return res, err
+	}
+	pl, nav, model, err := h.agents(in, set, budget)
 	if err != nil {
 		return res, err
 	}
@@ -505,6 +532,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		Evidence:        session.EvidenceDir(root),
 		Bus:             bus,
 		Model:           model,
+		Budget:          budget,
 		Version:         h.o.Version,
 		OnStep: func(r session.StepReport) {
 			_ = conn.Notify(EventStep, stepEvent(r))
@@ -567,7 +595,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 
 // agents returns the planner and navigator of a task: a steps task runs
 // without a model; any other needs the configuration's model.
-func (h *host) agents(in contract.Input, set *secrets.Set) (planner.Planner, navigator.Navigator, string, error) {
+func (h *host) agents(in contract.Input, set *secrets.Set, budget *llm.Budget) (planner.Planner, navigator.Navigator, string, error) {
 	if len(in.Hints) > 0 {
 		nav, err := navigator.NewStepsFromHints(in.Hints, navigator.StepsOptions{BaseURL: in.URLs[0], Secrets: set})
 		if err != nil {
@@ -588,7 +616,7 @@ func (h *host) agents(in contract.Input, set *secrets.Set) (planner.Planner, nav
 		return nil, nil, "", errorf(CodeConfig, "no model is configured: add one to %s, or give steps", h.o.ConfigPath)
 	}
 	lc := m.LLM()
-	lc.Guard = set.Guard()
+	lc.Guard, lc.Budget = set.Guard(), budget
 	c, err := llm.New(lc)
 	if err != nil {
 		return nil, nil, "", errorf(CodeConfig, "the configured model: %v", err)
