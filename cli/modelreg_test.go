@@ -196,7 +196,8 @@ func TestRunLLMCostBudget(t *testing.T) {
 // TestRunLlamaCpp: against a llama.cpp server (its dialect: the model
 // listed under its --alias, GET /props with the model file), a registered
 // model runs and the manifest records the model file; a registry entry
-// with a digest is refused (exit 2), since the server cannot report one.
+// with another modelPath is refused (exit 2), and so is one with a digest,
+// since the server cannot report one.
 func TestRunLlamaCpp(t *testing.T) {
 	const model, file = "qwen", "/models/qwen2.5-7b-instruct-q4_k_m.gguf"
 	site := demoSite(t)
@@ -216,7 +217,7 @@ func TestRunLlamaCpp(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	t.Run("registered", func(t *testing.T) {
-		code, out, errs := run(t, "")
+		code, out, errs := run(t, `,"modelPath":"`+file+`"`)
 		if code != ExitOK {
 			t.Fatalf("exit %d\n%s", code, errs)
 		}
@@ -235,12 +236,18 @@ func TestRunLlamaCpp(t *testing.T) {
 			t.Errorf("the progress lines do not show the tokens and the cost at 0:\n%s", errs)
 		}
 	})
+	t.Run("another model file behind the alias", func(t *testing.T) {
+		code, _, errs := run(t, `,"modelPath":"/models/other.gguf"`)
+		if code != ExitUsage || !strings.Contains(errs, `expects model file "/models/other.gguf", the server reported "`+file+`"`) {
+			t.Fatalf("exit %d, want %d refusing the model file\n%s", code, ExitUsage, errs)
+		}
+	})
 	t.Run("digest registered", func(t *testing.T) {
 		code, _, errs := run(t, `,"digest":"`+ollamaDigest+`"`)
 		if code != ExitUsage {
 			t.Fatalf("exit %d, want %d\n%s", code, ExitUsage, errs)
 		}
-		for _, want := range []string{"a llama.cpp server reports no digest of its model file", `model_path "` + file + `"`, "remove the digest from the registry entry"} {
+		for _, want := range []string{"a llama.cpp server reports no digest of its model file", `model_path "` + file + `"`, `replace the digest in the registry entry by modelPath "` + file + `"`} {
 			if !strings.Contains(errs, want) {
 				t.Errorf("stderr does not say %q:\n%s", want, errs)
 			}

@@ -6,24 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/user"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
-	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/evidence"
-	"github.com/aegis-run/aegis/gate"
 	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/live"
-	"github.com/aegis-run/aegis/llm"
-	"github.com/aegis-run/aegis/modelreg"
-	"github.com/aegis-run/aegis/navigator"
-	"github.com/aegis-run/aegis/planner"
 	"github.com/aegis-run/aegis/schemas"
-	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -210,12 +201,9 @@ type runOptions struct {
 	modelRegistry string
 	// vision is --vision: the model accepts images (without a registry).
 	vision bool
-	// classification is --classification; class is the session's
-	// classification runTask computed from it and the task
-	// (sessionClassification), "" (restricted) for a session that runTask
-	// did not build.
+	// classification is --classification, which runTask records in the
+	// task's hints (setClassification).
 	classification string
-	class          contract.Classification
 }
 
 // stringList is a repeatable string flag.
@@ -349,8 +337,8 @@ func runTask(o *runOptions, pos []string, stdio Stdio) (contract.Input, error) {
 	} else if _, err := in.MaxCostUSD(); err != nil {
 		return in, usageError("%s: %v", taskName(file), err)
 	}
-	var err error
-	if o.class, err = sessionClassification(o.classification, in, file); err != nil {
+	in, err := setClassification(o.classification, in, file)
+	if err != nil {
 		return in, err
 	}
 	if err := checkTaskURLs(in.URLs, file); err != nil {
@@ -403,153 +391,6 @@ func runApprover(o *runOptions, stdio Stdio) (session.Approver, error) {
 	return session.NewTerminalApprover(stdio.In, stdio.Err, name), nil
 }
 
-// hasHint reports whether the task's hints have the member.
-func hasHint(in contract.Input, name string) bool {
-	var m map[string]json.RawMessage
-	return len(in.Hints) > 0 && json.Unmarshal(in.Hints, &m) == nil && m[name] != nil
-}
-
-// agents builds the Planner and the Navigator for the task.
-//
-// The model clients charge budget, the session's (session.Config.Budget).
-func agents(o *runOptions, in contract.Input, set *secrets.Set, budget *llm.Budget) (planner.Planner, navigator.Navigator, error) {
-	model, err := agentModel(o, in)
-	if err != nil {
-		return nil, nil, err
-	}
-	switch agent := o.agent; agent {
-	case "llm":
-		base := llmBaseURL(o)
-		key, err := llm.LoadAPIKey(o.keyFile)
-		if err != nil {
-			return nil, nil, usageError("%v", err)
-		}
-		c, err := llm.New(llm.Config{BaseURL: base, Model: model, APIKey: key, Guard: set.Guard(), Budget: budget})
-		if err != nil {
-			return nil, nil, usageError("%v", err)
-		}
-		pl, err := planner.NewLLM(c, planner.LLMOptions{Secrets: set})
-		if err != nil {
-			return nil, nil, err
-		}
-		nav, err := navigator.NewLLM(c, navigator.LLMOptions{Secrets: set})
-		if err != nil {
-			return nil, nil, err
-		}
-		return pl, nav, nil
-	case "steps", "script":
-		plan, err := planner.FromHints(in.Goal, in.Hints)
-		if err != nil {
-			return nil, nil, usageError("the task's hints: %v", err)
-		}
-		pl, err := planner.NewStatic(plan)
-		if err != nil {
-			return nil, nil, usageError("the task's hints: %v", err)
-		}
-		var nav navigator.Navigator
-		if agent == "steps" {
-			nav, err = navigator.NewStepsFromHints(in.Hints, navigator.StepsOptions{BaseURL: in.URLs[0], Secrets: set})
-		} else {
-			nav, err = navigator.NewScriptFromHints(in.Hints, navigator.ScriptOptions{Secrets: set})
-		}
-		if err != nil {
-			return nil, nil, usageError("the task's hints for the %s agent: %v", agent, err)
-		}
-		return pl, nav, nil
-	}
-	return nil, nil, usageError("unknown --agent %q (want llm, steps or script)", o.agent)
-}
-
-// agentModel settles the agent (o.agent: --agent, else llm with a model,
-// else steps or script by the task's hints) and returns the model of the
-// llm agent ("" for the offline agents).
-func agentModel(o *runOptions, in contract.Input) (string, error) {
-	model := o.model
-	if model == "" {
-		model = os.Getenv(EnvModel)
-	}
-	if o.agent == "" {
-		switch {
-		case model != "":
-			o.agent = "llm"
-		case hasHint(in, "steps"):
-			o.agent = "steps"
-		case hasHint(in, "script"):
-			o.agent = "script"
-		default:
-			return "", usageError("no agent: configure a model (--model or $%s) or give the task hints.steps or hints.script%s", EnvModel, hintTypo(in))
-		}
-	}
-	switch o.agent {
-	case "llm":
-		if model == "" {
-			return "", usageError("--agent llm needs a model: --model or $%s", EnvModel)
-		}
-		return model, nil
-	case "steps", "script":
-		return "", nil
-	}
-	return "", usageError("unknown --agent %q (want llm, steps or script)", o.agent)
-}
-
-// runBudget is the session's model budget: the task's token and cost
-// budgets, and the model's prices from the registry entry (priced) when
-// a registry checked the model. A cost budget for a model without prices
-// (no --model-registry) is refused: nothing could count its cost.
-func runBudget(o *runOptions, in contract.Input, model string, priced *modelreg.Model) (*llm.Budget, error) {
-	maxTokens, err := in.MaxTokens()
-	if err != nil {
-		return nil, usageError("invalid task: %v", err)
-	}
-	maxCost, err := in.MaxCostUSD()
-	if err != nil {
-		return nil, usageError("invalid task: %v", err)
-	}
-	limits := llm.Limits{MaxTokens: maxTokens, MaxCostUSD: maxCost}
-	switch {
-	case priced != nil:
-		limits.Prices = map[string]llm.Price{model: priced.Prices}
-	case maxCost > 0 && model != "":
-		return nil, usageError("a cost budget (--max-cost-usd or hints.%s) needs the model's prices: give --model-registry FILE with an entry for model %q at %s and its prices (README, \"Model registry\")", contract.HintMaxCostUSD, model, llmBaseURL(o))
-	}
-	budget, err := llm.NewBudget(limits)
-	if err != nil {
-		return nil, usageError("invalid task: %v", err)
-	}
-	return budget, nil
-}
-
-// modelPrices are the prices of the registry's entry for the manifest;
-// nil without one.
-func modelPrices(entry *modelreg.Model) *contract.ModelPrices {
-	if entry == nil {
-		return nil
-	}
-	p := entry.Prices
-	return &p
-}
-
-// modelImages says whether the model accepts images (the session may then
-// show it screenshots, when the policy allows): with --model-registry the
-// registry's "images" for the model (entry, from checkModelRegistry), else --vision;
-// never for the offline agents (model ""). --vision contradicting the
-// registry, or without a model, is a usage error.
-func modelImages(o *runOptions, model string, entry *modelreg.Model) (bool, error) {
-	switch {
-	case model == "":
-		if o.vision {
-			return false, usageError("--vision needs the LLM agent (a model): the offline agents look at no images")
-		}
-		return false, nil
-	case entry != nil:
-		if o.vision && !entry.Images {
-			return false, usageError("--vision: the model registry %s says model %q accepts no images", o.modelRegistry, model)
-		}
-		return entry.Images, nil
-	}
-	return o.vision, nil
-}
-
 // statusExit maps a session status to the exit code of run and demo.
 func statusExit(s contract.SessionStatus) int {
 	switch s {
@@ -572,176 +413,6 @@ type sessionHooks struct {
 	// done, when set, prints the result instead of the output JSON, to
 	// out (stdout through the egress filter).
 	done func(res session.Result, out io.Writer) error
-}
-
-// sessionEnv is what the sessions of one command share, made once from
-// its flags (newSessionEnv): the secrets and the output through their
-// egress filter, the policy gate and its approval store (the policy is
-// compiled once), the browsers (launched on the first session's need),
-// the seal's signer, and the model identities the registry checked. run
-// and demo make one for their session, suite one for all its tasks, whose
-// sessions it configures at once from several goroutines (config).
-type sessionEnv struct {
-	o *runOptions
-	// stdio is the command's output through the secrets' egress filter.
-	stdio     Stdio
-	set       *secrets.Set
-	gate      *gate.Gate
-	approvals *gate.Approvals
-	browsers  *driver.Browsers
-	signer    evidence.Signer
-	// closeBrowsers closes the browsers (once, however often called);
-	// flush writes what the egress filter holds back.
-	closeBrowsers, flush func()
-
-	mu   sync.Mutex
-	regs map[string]registryAnswer // by model: checkModelRegistry's answers
-}
-
-// registryAnswer is checkModelRegistry's answer for a model: the identity
-// the endpoint reported and the registry's entry (nil without a registry).
-type registryAnswer struct {
-	ident modelreg.Identity
-	entry *modelreg.Model
-}
-
-// checkSessionOptions refuses the session flags whose values cannot work,
-// before anything starts.
-func checkSessionOptions(o *runOptions) error {
-	if err := checkSessionFlags(o); err != nil {
-		return err
-	}
-	mode := contract.DriverMode(o.driver)
-	if mode != contract.ModeSandbox && mode != contract.ModePlaywright {
-		return usageError("--driver %q: want sandbox or playwright", o.driver)
-	}
-	switch o.preset {
-	case "safe", "balanced", "power", "developer":
-	default:
-		return usageError("--preset %q: want power, balanced, safe or developer", o.preset)
-	}
-	if o.policy != "" && o.opaURL != "" {
-		return usageError("--policy and --opa-url are exclusive: the remote server holds its own policy")
-	}
-	return checkWitnessFlags(o)
-}
-
-// newSessionEnv checks the session flags and makes what the command's
-// sessions share; extra are secrets of the command's own (the demo's),
-// beside the environment's and --secrets-file's. Close it when the
-// command is done (close). Everything the command prints from then on
-// goes through env.stdio.
-func newSessionEnv(ctx context.Context, o *runOptions, stdio Stdio, extra map[string]string) (*sessionEnv, error) {
-	if err := checkSessionOptions(o); err != nil {
-		return nil, err
-	}
-	environ := os.Environ()
-	for k, v := range extra {
-		environ = append(environ, secrets.EnvPrefix+k+"="+v)
-	}
-	set, err := secrets.Load(environ, o.secretsFile)
-	if err != nil {
-		return nil, usageError("%v", err)
-	}
-	e := &sessionEnv{o: o, set: set, regs: map[string]registryAnswer{}}
-	e.stdio, e.flush = filterStdio(stdio, set)
-	e.approvals = gate.NewApprovals()
-	e.gate, err = gate.New(ctx, gate.Options{PolicyPath: o.policy, OPAURL: o.opaURL, Approvals: e.approvals})
-	if err != nil {
-		e.flush()
-		return nil, e.redact(usageError("policy: %v", err))
-	}
-	if o.signKey != "" {
-		if e.signer, err = loadSigner(o.signKey); err != nil {
-			e.flush()
-			return nil, e.redact(usageError("--sign-key: %v", err))
-		}
-	}
-	e.browsers, e.closeBrowsers = commandBrowsers(e.stdio)
-	return e, nil
-}
-
-// close closes the browsers and writes what the output filter holds back.
-func (e *sessionEnv) close() {
-	e.closeBrowsers()
-	e.flush()
-}
-
-// redact returns err with its message through the secrets' egress filter.
-func (e *sessionEnv) redact(err error) error { return redactError(e.set, err) }
-
-// registry is checkModelRegistry's answer for model, asked once per
-// command.
-func (e *sessionEnv) registry(ctx context.Context, model string) (registryAnswer, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r, ok := e.regs[model]; ok {
-		return r, nil
-	}
-	ident, entry, err := checkModelRegistry(ctx, e.o, model)
-	if err != nil {
-		return registryAnswer{}, err
-	}
-	r := registryAnswer{ident: ident, entry: entry}
-	e.regs[model] = r
-	return r, nil
-}
-
-// config builds the configuration of a session of task in, answered by
-// approver, and names the agent it picked (--agent, or the one the task's
-// hints and the model select): its own model budget, Planner and
-// Navigator, on the shared gate, browsers and signer, its bundle under
-// --evidence, its progress lines on stderr. It may be called from several
-// goroutines at once.
-func (e *sessionEnv) config(ctx context.Context, in contract.Input, approver session.Approver) (session.Config, string, error) {
-	o := *e.o // agentModel writes the agent it picks into the options: this task's own copy
-	model, err := agentModel(&o, in)
-	if err != nil {
-		return session.Config{}, "", err
-	}
-	reg, err := e.registry(ctx, model)
-	if err != nil {
-		return session.Config{}, "", err
-	}
-	ident, entry := reg.ident, reg.entry
-	budget, err := runBudget(&o, in, model, entry)
-	if err != nil {
-		return session.Config{}, "", err
-	}
-	pl, nav, err := agents(&o, in, e.set, budget)
-	if err != nil {
-		return session.Config{}, "", err
-	}
-	images, err := modelImages(&o, model, entry)
-	if err != nil {
-		return session.Config{}, "", err
-	}
-	stderr := e.stdio.Err
-	return session.Config{
-		Task:            in,
-		Driver:          driver.Config{Mode: contract.DriverMode(o.driver), BrowserEndpoint: o.endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation, Browsers: e.browsers},
-		OpenDriver:      driver.Open,
-		Gate:            e.gate,
-		Approvals:       e.approvals,
-		Preset:          o.preset,
-		Classification:  o.class,
-		Planner:         pl,
-		Navigator:       nav,
-		Approver:        approver,
-		ApprovalTimeout: o.approvalWait,
-		Secrets:         e.set,
-		Evidence:        session.EvidenceDir(o.evidence),
-		Signer:          e.signer,
-		Budget:          budget,
-		Model:           model,
-		ModelID:         ident.ID,
-		ModelDigest:     ident.Digest,
-		ModelPath:       ident.ModelPath,
-		ModelPrices:     modelPrices(entry),
-		ModelImages:     images,
-		Version:         Version,
-		OnStep:          func(r session.StepReport) { fmt.Fprintln(stderr, progressLine(r)) },
-	}, o.agent, nil
 }
 
 // runSession builds everything a session needs from the options, runs it,
@@ -865,29 +536,28 @@ func taskName(file string) string {
 	return file
 }
 
-// sessionClassification is the session's data classification: the stricter
-// of the --classification flag and the task's hints.classification,
-// contract.DefaultClassification when neither names one. A bad flag or hint
-// (of the task file, "" for --goal) is a usage error.
-func sessionClassification(flag string, in contract.Input, file string) (contract.Classification, error) {
-	var fromFlag contract.Classification
-	if flag != "" {
-		c, err := contract.ParseClassification(flag)
-		if err != nil {
-			names := make([]string, len(contract.Classifications))
-			for i, k := range contract.Classifications {
-				names[i] = string(k)
-			}
-			return "", usageError("--classification %q: want %s%s", flag, contract.ClassificationNames(), didYouMean(flag, names))
-		}
-		fromFlag = c
-	}
+// setClassification applies --classification to the task: it parses the
+// flag and the task's hints.classification (a bad one is a usage error;
+// file names the task file, "" for --goal) and, when the flag names one,
+// records it in the task's hints (contract.Input.WithClassification), as
+// --max-tokens is recorded, so that the manifest's task says what the
+// session ran under; the flag never makes the task's own weaker
+// (contract.Stricter). The session resolves the classification from the
+// task (restricted when it names none).
+func setClassification(flag string, in contract.Input, file string) (contract.Input, error) {
 	fromTask, err := in.Classification()
 	if err != nil {
-		return "", usageError("%s: %v", taskName(file), err)
+		return in, usageError("%s: %v", taskName(file), err)
 	}
-	if c := contract.Stricter(fromFlag, fromTask); c != "" {
-		return c, nil
+	if flag == "" {
+		return in, nil
 	}
-	return contract.DefaultClassification, nil
+	c, err := contract.ParseClassification(flag)
+	if err != nil {
+		return in, usageError("--classification %q: want %s%s", flag, contract.ClassificationNames(), didYouMean(flag, strings.Split(contract.ClassificationNames(), ", ")))
+	}
+	if in, err = in.WithClassification(contract.Stricter(c, fromTask)); err != nil {
+		return in, usageError("--classification: %v", err)
+	}
+	return in, nil
 }

@@ -325,7 +325,9 @@ func TestSchemeFor(t *testing.T) {
 
 // TestSessionClassification: the session runs under the stricter of
 // --classification and the task's hints.classification, restricted when
-// neither names one.
+// neither names one: runTask records the flag in the task's hints (never
+// weakening the task's own), and the session takes the task's
+// (restricted when it names none). A flag recorded is in the task.
 func TestSessionClassification(t *testing.T) {
 	task := func(hints string) contract.Input {
 		in := contract.Input{Goal: "x", URLs: []string{"https://a.example"}}
@@ -346,9 +348,20 @@ func TestSessionClassification(t *testing.T) {
 		{"restricted", `{"classification":"public"}`, contract.ClassRestricted},
 		{"public", `{"classification":"restricted"}`, contract.ClassRestricted},
 	} {
-		got, err := sessionClassification(tt.flag, task(tt.hints), "task.json")
-		if err != nil || got != tt.want {
-			t.Errorf("--classification %q, hints %s: got %q, %v; want %q", tt.flag, tt.hints, got, err, tt.want)
+		in, err := setClassification(tt.flag, task(tt.hints), "task.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded, err := in.Classification()
+		if err != nil || (tt.flag != "" && recorded == "") {
+			t.Errorf("--classification %q, hints %s: the task records %q, %v", tt.flag, tt.hints, recorded, err)
+		}
+		got := contract.Stricter(recorded, "")
+		if got == "" {
+			got = contract.DefaultClassification // the session's default
+		}
+		if got != tt.want {
+			t.Errorf("--classification %q, hints %s: got %q; want %q", tt.flag, tt.hints, got, tt.want)
 		}
 	}
 }

@@ -117,11 +117,16 @@ func artifactMismatch(file string, e embeddedArtifact) error {
 // checkModelImages applies rule 17 to a model call: every element of its
 // images names an image of the bundle whose image-artifact record was
 // recorded before the call (the record's uri equals the element's uri),
-// and its sha256 is that record's contentHash, so the bundle proves, by
-// hash, which pixels the model was shown. images maps the image files
+// its sha256 is that record's contentHash, so the bundle proves, by hash,
+// which pixels the model was shown, and that image was produced by a
+// vision escalation that was allowed (the record's actionId names an
+// action line, executed under an allowing decision before the record,
+// of an extract screenshot action with vision true), so the bundle also
+// proves that showing it was allowed. images maps the image files
 // recorded so far to their SHA-256 (the contentHash rule 6 holds their
-// records to), records the artifact records recorded so far.
-func checkModelImages(r rec, images, records map[string]Hash) error {
+// records to), records the artifact records recorded so far, shown the
+// images whose record named such an action (visionImage).
+func checkModelImages(r rec, images, records map[string]Hash, shown map[string]bool) error {
 	list, _ := r.at("images").value().([]any)
 	for i, x := range list {
 		img := recOf(x)
@@ -133,8 +138,28 @@ func checkModelImages(r rec, images, records map[string]Hash) error {
 		if !isHash(img.at("sha256"), d) {
 			return fmt.Errorf("images[%d] (%s) has sha256 %s, but that image's contentHash is %s", i, uri, sum, d)
 		}
+		if !shown[uri] {
+			return fmt.Errorf("images[%d] (%s) was not produced by an allowed vision escalation: its image record's actionId does not name an extract screenshot action with vision true executed (under an allowing decision) before the record; an evidence-only screenshot may not be shown to the model", i, uri)
+		}
 	}
 	return nil
+}
+
+// isVisionEscalation reports whether an action line's action is a vision
+// escalation: an extract screenshot action with vision true (rule 17).
+func isVisionEscalation(line rec) bool {
+	a := line.at("action")
+	return a.at("type").is(string(contract.ActExtract)) && a.at("extract").is(string(contract.ExtractScreenshot)) && a.at("vision").isTrue()
+}
+
+// visionImage notes, for an image record (of image file uri), whether the
+// action it names (actionId) is, as of now, an executed vision escalation
+// (vision: the action ids whose latest action line is one, executed under
+// an allowing decision); rule 17 requires it of every image a model call
+// shows.
+func visionImage(shown, vision map[string]bool, uri string, record rec) {
+	id := record.at("actionId")
+	shown[uri] = id.present() && vision[id.str()]
 }
 
 // hasRecord reports whether the record file is among those recorded.

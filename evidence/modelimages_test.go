@@ -21,14 +21,39 @@ func shownCall(images ...contract.ModelImage) contract.ModelCall {
 	return mc
 }
 
-// shotImage is the image the fixture stores (artifacts/shot-1.png), as a
-// model call names it.
+// shotImage is the screenshot of the vision escalation imageBundle
+// records (artifacts/vision-1.png), as a model call names it.
 func shotImage() contract.ModelImage {
-	return contract.ModelImage{URI: "artifacts/shot-1.png", SHA256: Hash(sha256.Sum256(examplePNG())).String()}
+	return contract.ModelImage{URI: "artifacts/vision-1.png", SHA256: Hash(sha256.Sum256(examplePNG())).String()}
 }
 
-// imageBundle writes the fixture's session, then a model call that showed
-// the model the fixture's screenshot, and seals it.
+// evidenceOnly is the fixture's own screenshot (artifacts/shot-1.png, of
+// a navigate action: evidence only), as a model call would name it.
+func evidenceOnly() contract.ModelImage {
+	return contract.ModelImage{URI: "artifacts/shot-1.png", SHA256: shotImage().SHA256}
+}
+
+// visionStep records an allowed vision escalation (v1, an extract
+// screenshot with vision true) and its screenshot, vision-1.
+func visionStep(t *testing.T, w *Writer) {
+	t.Helper()
+	v := contract.Action{ID: "v1", Type: contract.ActExtract, Reason: "look", PolicyTags: []string{}, Extract: contract.ExtractScreenshot, Vision: true}
+	for _, err := range []error{
+		w.Decision(decision("vision", v, contract.ResultAllowed)),
+		w.Action(v, result(v, true)),
+		w.Event(actionEvent(v, "took a screenshot for the model", "2026-01-23T10:15:00Z")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Image("vision-1", examplePNG(), ImageMeta{SourceURL: "https://example.com/pricing", ActionID: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// imageBundle writes the fixture's session and a vision escalation, then
+// a model call that showed the model its screenshot, and seals it.
 func imageBundle(t *testing.T) map[string][]byte {
 	t.Helper()
 	w, err := Create(t.TempDir(), testManifest(), Options{Clock: fixedClock(), ApprovalKey: testApprovalKey()})
@@ -36,6 +61,7 @@ func imageBundle(t *testing.T) map[string][]byte {
 		t.Fatal(err)
 	}
 	writeSession(t, w, fixture{})
+	visionStep(t, w)
 	if err := w.ModelCall(shownCall(shotImage())); err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +86,9 @@ func TestModelImagesVerified(t *testing.T) {
 }
 
 // TestModelImagesRefused: a bundle whose model call names an image that is
-// absent, has another hash, or is recorded after the call, is refused at
-// the model call, citing rule 17.
+// absent, has another hash, is recorded after the call, or is an
+// evidence-only screenshot (its action no vision escalation), is refused
+// at the model call, citing rule 17.
 func TestModelImagesRefused(t *testing.T) {
 	files := imageBundle(t)
 	const calls = 3 // the shown call is the last line of model-calls.jsonl
@@ -77,13 +104,14 @@ func TestModelImagesRefused(t *testing.T) {
 	}{
 		{"absent", func(f *forgery) { setImage(f, "uri", "artifacts/shot-9.png") }, `images[0] names "artifacts/shot-9.png", which is not an image of the bundle`},
 		{"not an image", func(f *forgery) { setImage(f, "uri", "artifacts/art-1.json") }, `images[0] names "artifacts/art-1.json"`},
-		{"another hash", func(f *forgery) { setImage(f, "sha256", hex64("other pixels")) }, "images[0] (artifacts/shot-1.png) has sha256 " + hex64("other pixels") + ", but that image's contentHash is " + shotImage().SHA256},
+		{"another hash", func(f *forgery) { setImage(f, "sha256", hex64("other pixels")) }, "images[0] (artifacts/vision-1.png) has sha256 " + hex64("other pixels") + ", but that image's contentHash is " + shotImage().SHA256},
 		{"recorded after the call", func(f *forgery) {
 			i := f.find(FileModelCalls, calls)
 			call := f.entries[i]
 			f.remove(i)
-			f.insert(f.find("artifacts/shot-1.png", 0), call)
-		}, `images[0] names "artifacts/shot-1.png", which is not an image of the bundle recorded`},
+			f.insert(f.find("artifacts/vision-1.png", 0), call)
+		}, `images[0] names "artifacts/vision-1.png", which is not an image of the bundle recorded`},
+		{"evidence-only screenshot", func(f *forgery) { setImage(f, "uri", evidenceOnly().URI) }, "images[0] (artifacts/shot-1.png) was not produced by an allowed vision escalation"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := forge(t, files)
@@ -110,8 +138,9 @@ func TestModelImagesRefused(t *testing.T) {
 }
 
 // TestWriterRefusesUnshownImages: the writer applies rule 17 before it
-// writes: a model call naming an image not stored, or of another hash, is
-// refused, nothing is written, and the writer goes on.
+// writes: a model call naming an image not stored, of another hash, or
+// an evidence-only screenshot, is refused, nothing is written, and the
+// writer goes on.
 func TestWriterRefusesUnshownImages(t *testing.T) {
 	w, err := Create(t.TempDir(), testManifest(), Options{Clock: fixedClock()})
 	if err != nil {
@@ -123,6 +152,10 @@ func TestWriterRefusesUnshownImages(t *testing.T) {
 	if _, err := w.Image("shot-1", examplePNG(), ImageMeta{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := w.ModelCall(shownCall(evidenceOnly())); err == nil || !strings.Contains(err.Error(), "not produced by an allowed vision escalation") {
+		t.Errorf("an evidence-only screenshot: got %v, want a refusal", err)
+	}
+	visionStep(t, w)
 	other := shotImage()
 	other.SHA256 = hex64("other pixels")
 	if err := w.ModelCall(shownCall(other)); err == nil || !strings.Contains(err.Error(), "but that image's contentHash is") {

@@ -54,6 +54,8 @@ type verifier struct {
 	allow      map[string]decided
 	consumed   map[string]bool
 	ran        map[string]bool // ids of the actions executed so far
+	vision     map[string]bool // action ids whose last line is a vision escalation (rule 17)
+	shown      map[string]bool // image uris whose record names one (rule 17)
 	format     string          // manifest-start's formatVersion
 	strict     bool            // the format requires decisions that allow to record their action (rule 15)
 	uncompared int             // action lines not compared with a decided action (aegis-evidence/1)
@@ -72,6 +74,7 @@ func newVerifier(ctx context.Context, fsys fs.FS, opts VerifyOptions) *verifier 
 		files: map[string]int64{}, folded: map[string]string{}, data: map[string][]byte{},
 		ends: map[string][]int{}, lines: map[string]int{}, used: map[string]bool{},
 		images: map[string]Hash{}, allow: map[string]decided{}, consumed: map[string]bool{}, ran: map[string]bool{},
+		vision: map[string]bool{}, shown: map[string]bool{},
 		artDigest: map[string]Hash{}, embedded: map[string]embeddedArtifact{},
 	}
 }

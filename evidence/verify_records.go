@@ -96,6 +96,7 @@ func (v *verifier) record(p *prepared) error {
 		}
 		delete(v.allow, facts.id)
 		v.ran[facts.id] = true
+		v.vision[facts.id] = isVisionEscalation(r)
 		v.owed = &pendingAction{id: facts.id, typ: r.at("action").at("type").str(), line: e.Line, entry: e.Index}
 		v.counts.Actions++
 	case contract.LedgerEvent:
@@ -117,7 +118,7 @@ func (v *verifier) record(p *prepared) error {
 		if err := notBefore("the entry's time", e.Time, "the call's time", r.at("time").str()); err != nil {
 			return bad("time", err)
 		}
-		if err := checkModelImages(r, v.images, v.artDigest); err != nil {
+		if err := checkModelImages(r, v.images, v.artDigest, v.shown); err != nil {
 			return bad("model images", err)
 		}
 		v.counts.ModelCalls++
@@ -151,6 +152,7 @@ func (v *verifier) record(p *prepared) error {
 		if err := checkImageRecord(r, img, v.prevSize, v.prevImg, v.prevDigest); err != nil {
 			return bad("image record", err)
 		}
+		visionImage(v.shown, v.vision, img, r)
 		if err := v.artifactCopy(e.File, p.digest); err != nil {
 			return bad("artifact copy", err)
 		}

@@ -163,6 +163,8 @@ type Writer struct {
 	allow  map[string]decided // action id -> what its last decision decided
 	apprv  map[string]bool    // approval ids consumed
 	ran    map[string]bool    // ids of the actions recorded
+	vision map[string]bool    // action ids whose last line is an allowed vision escalation (rule 17)
+	shown  map[string]bool    // image uris whose record names one (rule 17)
 	dirs   map[string]bool    // directories created
 	synced map[string]bool    // files to fsync at the seal
 	err    error              // sticky
@@ -256,6 +258,7 @@ func Create(root string, m contract.Manifest, opts Options) (*Writer, error) {
 		dir: dir, opts: opts, clock: clock, mask: mask, start: start, sid: start.SessionID,
 		jsonl: map[string]*os.File{}, lines: map[string]int{}, used: map[string]string{},
 		images: map[string]Hash{}, allow: map[string]decided{}, apprv: map[string]bool{}, ran: map[string]bool{},
+		vision: map[string]bool{}, shown: map[string]bool{},
 		dirs: map[string]bool{}, synced: map[string]bool{},
 		arts: map[string]contract.Artifact{}, artDigest: map[string]Hash{}, embedded: map[string]embeddedArtifact{},
 		cps: newCheckpoints(opts),

@@ -118,6 +118,7 @@ func (w *Writer) Action(a contract.Action, r contract.ToolResult) error {
 	dec := w.allow[facts.id]
 	delete(w.allow, facts.id)
 	w.ran[facts.id] = true
+	w.vision[facts.id] = dec.allow && isVisionEscalation(lr)
 	owed := w.owed
 	w.owed = &pendingAction{id: facts.id, typ: string(a.Type), line: w.lines[FileActions], entry: len(w.hashes) - 1}
 	if err := w.noteMasked(masked, FileActions); err != nil {
@@ -194,7 +195,7 @@ func (w *Writer) ModelCall(rec contract.ModelCall) error {
 	if err := checkModelCall(r, w.sid); err != nil {
 		return fmt.Errorf("evidence: model call: %w", err)
 	}
-	if err := checkModelImages(r, w.images, w.artDigest); err != nil {
+	if err := checkModelImages(r, w.images, w.artDigest, w.shown); err != nil {
 		return fmt.Errorf("evidence: model call (FORMAT.md, section 8, rule 17): %w", err)
 	}
 	if err := w.raiseFloor(r.at("time").str()); err != nil {
@@ -474,6 +475,7 @@ func (w *Writer) image(id string, data []byte, meta ImageMeta) (contract.ImageAr
 		return contract.ImageArtifact{}, err
 	}
 	w.artDigest[recFile] = recDigest
+	visionImage(w.shown, w.vision, file, r)
 	w.counts.Artifacts++
 	return rec, nil
 }

@@ -169,18 +169,39 @@ func (b *Budget) exceededLocked() error {
 // price), which it returns (0 when unpriced). promptBytes is the size of
 // the prompt sent, for the estimate; a prompt that showed images does not
 // calibrate it (its reported tokens count the images, which its bytes do
-// not).
-func (b *Budget) charge(model string, u Usage, promptBytes, images int) float64 {
+// not). completionBytes is the size of the answer's text.
+//
+// It fails closed on what the endpoint omits, so that a broken or hostile
+// endpoint cannot make calls free: a response that reports no usage at
+// all is charged an estimate (the prompt's, as check makes it, plus the
+// completion's bytes at the same calibrated rate), and one that reports
+// only a total is costed at the dearer of the model's two prices.
+func (b *Budget) charge(model string, u Usage, promptBytes, images, completionBytes int) float64 {
 	if b == nil {
 		return 0
 	}
-	n := contract.CallTokens(u.PromptTokens, u.CompletionTokens, u.TotalTokens)
-	cost := 0.0
-	if p, ok := b.limits.Prices[model]; ok {
-		cost = p.Cost(u.PromptTokens, u.CompletionTokens)
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	p, priced := b.limits.Prices[model]
+	n := contract.CallTokens(u.PromptTokens, u.CompletionTokens, u.TotalTokens)
+	cost := 0.0
+	switch {
+	case n == 0:
+		prompt := addTokens(estimateTokens(promptBytes, b.bytes, b.tokens), images*ImageTokens)
+		completion := estimateTokens(completionBytes, b.bytes, b.tokens)
+		n = addTokens(prompt, completion)
+		if priced {
+			cost = p.Cost(prompt, completion)
+		}
+	case u.PromptTokens <= 0 && u.CompletionTokens <= 0:
+		if priced {
+			cost = Price{OutputPerMTok: max(p.InputPerMTok, p.OutputPerMTok)}.Cost(0, n)
+		}
+	default:
+		if priced {
+			cost = p.Cost(u.PromptTokens, u.CompletionTokens)
+		}
+	}
 	b.used = addTokens(b.used, n)
 	b.cost += cost
 	if u.PromptTokens > 0 && promptBytes > 0 && images == 0 {
@@ -231,6 +252,37 @@ func (b *Budget) check(model string, promptBytes, images, maxCompletion int) err
 		}
 	}
 	return nil
+}
+
+// DefaultCompletionBound is the completion bound a budget with a limit
+// sends when the client sets none (Budget.CompletionBound): enough for
+// any Planner or Navigator answer.
+const DefaultCompletionBound = 4096
+
+// CompletionBound returns the completion bound (max_completion_tokens) to
+// send with a call of model whose prompt is promptBytes bytes with images
+// images: configured when it is set (Config.MaxTokens); else, under a
+// token or cost limit, DefaultCompletionBound or less, what is left of
+// the limits after the prompt's estimate (at least 1: a prompt that
+// leaves nothing is refused by the check that follows); else 0, none.
+// Without a bound a call could use any number of completion tokens, and
+// the prediction before it is sent would see only the prompt.
+func (b *Budget) CompletionBound(model string, configured, promptBytes, images int) int {
+	if configured > 0 || b == nil || (b.limits.MaxTokens == 0 && b.limits.MaxCostUSD == 0) {
+		return max(configured, 0)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prompt := addTokens(estimateTokens(promptBytes, b.bytes, b.tokens), images*ImageTokens)
+	n := DefaultCompletionBound
+	if b.limits.MaxTokens > 0 {
+		n = min(n, b.limits.MaxTokens-b.used-prompt)
+	}
+	if p, ok := b.limits.Prices[model]; ok && b.limits.MaxCostUSD > 0 && p.OutputPerMTok > 0 {
+		left := b.limits.MaxCostUSD - b.cost - p.Cost(prompt, 0)
+		n = min(n, int(math.Floor(max(left, 0)/p.OutputPerMTok*1e6)))
+	}
+	return max(n, 1)
 }
 
 // ErrUnpriced is the error of a call under a cost budget whose model has

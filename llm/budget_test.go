@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
@@ -30,8 +31,9 @@ func newBudget(t *testing.T, maxTokens int) *llm.Budget {
 
 // TestBudgetCharges: every answer's usage is charged, the total when the
 // endpoint reports one that is not less than prompt plus completion, else
-// their sum; Exceeded reports a budget passed. (20 prompt tokens: the
-// calibrated estimate of the second prompt fits in what is left.)
+// their sum, an estimate of prompt and answer when it reports none (want
+// -1: some tokens); Exceeded reports a budget passed. (20 prompt tokens:
+// the calibrated estimate of the second prompt fits in what is left.)
 func TestBudgetCharges(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -42,7 +44,7 @@ func TestBudgetCharges(t *testing.T) {
 		{"no total", map[string]int{"prompt_tokens": 20, "completion_tokens": 130}, 150},
 		{"total less than the parts", map[string]int{"prompt_tokens": 20, "completion_tokens": 130, "total_tokens": 10}, 150},
 		{"total with reasoning tokens", map[string]int{"prompt_tokens": 20, "completion_tokens": 130, "total_tokens": 400}, 400},
-		{"none reported", nil, 0},
+		{"none reported", nil, -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,6 +53,9 @@ func TestBudgetCharges(t *testing.T) {
 			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
 			if _, err := c.Complete(context.Background(), planRequest(t)); err != nil {
 				t.Fatal(err)
+			}
+			if tc.want < 0 && b.Tokens() > 0 {
+				tc.want = b.Tokens() // the estimate, charged each time
 			}
 			if got := b.Tokens(); got != tc.want {
 				t.Errorf("tokens %d, want %d", got, tc.want)
@@ -148,5 +153,49 @@ func TestNewBudgetLimits(t *testing.T) {
 		if _, err := llm.NewBudget(llm.Limits{MaxTokens: n}); err != nil {
 			t.Errorf("NewBudget(%d): %v", n, err)
 		}
+	}
+}
+
+// TestBudgetCompletionBound: under a budget with a limit, a client without
+// its own MaxTokens sends a completion bound: DefaultCompletionBound, or
+// less when that much is not left after the prompt; its own MaxTokens
+// wins; without a budget none is sent.
+func TestBudgetCompletionBound(t *testing.T) {
+	tests := []struct {
+		name      string
+		limits    *llm.Limits
+		maxTokens int
+		lo, hi    int
+	}{
+		{"no budget", nil, 0, 0, 0},
+		{"large token budget", &llm.Limits{MaxTokens: 1_000_000}, 0, llm.DefaultCompletionBound, llm.DefaultCompletionBound},
+		{"small token budget", &llm.Limits{MaxTokens: 1_000}, 0, 1, 999},
+		{"configured", &llm.Limits{MaxTokens: 1_000}, 200, 200, 200},
+		{"cost budget", &llm.Limits{MaxCostUSD: 0.001, Prices: map[string]llm.Price{"test-model": {InputPerMTok: 1, OutputPerMTok: 1}}}, 0, 1, 999},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, usageAnswer(map[string]int{"prompt_tokens": 1, "completion_tokens": 1}))
+			var b *llm.Budget
+			if tc.limits != nil {
+				var err error
+				if b, err = llm.NewBudget(*tc.limits); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget, cfg.MaxTokens, cfg.Model = b, tc.maxTokens, "test-model" })
+			if _, err := c.Complete(context.Background(), planRequest(t)); err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				Max int `json:"max_completion_tokens"`
+			}
+			if err := json.Unmarshal(srv.Requests()[0].Raw, &body); err != nil {
+				t.Fatal(err)
+			}
+			if body.Max < tc.lo || body.Max > tc.hi {
+				t.Errorf("max_completion_tokens %d, want %d to %d", body.Max, tc.lo, tc.hi)
+			}
+		})
 	}
 }

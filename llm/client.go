@@ -160,27 +160,28 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		resp.Mode = mode
 		resp.Attempts = attempt
 		size := promptBytes(msgs)
-		if err := c.cfg.Budget.check(c.cfg.Model, size, images, c.cfg.MaxTokens); err != nil {
+		bound := c.cfg.Budget.CompletionBound(c.cfg.Model, c.cfg.MaxTokens, size, images)
+		if err := c.cfg.Budget.check(c.cfg.Model, size, images, bound); err != nil {
 			// Refused before sending: nothing of it was sent or used.
 			resp.Attempts = attempt - 1
 			return resp, err
 		}
 		// The images go with every attempt; a call that sent none shows none.
 		resp.Images = imagesOf(req.Messages)
-		out, info, err := c.once(ctx, msgs, req.Schema, mode)
+		out, info, err := c.once(ctx, msgs, req.Schema, mode, bound)
 		if err == nil {
 			resp.Model = out.Model
 			if resp.Model == "" {
 				resp.Model = c.cfg.Model
 			}
 			resp.Usage = Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens, TotalTokens: out.Usage.TotalTokens}
-			cost := c.cfg.Budget.charge(c.cfg.Model, resp.Usage, size, images)
-			if _, ok := c.cfg.Budget.Price(c.cfg.Model); ok {
-				resp.CostUSD = &cost
-			}
 			if len(out.Choices) > 0 {
 				resp.Content = out.Choices[0].Message.Content
 				resp.FinishReason = string(out.Choices[0].FinishReason)
+			}
+			cost := c.cfg.Budget.charge(c.cfg.Model, resp.Usage, size, images, len(resp.Content))
+			if _, ok := c.cfg.Budget.Price(c.cfg.Model); ok {
+				resp.CostUSD = &cost
 			}
 			resp.Latency = time.Since(start)
 			return resp, nil
@@ -274,7 +275,9 @@ type attemptInfo struct {
 
 type infoKey struct{}
 
-func (c *Client) once(ctx context.Context, msgs []Message, schema *Schema, mode StructuredOutput) (openai.ChatCompletionResponse, *attemptInfo, error) {
+// once sends one attempt; maxCompletion is the completion bound sent
+// (max_completion_tokens), 0 for none.
+func (c *Client) once(ctx context.Context, msgs []Message, schema *Schema, mode StructuredOutput, maxCompletion int) (openai.ChatCompletionResponse, *attemptInfo, error) {
 	actx, release := c.attemptContext(ctx)
 	defer release()
 	info := &attemptInfo{}
@@ -282,7 +285,7 @@ func (c *Client) once(ctx context.Context, msgs []Message, schema *Schema, mode 
 	creq := openai.ChatCompletionRequest{
 		Model:               c.cfg.Model,
 		Messages:            make([]openai.ChatCompletionMessage, len(msgs)),
-		MaxCompletionTokens: c.cfg.MaxTokens,
+		MaxCompletionTokens: maxCompletion,
 		Seed:                c.cfg.Seed,
 	}
 	if c.cfg.Temperature != nil {

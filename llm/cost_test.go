@@ -145,8 +145,10 @@ func TestCostBudgetPredicts(t *testing.T) {
 	})
 }
 
-// TestNewBudgetCostLimits: a cost limit out of range, one without prices,
-// and a price out of range are refused.
+// TestNewBudgetCostLimits: a cost limit out of range and a price out of
+// range are refused; a cost limit without prices is accepted (an offline
+// agent's budget: it is its calls of an unpriced model that are refused,
+// llm.ErrUnpriced).
 func TestNewBudgetCostLimits(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -49,21 +49,46 @@ func TestDialectUsage(t *testing.T) {
 
 // TestDialectNativeCounts: the client reads only OpenAI's usage: a body
 // that carries Ollama's native counts (prompt_eval_count, eval_count:
-// what /api/chat reports, not /v1) and no usage counts nothing, as an
-// endpoint that reports no usage.
+// what /api/chat reports, not /v1) and no usage reads no usage, as an
+// endpoint that reports none; the budget fails closed and charges an
+// estimate of the call (its prompt and its answer at the estimate's
+// rate), costed at the model's prices. A response that reports only a
+// total is costed at the dearer price.
 func TestDialectNativeCounts(t *testing.T) {
-	srv := llmtest.NewServer(t, llmtest.Raw(http.StatusOK, `{"id":"c","object":"chat.completion","created":1,"model":"test-model","choices":[{"index":0,"message":{"role":"assistant","content":"{}"},"finish_reason":"stop"}],"prompt_eval_count":900,"eval_count":50}`))
-	b, err := llm.NewBudget(llm.Limits{MaxTokens: 10_000})
-	if err != nil {
-		t.Fatal(err)
+	const model = "test-model"
+	price := llm.Price{InputPerMTok: 1, OutputPerMTok: 5}
+	answer := strings.Repeat("x", 400) // 100 tokens at 4 bytes a token
+	tests := []struct {
+		name, usage          string
+		minTokens, maxTokens int
+		minCost, maxCost     float64
+	}{
+		{"no usage", `"prompt_eval_count":900,"eval_count":50`, 101, 200, 100 * 5 / 1e6, 200 * 5 / 1e6},
+		{"zero usage", `"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}`, 101, 200, 100 * 5 / 1e6, 200 * 5 / 1e6},
+		{"total only", `"usage":{"total_tokens":1000}`, 1000, 1000, 1000 * 5 / 1e6, 1000 * 5 / 1e6},
 	}
-	c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
-	resp, err := c.Complete(context.Background(), llm.Request{Purpose: llm.PurposePlan, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Usage != (llm.Usage{}) || b.Tokens() != 0 {
-		t.Errorf("usage %+v, budget %d tokens: want none read", resp.Usage, b.Tokens())
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Raw(http.StatusOK, `{"id":"c","object":"chat.completion","created":1,"model":"`+model+`","choices":[{"index":0,"message":{"role":"assistant","content":"`+answer+`"},"finish_reason":"stop"}],`+tc.usage+`}`))
+			b, err := llm.NewBudget(llm.Limits{MaxTokens: 10_000, Prices: map[string]llm.Price{model: price}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
+			resp, err := c.Complete(context.Background(), llm.Request{Purpose: llm.PurposePlan, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Usage.PromptTokens != 0 || resp.Usage.CompletionTokens != 0 {
+				t.Errorf("usage %+v: want no prompt or completion counts read", resp.Usage)
+			}
+			if got := b.Tokens(); got < tc.minTokens || got > tc.maxTokens {
+				t.Errorf("budget charged %d tokens, want %d to %d", got, tc.minTokens, tc.maxTokens)
+			}
+			if got := b.CostUSD(); got < tc.minCost-1e-12 || got > tc.maxCost+1e-12 {
+				t.Errorf("budget charged $%v, want $%v to $%v", got, tc.minCost, tc.maxCost)
+			}
+		})
 	}
 }
 

@@ -113,7 +113,7 @@ func TestCheck(t *testing.T) {
 		{"id mismatch", "gpt-4o-2024-08-06", base, modelreg.Identity{ID: "gpt-4o-mini"}, []string{`expects id "gpt-4o-2024-08-06"`, `reported "gpt-4o-mini"`}},
 		{"not in registry", "o3", base, modelreg.Identity{ID: "o3"}, []string{`model "o3"`, "not in the registry"}},
 		{"llama.cpp cannot report the digest", "pinned", base, modelreg.Identity{ID: "pinned", Server: modelreg.ServerLlamaCpp, ModelPath: ggufPath},
-			[]string{"expects digest " + digest, "a llama.cpp server reports no digest of its model file", `model_path "` + ggufPath + `"`, "remove the digest"}},
+			[]string{"expects digest " + digest, "a llama.cpp server reports no digest of its model file", `model_path "` + ggufPath + `"`, `by modelPath "` + ggufPath + `"`}},
 		{"context within what is served", "gpt-4o-2024-08-06", base, modelreg.Identity{ID: "gpt-4o-2024-08-06", Server: modelreg.ServerVLLM, ContextTokens: 128000}, nil},
 		{"context longer than served", "gpt-4o-2024-08-06", base, modelreg.Identity{ID: "gpt-4o-2024-08-06", Server: modelreg.ServerVLLM, ContextTokens: 32768},
 			[]string{"context of 128000 tokens", "serves at most 32768 (max_model_len)", "lower contextTokens"}},
@@ -158,6 +158,9 @@ func TestProbeThenCheck(t *testing.T) {
 		{"ollama, other digest", llmtest.Ollama, llmtest.Served{ID: "m", Digest: strings.Repeat("1", 64)}, `"digest":"` + digest + `"`, "the model's weights changed"},
 		{"llama.cpp", llmtest.LlamaCpp, llmtest.Served{ID: "m", Path: ggufPath}, ``, ""},
 		{"llama.cpp with a digest", llmtest.LlamaCpp, llmtest.Served{ID: "m", Path: ggufPath}, `"digest":"` + digest + `"`, "reports no digest"},
+		{"llama.cpp with its model file", llmtest.LlamaCpp, llmtest.Served{ID: "m", Path: ggufPath}, `"modelPath":"` + ggufPath + `"`, ""},
+		{"llama.cpp, another file behind the alias", llmtest.LlamaCpp, llmtest.Served{ID: "m", Path: "/models/other.gguf"}, `"modelPath":"` + ggufPath + `"`, `expects model file "` + ggufPath + `", the server reported "/models/other.gguf"`},
+		{"model file, server reports none", llmtest.Ollama, llmtest.Served{ID: "m", Digest: digest}, `"modelPath":"` + ggufPath + `"`, `expects model file "` + ggufPath + `", the endpoint reported none`},
 		{"vllm", llmtest.VLLM, llmtest.Served{ID: "m", ContextTokens: 4096}, ``, ""},
 		{"vllm, shorter context", llmtest.VLLM, llmtest.Served{ID: "m", ContextTokens: 2048}, ``, "serves at most 2048"},
 	}
@@ -216,5 +219,33 @@ func TestLoadBadFiles(t *testing.T) {
 	}
 	if _, err := modelreg.Load(filepath.Join(t.TempDir(), "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("missing file: err = %v", err)
+	}
+}
+
+// TestProbeModelPathBounds: a llama.cpp server whose model path the
+// manifest could not record as reported (not printable ASCII, or longer
+// than modelreg.MaxModelPath), or an Ollama server whose digest is none,
+// is refused by Probe, saying so, rather than failing the run late when
+// the bundle is created.
+func TestProbeModelPathBounds(t *testing.T) {
+	tests := []struct {
+		name, path, want string
+	}{
+		{"non-ASCII", "/models/modèle-7b.gguf", "not printable ASCII"},
+		{"control character", "/models/m\n.gguf", "not printable ASCII"},
+		{"too long", "/" + strings.Repeat("m", modelreg.MaxModelPath), "more than 4096"},
+		{"digest", "", "not a SHA-256 digest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewDialect(t, llmtest.LlamaCpp, llmtest.Served{ID: "m", Path: tt.path})
+			if tt.path == "" {
+				srv = llmtest.NewDialect(t, llmtest.Ollama, llmtest.Served{ID: "m", Digest: "sha256:NOT-HEX"})
+			}
+			_, err := modelreg.Probe(context.Background(), modelreg.ProbeConfig{BaseURL: srv.URL, Model: "m"})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Probe: %v, want a refusal saying %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -117,6 +117,9 @@ func Probe(ctx context.Context, pc ProbeConfig) (Identity, error) {
 				break
 			}
 		}
+		if ident.Digest != "" && !isDigest(ident.Digest) {
+			return Identity{}, fmt.Errorf("model identity: %s/api/tags: the server reported the digest %q for model %q, which is not a SHA-256 digest (64 lowercase hex digits, optionally prefixed sha256:)", root, text.Ellipsize(ident.Digest, 100), ident.ID)
+		}
 		return ident, nil
 	case !errors.As(err, &se):
 		return Identity{}, fmt.Errorf("model identity: %w", err)
@@ -131,9 +134,49 @@ func Probe(ctx context.Context, pc ProbeConfig) (Identity, error) {
 	case err != nil:
 		return Identity{}, fmt.Errorf("model identity: %w", err)
 	case props.ModelPath != "":
+		if err := checkModelPath(props.ModelPath); err != nil {
+			return Identity{}, fmt.Errorf("model identity: %s/props: %w", root, err)
+		}
 		ident.Server, ident.ModelPath = ServerLlamaCpp, props.ModelPath
 	}
 	return ident, nil
+}
+
+// isDigest reports whether d is a digest the manifest records
+// (versions.modelDigest): 64 lowercase hex digits, optionally prefixed
+// sha256:.
+func isDigest(d string) bool {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) != 64 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if (d[i] < '0' || d[i] > '9') && (d[i] < 'a' || d[i] > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxModelPath is the longest model path an Identity holds, in bytes: the
+// bound of the manifest's versions.modelPath.
+const MaxModelPath = 4096
+
+// checkModelPath refuses a model path the manifest cannot record as it
+// was reported (versions.modelPath: 1 to MaxModelPath printable ASCII
+// characters). It is refused rather than escaped: the path is compared
+// with the registry's as reported, and an escaped form would be a second
+// spelling of it.
+func checkModelPath(p string) error {
+	if len(p) > MaxModelPath {
+		return fmt.Errorf("the server reported a model path of %d bytes, more than %d: serve the model from a shorter path", len(p), MaxModelPath)
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < ' ' || p[i] > '~' {
+			return fmt.Errorf("the server reported the model path %q, which is not printable ASCII (the manifest records it as reported): serve the model from a path of printable ASCII characters (a symbolic link will do)", text.Ellipsize(p, 200))
+		}
+	}
+	return nil
 }
 
 // isLlamaCppAlias reports whether name is the file name of the model path

@@ -8,8 +8,9 @@
 // max_model_len in its listing) and Registry.Check refuses a model the
 // registry does not list, whose reported identity differs from the
 // registered one, whose registered digest the endpoint cannot report
-// (llama.cpp), or whose registered context is longer than the endpoint
-// serves (vLLM).
+// (llama.cpp), whose registered model file differs from the one a
+// llama.cpp server reports (or that it does not report), or whose
+// registered context is longer than the endpoint serves (vLLM).
 package modelreg
 
 import (
@@ -44,6 +45,9 @@ type Model struct {
 	// Digest is the digest the endpoint must report; "" when none is
 	// required.
 	Digest string `json:"digest,omitempty"`
+	// ModelPath is the model file a llama.cpp server must report (GET
+	// /props model_path); "" when none is required.
+	ModelPath string `json:"modelPath,omitempty"`
 	// ContextTokens is the model's context size in tokens.
 	ContextTokens int `json:"contextTokens"`
 	// Prices are what the model costs.
@@ -141,12 +145,20 @@ func (r *Registry) Check(name, endpoint string, got Identity) (Model, error) {
 	if m.ContextTokens > got.ContextTokens && got.ContextTokens > 0 {
 		return Model{}, fmt.Errorf("%w: model %q at %s: the registry says a context of %d tokens, the endpoint serves at most %d (max_model_len): lower contextTokens in the registry, or serve the model with a longer context (vllm serve --max-model-len)", ErrRefused, name, endpoint, m.ContextTokens, got.ContextTokens)
 	}
+	if m.ModelPath != "" {
+		switch {
+		case got.ModelPath == "":
+			return Model{}, fmt.Errorf("%w: model %q at %s: the registry expects model file %q, the endpoint reported none (only a llama.cpp server reports one, at GET /props): serve the model from a llama.cpp server, or remove modelPath from the registry entry", ErrRefused, name, endpoint, m.ModelPath)
+		case got.ModelPath != m.ModelPath:
+			return Model{}, fmt.Errorf("%w: model %q at %s: the registry expects model file %q, the server reported %q: it serves another model file under the same name; start it with the registered file (llama-server -m) or update the registry after review", ErrRefused, name, endpoint, m.ModelPath, got.ModelPath)
+		}
+	}
 	if m.Digest != "" {
 		want := strings.TrimPrefix(m.Digest, "sha256:")
 		have := strings.TrimPrefix(got.Digest, "sha256:")
 		switch {
 		case got.Digest == "" && got.Server == ServerLlamaCpp:
-			return Model{}, fmt.Errorf("%w: model %q at %s: the registry expects digest %s, but a llama.cpp server reports no digest of its model file (GET /props gives only model_path %q), so the digest cannot be checked: remove the digest from the registry entry (the id and the model path identify the model), or serve the model from Ollama, which reports one", ErrRefused, name, endpoint, m.Digest, got.ModelPath)
+			return Model{}, fmt.Errorf("%w: model %q at %s: the registry expects digest %s, but a llama.cpp server reports no digest of its model file (GET /props gives only model_path %q), so the digest cannot be checked: replace the digest in the registry entry by modelPath %q (the server's id and model file then identify the model, though not the file's bytes), or serve the model from Ollama, which reports a digest", ErrRefused, name, endpoint, m.Digest, got.ModelPath, got.ModelPath)
 		case got.Digest == "":
 			return Model{}, fmt.Errorf("%w: model %q at %s: the registry expects digest %s, the endpoint reported none: the registered digest needs an endpoint that reports one (Ollama's /api/tags), or remove it from the registry", ErrRefused, name, endpoint, m.Digest)
 		case want != have:

@@ -395,19 +395,38 @@ func taskOf(p StartParams) (contract.Input, error) {
 
 var presets = []string{"", "safe", "balanced", "power", "developer"}
 
-// classificationOf is the data classification of a session on task in: its
-// hints.classification, contract.DefaultClassification (restricted) when
-// it names none (the popup's tasks, whose hints hold only steps); a bad
-// one is a CodeBadParams error.
-func classificationOf(in contract.Input) (contract.Classification, error) {
-	c, err := in.Classification()
-	switch {
-	case err != nil:
-		return "", errorf(CodeBadParams, "%v", err)
-	case c == "":
-		return contract.DefaultClassification, nil
+// checkClassification refuses, as bad parameters, a task whose
+// hints.classification is not a classification. The host has no
+// classification of its own: the session resolves the task's (restricted
+// when it names none, as the popup's tasks do).
+func checkClassification(in contract.Input) error {
+	if _, err := in.Classification(); err != nil {
+		return errorf(CodeBadParams, "%v", err)
 	}
-	return c, nil
+	return nil
+}
+
+// hostBudget is the model budget of a session on task in: its
+// hints.maxTokens bound the tokens (0: none, the calls still counted).
+// A cost budget (hints.maxCostUsd) is refused: the host has no model
+// registry to price the model with. A bad hint is bad parameters.
+func hostBudget(in contract.Input) (*llm.Budget, error) {
+	maxTokens, err := in.MaxTokens()
+	if err != nil {
+		return nil, errorf(CodeBadParams, "%v", err)
+	}
+	maxCost, err := in.MaxCostUSD()
+	if err != nil {
+		return nil, errorf(CodeBadParams, "%v", err)
+	}
+	if maxCost > 0 {
+		return nil, errorf(CodeBadParams, "the task sets a cost budget (hints.%s), but a session started from the browser has no model registry to price the model: run the task with aegis run --model-registry FILE --max-cost-usd, or remove the cost budget", contract.HintMaxCostUSD)
+	}
+	b, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
+	if err != nil {
+		return nil, errorf(CodeBadParams, "%v", err)
+	}
+	return b, nil
 }
 
 // liveChannel returns the live channel sessions are offered on (nil
@@ -452,11 +471,14 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	if err != nil {
 		return res, errorf(CodeConfig, "the configuration's secrets: %v", err)
 	}
-	class, err := classificationOf(in)
+	if err := checkClassification(in); err != nil {
+		return res, err
+	}
+	budget, err := hostBudget(in)
 	if err != nil {
 		return res, err
 	}
-	pl, nav, model, err := h.agents(in, set)
+	pl, nav, model, err := h.agents(in, set, budget)
 	if err != nil {
 		return res, err
 	}
@@ -502,7 +524,6 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		Gate:            h.gate,
 		Approvals:       h.approvals,
 		Preset:          p.Preset,
-		Classification:  class,
 		Planner:         pl,
 		Navigator:       nav,
 		Approver:        sessApprover,
@@ -511,6 +532,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 		Evidence:        session.EvidenceDir(root),
 		Bus:             bus,
 		Model:           model,
+		Budget:          budget,
 		Version:         h.o.Version,
 		OnStep: func(r session.StepReport) {
 			_ = conn.Notify(EventStep, stepEvent(r))
@@ -573,7 +595,7 @@ func (h *host) start(p StartParams) (StartResult, error) {
 
 // agents returns the planner and navigator of a task: a steps task runs
 // without a model; any other needs the configuration's model.
-func (h *host) agents(in contract.Input, set *secrets.Set) (planner.Planner, navigator.Navigator, string, error) {
+func (h *host) agents(in contract.Input, set *secrets.Set, budget *llm.Budget) (planner.Planner, navigator.Navigator, string, error) {
 	if len(in.Hints) > 0 {
 		nav, err := navigator.NewStepsFromHints(in.Hints, navigator.StepsOptions{BaseURL: in.URLs[0], Secrets: set})
 		if err != nil {
@@ -594,7 +616,7 @@ func (h *host) agents(in contract.Input, set *secrets.Set) (planner.Planner, nav
 		return nil, nil, "", errorf(CodeConfig, "no model is configured: add one to %s, or give steps", h.o.ConfigPath)
 	}
 	lc := m.LLM()
-	lc.Guard = set.Guard()
+	lc.Guard, lc.Budget = set.Guard(), budget
 	c, err := llm.New(lc)
 	if err != nil {
 		return nil, nil, "", errorf(CodeConfig, "the configured model: %v", err)

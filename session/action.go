@@ -477,7 +477,9 @@ func (r *run) storeArtifacts(exs []driver.Extracted, vision bool) error {
 			}
 			r.shotURIs[art.Value] = rec.URI
 			if vision {
-				r.queueImage(rec.URI, rec.MIMEType, rec.ContentHash, ex.Data)
+				if err := r.queueImage(rec.URI, rec.MIMEType, rec.ContentHash, ex.Data); err != nil {
+					return err
+				}
 			}
 			art.Value, art.Hash = rec.URI, ""
 			ev := contract.StreamEvent{Type: contract.EventScreenshot, URL: &rec.URI}

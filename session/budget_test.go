@@ -297,4 +297,45 @@ func TestCostBudget(t *testing.T) {
 			t.Errorf("%d model calls, last %+v", len(mcs), last)
 		}
 	})
+	t.Run("unpriced", func(t *testing.T) {
+		// A client whose model the budget has no price for: its first
+		// call is refused (llm.ErrUnpriced), and the session ends aborted,
+		// the cost budget named.
+		res, err, srv, _ := limitsRun(t, llm.Limits{MaxCostUSD: 0.02, Prices: map[string]llm.Price{"another-model": {}}}, 0, 1, 1, 10)
+		if err != nil || res.Status != contract.SessionAborted {
+			t.Fatalf("status %s err %v", res.Status, err)
+		}
+		files := verify(t, res)
+		if n := len(srv.Requests()); n != 0 {
+			t.Errorf("%d model requests, want none", n)
+		}
+		const named = "the cost budget (maxCostUsd) cannot be kept"
+		if evs := budgetEvents(t, files); len(evs) != 1 || !strings.Contains(evs[0].Message, named) || !strings.Contains(evs[0].Message, "has no price") {
+			t.Fatalf("budget events %+v, want one saying %q", evs, named)
+		}
+		if !strings.Contains(res.Output.Summary, named) {
+			t.Errorf("summary %q does not name the budget", res.Output.Summary)
+		}
+	})
+}
+
+// TestCostBudgetUnpricedModel: a session whose model (Config.Model) the
+// cost budget has no price for is refused up front, as a config error.
+func TestCostBudgetUnpricedModel(t *testing.T) {
+	budget, err := llm.NewBudget(llm.Limits{MaxCostUSD: 0.02, Prices: map[string]llm.Price{"another-model": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := task("Wait", []string{fakeOrigin + "/orders"}, "").WithMaxCostUSD(0.02)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, nav := stepsAgents(t, task("x", []string{fakeOrigin + "/"}, `{"steps":["navigate /orders"]}`), nil)
+	cfg := fakeCfg(t, newFakeSite(), in, pl, nav)
+	cfg.Budget, cfg.Model = budget, "test-model"
+	_, err = session.New(cfg)
+	var se *session.Error
+	if !errors.As(err, &se) || se.Code != "config" || !strings.Contains(err.Error(), `no price for model "test-model"`) {
+		t.Errorf("err %v, want a config error naming the unpriced model", err)
+	}
 }

@@ -186,10 +186,11 @@ type Config struct {
 	// Permission overrides the preset's permission level (disabled,
 	// observe, control, full); "" means the preset's.
 	Permission string
-	// Classification is the session's data classification (public,
-	// restricted, sensitive), the stricter of the operator's (aegis run
-	// --classification) and the task's (hints.classification); ""
-	// means restricted. It reaches the policy (gate.Session.Classification)
+	// Classification is the caller's data classification (public,
+	// restricted, sensitive), "" for none; the session runs under the
+	// stricter of it and the task's (hints.classification), restricted
+	// when neither names one (New resolves it; callers pass their value
+	// unresolved). It reaches the policy (gate.Session.Classification)
 	// and the observations' policyContext, and with the policy data decides
 	// whether a screenshot may be shown to the model (vision escalation).
 	Classification contract.Classification
@@ -325,6 +326,9 @@ func validate(cfg *Config) error {
 		return bad("the task sets hints.%s (%v) but no model budget enforces it: make one (llm.NewBudget) with the models' prices for Budget and the model clients' llm.Config.Budget", contract.HintMaxCostUSD, maxCost)
 	case cfg.Budget != nil && cfg.Budget.Limits().MaxCostUSD != maxCost:
 		return bad("the model budget's cost limit (%v) is not the task's hints.%s (%v; 0 for none)", cfg.Budget.Limits().MaxCostUSD, contract.HintMaxCostUSD, maxCost)
+	}
+	if _, priced := cfg.Budget.Price(cfg.Model); maxCost > 0 && cfg.Model != "" && !priced {
+		return bad("the task sets hints.%s (%v) but the model budget has no price for model %q, so its calls could not be costed: add the model's prices (the model registry's)", contract.HintMaxCostUSD, maxCost, Sanitize(cfg.Model, 256))
 	}
 	// The session runs under the stricter of the caller's classification
 	// and the task's: a task that says sensitive is never shown to a

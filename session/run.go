@@ -221,18 +221,25 @@ func (r *run) modelCalls(calls []llm.CallRecord) error {
 const CodeBudgetExceeded = "session.budget_exceeded"
 
 // budgetEnding ends the session aborted when the model budget is passed
-// (by the calls so far) or refused a call it predicted would pass it (err
-// wraps that *llm.BudgetError), after an error event naming the budget;
-// nil when neither. The context speaks first, as in errorEnding.
+// (by the calls so far), refused a call it predicted would pass it (err
+// wraps that *llm.BudgetError), or refused a call of a model it has no
+// price for under the cost budget (llm.ErrUnpriced), after an error event
+// naming the budget; nil when none of these. The context speaks first, as
+// in errorEnding.
 func (r *run) budgetEnding(err error) *ending {
 	var be *llm.BudgetError
-	if !errors.As(err, &be) && !errors.As(r.cfg.Budget.Exceeded(), &be) {
+	var msg string
+	switch {
+	case errors.As(err, &be), errors.As(r.cfg.Budget.Exceeded(), &be):
+		msg = be.Error()
+	case errors.Is(err, llm.ErrUnpriced):
+		msg = fmt.Sprintf("the cost budget (%s) cannot be kept: %v", llm.BudgetCost, err)
+	default:
 		return nil
 	}
 	if e, ok := r.ctxEnding(); ok {
 		return &e
 	}
-	msg := be.Error()
 	if e := r.emitError(CodeBudgetExceeded, msg); e != nil {
 		end := r.fail("evidence", "cannot record", e)
 		return &end

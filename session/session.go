@@ -96,7 +96,10 @@
 // stricter of the caller's and the task's hints.classification, restricted
 // when neither names one). The session asks the gate once at the start (a
 // Probe decision on an extract screenshot with vision true, nothing
-// recorded); its answer is the observations' policyContext
+// recorded): allowed, or paused for approval without a deny reason (the
+// policy data's vision.risk at a level that requires approval: each
+// escalation is then put to the approver when it happens), means yes. Its
+// answer is the observations' policyContext
 // allowVisionEscalation, which alone makes the Navigator's prompt say how
 // to ask. The screenshot of an allowed extract with vision true, masked
 // and stored in the bundle, goes with the next Navigator call (the stored
@@ -109,7 +112,9 @@
 // only while the budget leaves the Navigator an action after it; it feeds
 // neither loop detection nor the count of denials, and its denial is
 // recorded and otherwise silent (no feedback, no image). The step report
-// marks it (StepReport.Vision).
+// marks it (StepReport.Vision). A screenshot whose bytes differ from the
+// hash its record commits to is not shown (an error event,
+// vision.image_mismatch).
 //
 // Loop detection: the same action (type and fields, ignoring id and reason)
 // on the same page failing or being denied Config.LoopThreshold times, or

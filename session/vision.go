@@ -38,6 +38,10 @@ func (r *run) gateSession() gate.Session {
 
 // visionAllowed asks the gate whether the session may show the model its
 // page (see "Vision escalation"): never when the model accepts no images.
+// A probe the policy allows, or pauses for approval without a deny reason
+// (vision.risk at a level that requires approval), means the session may
+// escalate: each escalation is then decided, and approved or refused,
+// when it happens. A denied or fail-closed probe means it may not.
 func (r *run) visionAllowed() bool {
 	if !r.cfg.ModelImages {
 		return false
@@ -46,23 +50,28 @@ func (r *run) visionAllowed() bool {
 		SessionID: r.id, StepIndex: 0, Action: visionAction("vision-probe", "aegis: may the model see the page?"),
 		ActiveURL: r.cfg.Task.URLs[0], Session: r.gateSession(), Policy: r.cfg.Policy, Now: r.now(), Probe: true,
 	})
-	return d.Allow && !d.FailClosed
+	if d.FailClosed || len(d.Reasons) > 0 {
+		return false
+	}
+	return d.Allow || d.Result == contract.ResultPaused
 }
 
 // queueImage queues the screenshot of a vision extract for the next
 // Navigator call: uri and mime are its bundle record's, hash its content
 // hash, data the bytes stored. Only when the session may escalate (the
 // model accepts images and the policy allows it), and only when the bytes
-// are the ones the record commits to.
-func (r *run) queueImage(uri, mime, hash string, data []byte) {
+// are the ones the record commits to: other bytes are dropped, with an
+// error event (vision.image_mismatch) saying so.
+func (r *run) queueImage(uri, mime, hash string, data []byte) error {
 	if !r.vision {
-		return
+		return nil
 	}
 	im := llm.NewImage(uri, mime, data)
-	if im.SHA256() != hash {
-		return
+	if got := im.SHA256(); got != hash {
+		return r.emitError("vision.image_mismatch", fmt.Sprintf("the screenshot %s was not shown to the model: its bytes hash to %s, its record commits to %s", bound(uri, 256), got, bound(hash, 64)))
 	}
 	r.image = &im
+	return nil
 }
 
 // takeImages returns the images to show with the next Navigator call

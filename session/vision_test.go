@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,14 +12,18 @@ import (
 	_ "image/jpeg" // screenshots may be JPEG
 	_ "image/png"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/driver"
+	"github.com/aegis-run/aegis/gate"
 	"github.com/aegis-run/aegis/llm/llmtest"
+	"github.com/aegis-run/aegis/policy"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -46,6 +51,12 @@ func aVision(id string) string {
 // the Navigator's n-th request with nav(n), and returns what it recorded.
 func visionRun(t *testing.T, class contract.Classification, images bool, nav ...llmtest.Reply) (session.Result, map[string][]byte, []llmtest.Request) {
 	t.Helper()
+	return visionRunCfg(t, func(cfg *session.Config) { cfg.Classification, cfg.ModelImages = class, images }, nav...)
+}
+
+// visionRunCfg is visionRun with the config set by mutate.
+func visionRunCfg(t *testing.T, mutate func(*session.Config), nav ...llmtest.Reply) (session.Result, map[string][]byte, []llmtest.Request) {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = io.WriteString(w, visionPage)
@@ -54,7 +65,7 @@ func visionRun(t *testing.T, class contract.Classification, images bool, nav ...
 	model := fakeModel(t, nil, script(nav...))
 	pl, nv := llmAgents(t, model, nil)
 	cfg := cfgFor(t, task("look at the sign-in page", []string{srv.URL + "/"}, ""), pl, nv)
-	cfg.Classification, cfg.ModelImages = class, images
+	mutate(&cfg)
 	res, err := run(t, cfg)
 	if err != nil || res.Status != contract.SessionCompleted {
 		t.Fatalf("status %s, err %v", res.Status, err)
@@ -197,6 +208,76 @@ func TestVisionSensitive(t *testing.T) {
 	d := lastDecision(t, files, "v1")
 	if d == nil || d.Result != contract.ResultDenied || !hasRule(d.Reasons, "vision_not_allowed") {
 		t.Errorf("decision on v1: %+v, want denied by vision_not_allowed", d)
+	}
+}
+
+// highVisionGate returns a gate on the embedded policy with vision.risk
+// "high" (README: a person approves each screenshot), and its approvals.
+func highVisionGate(t *testing.T) (*gate.Gate, *gate.Approvals) {
+	t.Helper()
+	raw, err := fs.ReadFile(policy.FS(), "data.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
+	}
+	data["aegis"].(map[string]any)["config"].(map[string]any)["vision"].(map[string]any)["risk"] = "high"
+	raw, err = json.Marshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := fstest.MapFS{"data.json": {Data: raw}}
+	rego, err := fs.ReadFile(policy.FS(), "browser.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle["browser.rego"] = &fstest.MapFile{Data: rego}
+	approvals := gate.NewApprovals()
+	g, err := gate.New(context.Background(), gate.Options{PolicyFS: bundle, Approvals: approvals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, approvals
+}
+
+// TestVisionHighRiskApproved: with vision.risk "high" the start-up probe
+// pauses (approval required, no deny reason): the session may still
+// escalate, the prompt says how to ask, and each screenshot is put to the
+// approver when asked for. An approved one reaches the model (decision
+// approved); a refused one does not (decision denied, no image part).
+func TestVisionHighRiskApproved(t *testing.T) {
+	g, approvals := highVisionGate(t)
+	for _, approve := range []bool{true, false} {
+		t.Run(fmt.Sprintf("approve=%v", approve), func(t *testing.T) {
+			asked := 0
+			_, files, reqs := visionRunCfg(t, func(cfg *session.Config) {
+				cfg.Classification, cfg.ModelImages = contract.ClassPublic, true
+				cfg.Gate, cfg.Approvals = g, approvals
+				cfg.Approver = session.ApproverFunc(func(ctx context.Context, req session.ApprovalRequest) (session.ApprovalAnswer, error) {
+					asked++
+					return session.ApprovalAnswer{Approved: approve, Approver: "tester"}, nil
+				})
+			}, answer("continue", aVision("v1")), answer("done", aWait("w1", 10)))
+			if len(reqs) != 2 || !mentionsVision(reqs[0]) || asked != 1 {
+				t.Fatalf("%d navigator requests, the first mentions vision %v, approver asked %d times", len(reqs), len(reqs) > 0 && mentionsVision(reqs[0]), asked)
+			}
+			d := lastDecision(t, files, "v1")
+			if approve {
+				checkShown(t, files, reqs[1], 2)
+				if d == nil || d.Result != contract.ResultApproved {
+					t.Errorf("decision on v1: %+v, want approved", d)
+				}
+				return
+			}
+			if n := imageParts(reqs); n != 0 || len(mc(t, files, 2)) != 0 {
+				t.Errorf("refused: %d images sent", n)
+			}
+			if d == nil || d.Result != contract.ResultDenied {
+				t.Errorf("decision on v1: %+v, want denied", d)
+			}
+		})
 	}
 }
 
