@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,9 +58,13 @@ bundle stays. A task that fails on its own (denied, a selector that
 matches nothing, its budget) on a server that still answers is not
 retried. When no server is left, the remaining tasks fail.
 
-Evidence: the suite's directory is --evidence DIR (default ./` + DefaultEvidenceDir + `):
-each task's bundles go to DIR/TASK/SESSION-ID (TASK: the file's name
-without .json), and the suite index to DIR/` + suite.IndexFile + `: per task its
+Evidence: the suite's directory is --evidence DIR, which must not hold
+a suite index or bundles already (a second suite, or "aegis run"'s
+bundles: "aegis verify DIR" checks the directory whole); by default a
+new directory of its own, ./` + DefaultEvidenceDir + `/` + suiteDirPrefix + `YYYYMMDDTHHMMSSZ (the
+suite's start, UTC). Each task's bundles go to DIR/TASK/SESSION-ID
+(TASK: the file's name without .json), and the suite index to
+DIR/` + suite.IndexFile + `: per task its
 status, duration, actions, denials, approvals, tokens, bundle (relative to
 DIR), head hash, server, retries and why it did not complete, or that it
 was skipped (not run); and what stopped the suite, if anything did
@@ -133,7 +139,7 @@ func (l *endpointList) Set(s string) error {
 // starts.
 var suiteOnStart func(suite.Attempt)
 
-func runSuite(ctx context.Context, args []string, stdio Stdio) error {
+func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 	fs := newFlagSet("suite", suiteUsage, stdio)
 	var o runOptions
 	var so suiteOptions
@@ -148,10 +154,12 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 	fs.StringVar(&so.summary, "summary", "", "append the Markdown summary to `FILE` (created when missing), such as \"$GITHUB_STEP_SUMMARY\"")
 	addAgentFlag(fs, &o)
 	addSessionFlags(fs, &o)
-	fs.Lookup("evidence").Usage = "the suite's `DIR`: each task's bundles go to DIR/TASK/SESSION-ID, the index to DIR/" + suite.IndexFile
+	fs.Lookup("evidence").Usage = "the suite's `DIR`, holding no suite or bundle yet: each task's bundles go to DIR/TASK/SESSION-ID, the index to DIR/" + suite.IndexFile + " (default a new " + DefaultEvidenceDir + "/" + suiteDirPrefix + "TIME)"
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	evidenceSet := false
+	fs.Visit(func(f *flag.Flag) { evidenceSet = evidenceSet || f.Name == "evidence" })
 	o.approvalWait = session.DefaultApprovalTimeout // rules answer at once
 	switch {
 	case fs.NArg() == 0:
@@ -185,6 +193,9 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 	defer env.flush()
 	defer func() { err = env.redact(err) }()
 	defer env.closeBrowsers()
+	if o.evidence, err = suiteDir(o.evidence, evidenceSet, time.Now()); err != nil {
+		return exitCode(ExitUsage, err)
+	}
 	tasks := make([]suite.Task, len(files))
 	for i, f := range files {
 		in, err := runTask(&o, []string{f.Path}, stdio)
@@ -197,7 +208,6 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 		}
 		tasks[i] = suite.Task{Name: f.Name, Input: in}
 	}
-	mode := contract.DriverMode(o.driver)
 	out, err := suite.Run(ctx, tasks, suite.Options{
 		Parallel:    so.parallel,
 		Endpoints:   so.endpoints,
@@ -226,10 +236,7 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 			return res, env.redact(err)
 		},
 		ServerUp: func(ctx context.Context, endpoint string) error {
-			pctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
-			defer cancel()
-			_, err := env.browsers.For(pctx, driver.Config{Mode: mode, BrowserEndpoint: endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation})
-			return err
+			return probeServer(ctx, env.browsers, endpoint, o.headed)
 		},
 	})
 	if err != nil {
@@ -239,6 +246,65 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 		return exitCode(ExitFailure, err)
 	}
 	return suiteExit(ctx, out)
+}
+
+// probeServer asks the Playwright server at endpoint whether it still
+// gives a browser, as the next session on it would need: it opens a
+// browser context with a blank page in the server's browser (connecting
+// again first when the suite's connection was lost) and closes it, within
+// serverProbeTimeout. A connection that still looks up but whose server
+// hangs or is cut off fails the probe: the context is a round trip to the
+// server and its browser.
+func probeServer(ctx context.Context, browsers *driver.Browsers, endpoint string, headed bool) error {
+	pctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
+	defer cancel()
+	d, err := driver.Open(pctx, driver.Config{Mode: contract.ModePlaywright, BrowserEndpoint: endpoint, Headed: headed, Browsers: browsers})
+	if err != nil {
+		return fmt.Errorf("server probe: %w", err)
+	}
+	if err := d.Close(pctx); err != nil {
+		return fmt.Errorf("server probe: close its context: %w", err)
+	}
+	return nil
+}
+
+// suiteDirPrefix starts the name of the directory a suite makes for
+// itself under the default evidence root.
+const suiteDirPrefix = "suite-"
+
+// suiteDir returns the suite's directory, made: without --evidence
+// (given false), a new one under root named after the suite's start in
+// UTC (suite-20260102T150405Z, with -2, -3... when taken); with it, root
+// itself, refused when it already holds a suite index or bundles (aegis
+// verify checks a suite's directory whole: a bundle the index does not
+// list makes it fail).
+func suiteDir(root string, given bool, now time.Time) (string, error) {
+	if given {
+		if err := suite.CheckFreshDir(root); err != nil {
+			return "", fmt.Errorf("--evidence: %w", err)
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return "", fmt.Errorf("--evidence: %w", err)
+		}
+		return root, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("evidence root: %w", err)
+	}
+	base := filepath.Join(root, suiteDirPrefix+now.UTC().Format("20060102T150405Z"))
+	for i := 1; ; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || i >= 1000 {
+			return "", fmt.Errorf("the suite's directory: %w", err)
+		}
+	}
 }
 
 // suiteApprover is the approver of a suite's sessions: a rule, since

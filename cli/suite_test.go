@@ -18,6 +18,7 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/driver/drivertest"
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/suite"
 )
 
@@ -346,15 +347,22 @@ func TestSuiteInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	tasks := writeSuite(t, "http://127.0.0.1:9")
-	out := t.TempDir()
+	// Without --evidence, the suite makes a directory of its own under
+	// ./aegis-evidence.
+	t.Chdir(t.TempDir())
 	suiteOnStart = func(suite.Attempt) { cancel(ErrInterrupted) }
 	defer func() { suiteOnStart = nil }()
 	var stdout, stderr bytes.Buffer
 	junit := filepath.Join(t.TempDir(), "junit.xml")
-	code := Run(ctx, []string{"suite", "--evidence", out, "--junit", junit, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	code := Run(ctx, []string{"suite", "--junit", junit, tasks}, Stdio{Out: &stdout, Err: &stderr})
 	if code != ExitAborted {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitAborted, stderr.String())
 	}
+	dirs, err := filepath.Glob(filepath.Join(DefaultEvidenceDir, "suite-*"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("suite directories %v (%v), want one under %s", dirs, err, DefaultEvidenceDir)
+	}
+	out := dirs[0]
 	idx := readIndex(t, out)
 	if idx.StoppedBy != suite.StopInterrupted {
 		t.Errorf("index stopped by %q, want %q", idx.StoppedBy, suite.StopInterrupted)
@@ -377,5 +385,114 @@ func TestSuiteInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "aegis suite: stopped: the suite was interrupted") {
 		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	// A second suite gets a directory of its own, and each verifies.
+	ctx2, cancel2 := context.WithCancelCause(context.Background())
+	defer cancel2(nil)
+	suiteOnStart = func(suite.Attempt) { cancel2(ErrInterrupted) }
+	if code := Run(ctx2, []string{"suite", tasks}, Stdio{Out: &stdout, Err: &stderr}); code != ExitAborted {
+		t.Fatalf("the second suite: exit %d, want %d\nstderr:\n%s", code, ExitAborted, stderr.String())
+	}
+	if dirs, _ = filepath.Glob(filepath.Join(DefaultEvidenceDir, "suite-*")); len(dirs) != 2 {
+		t.Fatalf("suite directories %v, want two", dirs)
+	}
+	for _, d := range dirs {
+		var vout, verr bytes.Buffer
+		if code := Run(context.Background(), []string{"verify", d}, Stdio{Out: &vout, Err: &verr}); code != ExitOK {
+			t.Errorf("verify %s: exit %d\n%s%s", d, code, vout.String(), verr.String())
+		}
+	}
+}
+
+// TestSuiteClassification: each task of a suite runs under its own
+// classification: a task without hints.classification is restricted (the
+// default) even when the task loaded after it says public. Its bundle's
+// observations record the classification the session ran under. A second
+// suite into the same --evidence directory is refused.
+func TestSuiteClassification(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium")
+	}
+	t.Setenv(EnvModel, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	site, err := demosite.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	tasks := t.TempDir()
+	for _, tc := range []struct{ name, hints string }{
+		{"a-unhinted", `{"steps":["expect \"Aegis Demo Shop\""]}`},
+		{"b-public", `{"steps":["expect \"Aegis Demo Shop\""],"classification":"public"}`},
+	} {
+		doc := `{"goal":"read","urls":["` + site.URL() + `/"],"hints":` + tc.hints + `}`
+		if err := os.WriteFile(filepath.Join(tasks, tc.name+".json"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := Run(ctx, []string{"suite", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr}); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	idx := readIndex(t, out)
+	want := []contract.Classification{contract.ClassRestricted, contract.ClassPublic}
+	for i, task := range idx.Tasks {
+		b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(task.Bundle), "dom", "0.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obs contract.Observation
+		if err := json.Unmarshal(b, &obs); err != nil {
+			t.Fatal(err)
+		}
+		if got := obs.State.PolicyContext.Classification; got != want[i] {
+			t.Errorf("%s ran under %q, want %q", task.Name, got, want[i])
+		}
+	}
+	// The directory holds a suite now: a second one is refused, before
+	// it runs anything.
+	stderr.Reset()
+	if code := Run(ctx, []string{"suite", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr}); code != ExitUsage {
+		t.Errorf("a second suite into %s: exit %d, want %d", out, code, ExitUsage)
+	}
+	if want := "already holds a suite or evidence bundles (its suite.json)"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	if after := readIndex(t, out); after.StartedAt != idx.StartedAt {
+		t.Error("the refused suite replaced the index")
+	}
+}
+
+// TestSuiteDirRefused: --evidence DIR holding an evidence bundle (aegis
+// run's) is refused; the error, like every error of the command, passes
+// the secrets' filter (a secret's value in the path shows as its
+// placeholder).
+func TestSuiteDirRefused(t *testing.T) {
+	t.Setenv(EnvModel, "")
+	const secret = "sw0rdfish-0f-the-suite"
+	t.Setenv("AEGIS_SECRET_SUITE_TOKEN", secret)
+	task := writeFile(t, "task.json", `{"goal":"read","urls":["https://example.com/"],"hints":{"steps":["extract text"]}}`, 0o644)
+	dir := filepath.Join(t.TempDir(), "evidence-"+secret)
+	bundle := filepath.Join(dir, "s-0123456789abcdef")
+	if err := os.MkdirAll(bundle, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, evidence.FileManifest), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), []string{"suite", "--evidence", dir, task}, Stdio{Out: &stdout, Err: &stderr}); code != ExitUsage {
+		t.Errorf("exit %d, want %d", code, ExitUsage)
+	}
+	if want := "already holds a suite or evidence bundles"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	if strings.Contains(stderr.String(), secret) {
+		t.Errorf("stderr shows the secret: %q", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "evidence-"+secrets.Placeholder("SUITE_TOKEN")) {
+		t.Errorf("stderr %q: want the secret's placeholder", stderr.String())
 	}
 }
