@@ -54,9 +54,14 @@ out round-robin. A server that fails (its connection refused or closed,
 its browser gone: after a task on it did not complete, it cannot give a
 browser any more) is taken out of the rotation and the task retried once
 on another server; the index records the retry, and the failed attempt's
-bundle stays. A task that fails on its own (denied, a selector that
-matches nothing, its budget) on a server that still answers is not
-retried. When no server is left, the remaining tasks fail.
+bundle stays. Whether a server still answers is asked with a round
+trip (a browser context opened and closed on it, within 30s). A task
+that fails on its own (denied, a selector that matches nothing, its
+budget) on a server that still answers is not retried; nor is an
+attempt that may have changed something a retry would repeat (an
+approved action, an effect that may change state on a server, such as
+a POST, or actions without a readable bundle): the task fails with it.
+When no server is left, the remaining tasks fail.
 
 Evidence: the suite's directory is --evidence DIR, which must not hold
 a suite index or bundles already (a second suite, or "aegis run"'s

@@ -264,6 +264,10 @@ func (r *runner) runTask(ctx context.Context, i int, t Task) {
 			res.Error = fmt.Sprintf("%s (the server failed too: %v)", res.Error, down)
 			break
 		}
+		if why := irreversible(ctx, sr); why != "" {
+			res.Error = fmt.Sprintf("%s (the server failed: %v; not retried: %s)", res.Error, down, why)
+			break
+		}
 	}
 	res.DurationMs = time.Since(start).Milliseconds()
 	r.results[i] = res

@@ -257,6 +257,46 @@ func TestServerFailure(t *testing.T) {
 			t.Error("OK")
 		}
 	})
+	t.Run("an attempt that may have changed state is not retried", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			edit func(*session.Result)
+			want string
+		}{
+			{"approved", func(r *session.Result) { r.Approved = 1 }, "not retried: the attempt executed 1 approved action(s)"},
+			{"unreadable bundle", func(r *session.Result) { r.Output.ActionsExecuted = 2 }, "not retried: the attempt executed 2 action(s) and its bundle does not show"},
+			{"no bundle", func(r *session.Result) { r.Output.ActionsExecuted = 2; r.Evidence = session.EvidenceInfo{} }, "left no bundle"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				f := &fleetCase{down: map[string]bool{"ws://b": true}}
+				var attempts atomic.Int64
+				out, err := runWritten(t, context.Background(), fakeTasks(2), Options{Parallel: 1, Dir: t.TempDir(), Endpoints: []string{"ws://b", "ws://a"},
+					Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+						attempts.Add(1)
+						res, err := f.run(ctx, a)
+						if a.Endpoint == "ws://b" {
+							tc.edit(&res)
+						}
+						return res, err
+					},
+					ServerUp: f.up,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := out.Index.Tasks[0]
+				if len(got.Retries) != 0 || got.Endpoint != "ws://b" || got.Completed() || !strings.Contains(got.Error, "the server failed: connection refused") || !strings.Contains(got.Error, tc.want) {
+					t.Errorf("t01 = %+v, want failed on ws://b, not retried (%q)", got, tc.want)
+				}
+				if tc.name != "no bundle" && got.Bundle == "" {
+					t.Errorf("t01 = %+v: the attempt's bundle is not recorded", got)
+				}
+				if n := attempts.Load(); n != 2 || !out.Index.Tasks[1].Completed() {
+					t.Errorf("%d attempts, t02 %+v; want t02 completed on ws://a", n, out.Index.Tasks[1])
+				}
+			})
+		}
+	})
 	t.Run("a stopping suite is nobody's failure", func(t *testing.T) {
 		f := &fleetCase{down: map[string]bool{"ws://a": true}}
 		ctx, cancel := context.WithCancel(context.Background())
