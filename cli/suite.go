@@ -70,9 +70,10 @@ new directory of its own, ./` + DefaultEvidenceDir + `/` + suiteDirPrefix + `YYY
 suite's start, UTC). Each task's bundles go to DIR/TASK/SESSION-ID
 (TASK: the file's name without .json), and the suite index to
 DIR/` + suite.IndexFile + `: per task its
-status, duration, actions, denials, approvals, tokens, bundle (relative to
-DIR), head hash, server, retries and why it did not complete, or that it
-was skipped (not run); and what stopped the suite, if anything did
+task's hash (as its bundle's manifest records the task), status,
+duration, actions, denials, approvals, tokens, bundle (relative to DIR),
+head hash, server, retries and why it did not complete, or that it was
+skipped (not run); and what stopped the suite, if anything did
 (stoppedBy). A status is only ever a sealed bundle's: a session whose
 bundle could not be sealed did not complete, whatever it reported.
 "aegis verify DIR" checks the suite whole.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +201,20 @@ func TestSuiteOneBrowser(t *testing.T) {
 	var vout, verr bytes.Buffer
 	if code := Run(ctx, []string{"verify", out}, Stdio{Out: &vout, Err: &verr}); code != ExitOK {
 		t.Errorf("verify %s: exit %d\n%s%s", out, code, vout.String(), verr.String())
+	}
+	// Two lines swapped (each task's name and task hash on the other's
+	// bundle, status and counts): the task hash ties a line to its bundle.
+	swapped := idx
+	swapped.Tasks = slices.Clone(idx.Tasks)
+	a, b := &swapped.Tasks[0], &swapped.Tasks[1]
+	a.Name, b.Name, a.TaskHash, b.TaskHash = b.Name, a.Name, b.TaskHash, a.TaskHash
+	if err := suite.WriteIndex(out, swapped); err != nil {
+		t.Fatal(err)
+	}
+	vout.Reset()
+	verr.Reset()
+	if code := Run(ctx, []string{"verify", out}, Stdio{Out: &vout, Err: &verr}); code != ExitFailure || !strings.Contains(verr.String(), "FAIL  02-orders.json: taskHash: the index says") {
+		t.Errorf("verify with two lines swapped: exit %d\n%s%s", code, vout.String(), verr.String())
 	}
 	// One line per task as it ends, whole, with the running count.
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")

@@ -114,12 +114,19 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 	}
 	defer cancel()
 	names := make([]string, len(tasks))
+	hashes := make([]string, len(tasks))
 	for i, t := range tasks {
 		names[i] = t.Name
+		h, err := TaskHash(t.Input)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("suite: task %s: %w", t.Name, err)
+		}
+		hashes[i] = h
 	}
 	r := &runner{
 		o:        o,
 		results:  make([]TaskResult, len(tasks)),
+		hashes:   hashes,
 		slugs:    slugs(names),
 		fleet:    newFleet(o.Endpoints),
 		progress: newProgress(o.Progress, len(tasks)),
@@ -165,6 +172,7 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 type runner struct {
 	o        Options
 	results  []TaskResult // by task; each written by its task's goroutine
+	hashes   []string     // TaskHash of each task
 	slugs    []string
 	fleet    *fleet
 	progress *progress
@@ -213,7 +221,7 @@ func (r *runner) notRun(tasks []Task, first int, stop Stop, why string) {
 	r.stop, r.why = stop, why
 	r.mu.Unlock()
 	for i, t := range tasks {
-		res := TaskResult{Name: t.Name, Error: notRunPrefix + why, Skipped: true}
+		res := TaskResult{Name: t.Name, TaskHash: r.hashes[first+i], Error: notRunPrefix + why, Skipped: true}
 		r.results[first+i] = res
 		r.progress.taskEnded(res)
 	}
@@ -223,7 +231,7 @@ func (r *runner) notRun(tasks []Task, first int, stop Stop, why string) {
 // server failed (see fleet), and writes its result.
 func (r *runner) runTask(ctx context.Context, i int, t Task) {
 	start := time.Now()
-	res := TaskResult{Name: t.Name}
+	res := TaskResult{Name: t.Name, TaskHash: r.hashes[i]}
 	var failedOn []string // the servers that failed the task
 	var down error        // how the last of them failed
 	for {
@@ -291,7 +299,7 @@ func (r *runner) count(ctx context.Context, sr session.Result) {
 // its error says how it ended and why the bundle is not sealed; it did
 // not complete.
 func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) {
-	*res = TaskResult{Name: res.Name, Endpoint: ep, Retries: res.Retries}
+	*res = TaskResult{Name: res.Name, TaskHash: res.TaskHash, Endpoint: ep, Retries: res.Retries}
 	if sr.Output.ComputerUseSessionID == "" {
 		res.Error = "the session could not start"
 		if err != nil {
