@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -221,7 +222,7 @@ func (r *runner) notRun(tasks []Task, first int, stop Stop, why string) {
 	r.stop, r.why = stop, why
 	r.mu.Unlock()
 	for i, t := range tasks {
-		res := TaskResult{Name: t.Name, TaskHash: r.hashes[first+i], Error: notRunPrefix + why, Skipped: true}
+		res := TaskResult{Name: t.Name, TaskHash: r.hashes[first+i], Error: cutError(notRunPrefix + why), Skipped: true}
 		r.results[first+i] = res
 		r.progress.taskEnded(res)
 	}
@@ -278,6 +279,10 @@ func (r *runner) runTask(ctx context.Context, i int, t Task) {
 		}
 	}
 	res.DurationMs = time.Since(start).Milliseconds()
+	res.Error = cutError(res.Error)
+	for j := range res.Retries {
+		res.Retries[j].Error = cutError(res.Retries[j].Error)
+	}
 	r.results[i] = res
 	r.progress.taskEnded(res)
 }
@@ -297,8 +302,9 @@ func (r *runner) count(ctx context.Context, sr session.Result) {
 // the sealed bundle's: a session whose bundle could not be sealed has
 // none in the index (nothing bears it out), whatever it reported, and
 // its error says how it ended and why the bundle is not sealed; it did
-// not complete.
+// not complete. The error is cut to MaxErrorBytes.
 func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) {
+	defer func() { res.Error = cutError(res.Error) }()
 	*res = TaskResult{Name: res.Name, TaskHash: res.TaskHash, Endpoint: ep, Retries: res.Retries}
 	if sr.Output.ComputerUseSessionID == "" {
 		res.Error = "the session could not start"
@@ -335,6 +341,15 @@ func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) 
 		res.Error = endedWhy(sr, err)
 	}
 }
+
+// MaxErrorBytes bounds an error in the index (TaskResult.Error,
+// Retry.Error): a longer one is cut, with an ellipsis, well within the
+// schema's bound (65,536 characters), so that no error, however long,
+// keeps the index from being written.
+const MaxErrorBytes = 8192
+
+// cutError cuts an error for the index (MaxErrorBytes).
+func cutError(s string) string { return text.Ellipsize(s, MaxErrorBytes) }
 
 // endedWhy says why a session did not complete: its summary, else its
 // error, else its status.

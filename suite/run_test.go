@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/session"
@@ -479,5 +480,40 @@ func TestSlugs(t *testing.T) {
 	want := []string{"a", "a-2", "we_ird_", "task", "a-2-2"}
 	if !slices.Equal(got, want) {
 		t.Errorf("slugs = %v, want %v", got, want)
+	}
+}
+
+// TestLongErrors: an error of any length (a session's summary, a
+// server's error) is cut for the index, which is written whatever it is.
+func TestLongErrors(t *testing.T) {
+	long := strings.Repeat("é", 70000) // past the schema's 65,536 characters
+	f := &fleetCase{down: map[string]bool{"ws://b": true}}
+	out, err := runWritten(t, context.Background(), fakeTasks(2), Options{Parallel: 1, Dir: t.TempDir(), Endpoints: []string{"ws://b", "ws://a"},
+		Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+			res, err := f.run(ctx, a)
+			if a.Task.Name == "t02.json" {
+				res = result(a, 9, contract.SessionFailed, 1, 0)
+				res.Output.Summary = long
+			}
+			return res, err
+		},
+		ServerUp: func(ctx context.Context, ep string) error {
+			if err := f.up(ctx, ep); err != nil {
+				return fmt.Errorf("%w: %s", err, long)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := out.Index.Tasks[0], out.Index.Tasks[1]
+	if len(first.Retries) != 1 || !first.Completed() {
+		t.Fatalf("t01 = %+v, want completed after a retry", first)
+	}
+	for _, got := range []string{first.Retries[0].Error, second.Error} {
+		if len(got) > MaxErrorBytes+len("…") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
+			t.Errorf("error of %d bytes, want at most %d, cut with an ellipsis", len(got), MaxErrorBytes)
+		}
 	}
 }
