@@ -92,8 +92,12 @@ what the policy rates low or medium risk.
 Suite budgets: --max-duration bounds the suite's wall time (the tasks not
 started by then are not run, the running ones end aborted, sealed);
 --max-actions and --max-tokens bound the executed actions and the model
-tokens of all the tasks together: once reached, no task starts. Each
-task's own budgets are its TASK.json's.
+tokens of all the tasks together, the running ones included: each task
+runs with its own budget (its TASK.json's maxActions, hints.maxTokens)
+cut to what the suite's has left once the tasks that ended and those
+running have taken theirs, so the total is a real bound. A task starts
+only when the budget has room for it; once it is spent no task starts,
+and a task it cut short makes the suite stopped by it.
 
 Output: a line per task on stderr as it ends, with a running count, such as
   [3/10] ok      checkout.json  4 actions 1.2s  checkout/SESSION-ID
@@ -153,8 +157,8 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 	fs.Var(&so.endpoints, "browser-endpoint", "run the tasks on the Playwright server at `ws://HOST:PORT/` instead of launching Chromium (repeatable, or comma-separated: a fleet, round-robin)")
 	fs.StringVar(&so.approve, "approve", string(session.ApproveDeny), "approval requests: deny or low-and-medium-only (nobody can be asked)")
 	fs.DurationVar(&so.maxDuration, "max-duration", 0, "the suite's wall time budget (default none; each task's own is its TASK.json's)")
-	fs.IntVar(&so.maxActions, "max-actions", 0, "the suite's action budget: no task starts once the tasks executed `N` actions together (default none)")
-	fs.IntVar(&so.maxTokens, "max-tokens", 0, "the suite's token budget: no task starts once the tasks' model calls used `N` tokens together (default none)")
+	fs.IntVar(&so.maxActions, "max-actions", 0, "the suite's action budget: the tasks together execute at most `N` actions, each task's maxActions cut to what is left (default none)")
+	fs.IntVar(&so.maxTokens, "max-tokens", 0, "the suite's token budget: the tasks' model calls use at most `N` tokens together, each task's hints.maxTokens cut to what is left (default none)")
 	fs.BoolVar(&so.verbose, "verbose", false, "print every session's step lines too, prefixed with the task's name")
 	fs.StringVar(&so.junit, "junit", "", "write the JUnit XML report to `FILE` (replaced): a testcase per task, a failure with the reason and the bundle")
 	fs.StringVar(&so.summary, "summary", "", "append the Markdown summary to `FILE` (created when missing), such as \"$GITHUB_STEP_SUMMARY\"")

@@ -377,6 +377,83 @@ func TestBudgets(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the running tasks are bound", func(t *testing.T) {
+		// Each task may take 2 actions and uses all it is given; the
+		// suite's 5 leave the third task 1: it is cut short, the fourth
+		// is not run, and the tasks together take 5.
+		tasks := fakeTasks(4)
+		for i := range tasks {
+			two := 2
+			tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}, MaxActions: &two}
+		}
+		var n atomic.Int64
+		var mu sync.Mutex
+		var caps []int
+		out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 2, Dir: t.TempDir(), MaxActions: 5,
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				limit := *a.Task.Input.MaxActions
+				mu.Lock()
+				caps = append(caps, limit)
+				mu.Unlock()
+				status := contract.SessionCompleted
+				if limit < 2 {
+					status = contract.SessionActionLimitExceeded
+				}
+				return result(a, int(n.Add(1)), status, limit, 0), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tot := out.Index.Totals()
+		slices.Sort(caps)
+		if tot.Actions != 5 || !slices.Equal(caps, []int{1, 2, 2}) || out.Index.StoppedBy != StopActions || tot.Skipped != 1 {
+			t.Errorf("actions %d, caps %v, stopped %q (%s), skipped %d; want 5, [1 2 2], max-actions, 1", tot.Actions, caps, out.Index.StoppedBy, out.StopReason, tot.Skipped)
+		}
+		// The line's task hash is the task as the session ran it.
+		for _, got := range out.Index.Tasks {
+			if got.Status == contract.SessionActionLimitExceeded {
+				want := tasks[0].Input
+				one := 1
+				want.MaxActions = &one
+				if h, _ := TaskHash(want); got.TaskHash != h {
+					t.Errorf("%s: task hash %s, want the cut task's %s", got.Name, got.TaskHash, h)
+				}
+			}
+		}
+	})
+	t.Run("tokens bind the running tasks", func(t *testing.T) {
+		var n atomic.Int64
+		var mu sync.Mutex
+		var caps []int
+		tasks := fakeTasks(3)
+		for i := range tasks {
+			tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}}
+		}
+		out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 1, Dir: t.TempDir(), MaxTokens: 100,
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				limit, err := a.Task.Input.MaxTokens()
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				caps = append(caps, limit)
+				mu.Unlock()
+				used := min(limit, 60)
+				status := contract.SessionCompleted
+				if used < 60 {
+					status = contract.SessionFailed
+				}
+				return result(a, int(n.Add(1)), status, 1, used), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tot := out.Index.Totals(); tot.Tokens != 100 || !slices.Equal(caps, []int{100, 40}) || out.Index.StoppedBy != StopTokens {
+			t.Errorf("tokens %d, caps %v, stopped %q; want 100, [100 40], max-tokens", tot.Tokens, caps, out.Index.StoppedBy)
+		}
+	})
 	t.Run("duration", func(t *testing.T) {
 		// A task runs until the suite's time is out: it ends aborted; the
 		// others are not run.
