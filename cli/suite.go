@@ -146,8 +146,11 @@ func (l *endpointList) Set(s string) error {
 }
 
 // suiteOnStart, when set (tests), is called as each attempt of a task
-// starts.
-var suiteOnStart func(suite.Attempt)
+// starts; suiteOnStep as each of its steps is reported.
+var (
+	suiteOnStart func(suite.Attempt)
+	suiteOnStep  func(suite.Attempt, session.StepReport)
+)
 
 func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 	fs := newFlagSet("suite", suiteUsage, stdio)
@@ -235,8 +238,15 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 			cfg.Driver.BrowserEndpoint = a.Endpoint
 			cfg.Evidence = session.EvidenceDir(a.Evidence)
 			cfg.OnStep = nil
-			if so.verbose {
-				cfg.OnStep = func(r session.StepReport) { a.Log(progressLine(r)) }
+			if so.verbose || suiteOnStep != nil {
+				cfg.OnStep = func(r session.StepReport) {
+					if suiteOnStep != nil {
+						suiteOnStep(a, r)
+					}
+					if so.verbose {
+						a.Log(progressLine(r))
+					}
+				}
 			}
 			res, err := session.Run(ctx, cfg)
 			// The index is output too: what the page echoed of a secret

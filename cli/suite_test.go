@@ -20,6 +20,7 @@ import (
 	"github.com/aegis-run/aegis/driver/drivertest"
 	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/secrets"
+	"github.com/aegis-run/aegis/session"
 	"github.com/aegis-run/aegis/suite"
 )
 
@@ -129,6 +130,9 @@ func checkSuiteIndex(t *testing.T, dir string, idx suite.Index) {
 		}
 		if got.Completed() != (got.Error == "") {
 			t.Errorf("%s: status %q with error %q", got.Name, got.Status, got.Error)
+		}
+		if st.name == "11-foreign-origin" && got.Denials != 1 {
+			t.Errorf("%s: %d denials, want 1", got.Name, got.Denials)
 		}
 		if got.Bundle == "" || !strings.HasPrefix(got.Bundle, st.name+"/") {
 			t.Errorf("%s: bundle %q, want one under %s/", got.Name, got.Bundle, st.name)
@@ -242,6 +246,52 @@ func TestSuiteOneBrowser(t *testing.T) {
 	if !strings.Contains(stderr.String(), "aegis suite: 10 of 13 tasks completed (3 did not complete, 0 not run)") {
 		t.Errorf("no summary:\n%s", stderr.String())
 	}
+	runExampleSuite(t, ctx, site.URL())
+}
+
+// runExampleSuite runs the example suite (examples/suite) on the demo
+// shop at base, as the example workflow does (its shop's address
+// replaced by base), and checks what the workflow checks: exit 1, exactly
+// the denied task did not complete (with its one denial), and the suite
+// verifies.
+func runExampleSuite(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(exampleSuiteDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("example tasks: %v %v", files, err)
+	}
+	tasks := t.TempDir()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte(exampleShop), []byte(base))
+		if err := os.WriteFile(filepath.Join(tasks, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "aegis-evidence")
+	var stdout, stderr bytes.Buffer
+	if code := Run(ctx, []string{"suite", "--parallel", "2", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr}); code != ExitSuiteIncomplete {
+		t.Fatalf("the example suite: exit %d, want %d\n%s", code, ExitSuiteIncomplete, stderr.String())
+	}
+	var failed []string
+	for _, got := range readIndex(t, out).Tasks {
+		if !got.Completed() {
+			failed = append(failed, got.Name)
+			if got.Status != contract.SessionFailed || got.Denials != 1 {
+				t.Errorf("%s: status %q, %d denials; want failed, 1", got.Name, got.Status, got.Denials)
+			}
+		}
+	}
+	if got := strings.Join(failed, " "); got != exampleDenied {
+		t.Errorf("the example suite: %q did not complete, want exactly %q\n%s", got, exampleDenied, stderr.String())
+	}
+	var vout, verr bytes.Buffer
+	if code := Run(ctx, []string{"verify", out}, Stdio{Out: &vout, Err: &verr}); code != ExitOK {
+		t.Errorf("verify the example suite: exit %d\n%s%s", code, vout.String(), verr.String())
+	}
 }
 
 func TestSuiteFleet(t *testing.T) {
@@ -260,10 +310,11 @@ func TestSuiteFleet(t *testing.T) {
 	defer site.Close()
 	tasks := writeSuite(t, site.URL())
 	out := t.TempDir()
-	// The second server goes away as its first task starts.
+	// The second server goes away in the middle of its first task: as
+	// that session reports its first step.
 	var once sync.Once
 	var killedTask string
-	suiteOnStart = func(at suite.Attempt) {
+	suiteOnStep = func(at suite.Attempt, _ session.StepReport) {
 		if at.Endpoint == b.Endpoint {
 			once.Do(func() {
 				killedTask = at.Task.Name
@@ -271,9 +322,10 @@ func TestSuiteFleet(t *testing.T) {
 			})
 		}
 	}
-	defer func() { suiteOnStart = nil }()
+	defer func() { suiteOnStep = nil }()
 	var stdout, stderr bytes.Buffer
-	code := Run(ctx, []string{"suite", "--parallel", "2", "--evidence", out, "--browser-endpoint", a.Endpoint + "," + b.Endpoint, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	code := Run(ctx, []string{"suite", "--parallel", "2", "--evidence", out, "--junit", junit, "--browser-endpoint", a.Endpoint + "," + b.Endpoint, tasks}, Stdio{Out: &stdout, Err: &stderr})
 	if code != ExitSuiteIncomplete {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitSuiteIncomplete, stderr.String())
 	}
@@ -282,6 +334,17 @@ func TestSuiteFleet(t *testing.T) {
 	}
 	idx := readIndex(t, out)
 	checkSuiteIndex(t, out, idx)
+	// The JUnit report: a failure in each task that did not complete
+	// (the retried ones completed or failed on the server left).
+	rep := readJUnit(t, junit)
+	if rep.Tests != len(demoSuite) || rep.Failures != 3 || rep.Skipped != 0 || len(rep.Suite.Cases) != len(demoSuite) {
+		t.Errorf("junit: %d tests, %d failures, %d skipped, %d cases; want %d, 3, 0", rep.Tests, rep.Failures, rep.Skipped, len(rep.Suite.Cases), len(demoSuite))
+	}
+	for i, c := range rep.Suite.Cases {
+		if i < len(demoSuite) && (c.Name != demoSuite[i].name+".json" || (c.Failure != nil) != (demoSuite[i].want != contract.SessionCompleted)) {
+			t.Errorf("junit case %d: %s, failure %v; want %s.json, %q", i, c.Name, c.Failure != nil, demoSuite[i].name, demoSuite[i].want)
+		}
+	}
 	// The killed server's first task was retried on the other; so was any
 	// task handed to it before its failure was known.
 	killedRetried := false
