@@ -29,9 +29,11 @@ var ErrNoServer = errors.New("no browser server left")
 //     never started), while the suite was not stopping (its context
 //     live: a suite budget or an interruption ends sessions aborted, and
 //     that is nobody's failure); and
-//  2. the server, asked right after the attempt (Options.ServerUp:
-//     connect again, as the next session would), cannot give a browser:
-//     the connection is refused or closed, the browser is gone.
+//  2. the server, asked right after the attempt (Options.ServerUp: aegis
+//     suite opens a browser context on it and closes it, a round trip to
+//     the server and its browser, bounded in time, as the next session
+//     would need), cannot give a browser: the connection is refused or
+//     closed, the browser is gone, or the server does not answer in time.
 //
 // Everything else is the task's own: a denial, a selector that matches
 // nothing, a task budget, a model error, on a server that still answers.

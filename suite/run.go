@@ -69,7 +69,10 @@ type Options struct {
 	Run RunFunc
 	// ServerUp reports whether the Playwright server at the endpoint can
 	// still give a browser (nil) or why not, after an attempt on it did not
-	// complete. Required with Endpoints.
+	// complete. It must do real work on the server within a bounded time
+	// (aegis suite opens and closes a browser context on it): a connection
+	// that merely looks open says nothing of a server that hangs. Required
+	// with Endpoints.
 	ServerUp func(ctx context.Context, endpoint string) error
 	// Progress receives a line per task as it ends; nil: none.
 	Progress io.Writer
