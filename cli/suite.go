@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,16 +54,26 @@ out round-robin. A server that fails (its connection refused or closed,
 its browser gone: after a task on it did not complete, it cannot give a
 browser any more) is taken out of the rotation and the task retried once
 on another server; the index records the retry, and the failed attempt's
-bundle stays. A task that fails on its own (denied, a selector that
-matches nothing, its budget) on a server that still answers is not
-retried. When no server is left, the remaining tasks fail.
+bundle stays. Whether a server still answers is asked with a round
+trip (a browser context opened and closed on it, within 30s). A task
+that fails on its own (denied, a selector that matches nothing, its
+budget) on a server that still answers is not retried; nor is an
+attempt that may have changed something a retry would repeat (an
+approved action, an effect that may change state on a server, such as
+a POST, or actions without a readable bundle): the task fails with it.
+When no server is left, the remaining tasks fail.
 
-Evidence: the suite's directory is --evidence DIR (default ./` + DefaultEvidenceDir + `):
-each task's bundles go to DIR/TASK/SESSION-ID (TASK: the file's name
-without .json), and the suite index to DIR/` + suite.IndexFile + `: per task its
-status, duration, actions, denials, approvals, tokens, bundle (relative to
-DIR), head hash, server, retries and why it did not complete, or that it
-was skipped (not run); and what stopped the suite, if anything did
+Evidence: the suite's directory is --evidence DIR, which must not hold
+a suite index or bundles already (a second suite, or "aegis run"'s
+bundles: "aegis verify DIR" checks the directory whole); by default a
+new directory of its own, ./` + DefaultEvidenceDir + `/` + suiteDirPrefix + `YYYYMMDDTHHMMSSZ (the
+suite's start, UTC). Each task's bundles go to DIR/TASK/SESSION-ID
+(TASK: the file's name without .json), and the suite index to
+DIR/` + suite.IndexFile + `: per task its
+task's hash (as its bundle's manifest records the task), status,
+duration, actions, denials, approvals, tokens, bundle (relative to DIR),
+head hash, server, retries and why it did not complete, or that it was
+skipped (not run); and what stopped the suite, if anything did
 (stoppedBy). A status is only ever a sealed bundle's: a session whose
 bundle could not be sealed did not complete, whatever it reported.
 "aegis verify DIR" checks the suite whole.
@@ -80,8 +92,12 @@ what the policy rates low or medium risk.
 Suite budgets: --max-duration bounds the suite's wall time (the tasks not
 started by then are not run, the running ones end aborted, sealed);
 --max-actions and --max-tokens bound the executed actions and the model
-tokens of all the tasks together: once reached, no task starts. Each
-task's own budgets are its TASK.json's.
+tokens of all the tasks together, the running ones included: each task
+runs with its own budget (its TASK.json's maxActions, hints.maxTokens)
+cut to what the suite's has left once the tasks that ended and those
+running have taken theirs, so the total is a real bound. A task starts
+only when the budget has room for it; once it is spent no task starts,
+and a task it cut short makes the suite stopped by it.
 
 Output: a line per task on stderr as it ends, with a running count, such as
   [3/10] ok      checkout.json  4 actions 1.2s  checkout/SESSION-ID
@@ -130,10 +146,13 @@ func (l *endpointList) Set(s string) error {
 }
 
 // suiteOnStart, when set (tests), is called as each attempt of a task
-// starts.
-var suiteOnStart func(suite.Attempt)
+// starts; suiteOnStep as each of its steps is reported.
+var (
+	suiteOnStart func(suite.Attempt)
+	suiteOnStep  func(suite.Attempt, session.StepReport)
+)
 
-func runSuite(ctx context.Context, args []string, stdio Stdio) error {
+func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 	fs := newFlagSet("suite", suiteUsage, stdio)
 	var o runOptions
 	var so suiteOptions
@@ -141,17 +160,19 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 	fs.Var(&so.endpoints, "browser-endpoint", "run the tasks on the Playwright server at `ws://HOST:PORT/` instead of launching Chromium (repeatable, or comma-separated: a fleet, round-robin)")
 	fs.StringVar(&so.approve, "approve", string(session.ApproveDeny), "approval requests: deny or low-and-medium-only (nobody can be asked)")
 	fs.DurationVar(&so.maxDuration, "max-duration", 0, "the suite's wall time budget (default none; each task's own is its TASK.json's)")
-	fs.IntVar(&so.maxActions, "max-actions", 0, "the suite's action budget: no task starts once the tasks executed `N` actions together (default none)")
-	fs.IntVar(&so.maxTokens, "max-tokens", 0, "the suite's token budget: no task starts once the tasks' model calls used `N` tokens together (default none)")
+	fs.IntVar(&so.maxActions, "max-actions", 0, "the suite's action budget: the tasks together execute at most `N` actions, each task's maxActions cut to what is left (default none)")
+	fs.IntVar(&so.maxTokens, "max-tokens", 0, "the suite's token budget: the tasks' model calls use at most `N` tokens together, each task's hints.maxTokens cut to what is left (default none)")
 	fs.BoolVar(&so.verbose, "verbose", false, "print every session's step lines too, prefixed with the task's name")
 	fs.StringVar(&so.junit, "junit", "", "write the JUnit XML report to `FILE` (replaced): a testcase per task, a failure with the reason and the bundle")
 	fs.StringVar(&so.summary, "summary", "", "append the Markdown summary to `FILE` (created when missing), such as \"$GITHUB_STEP_SUMMARY\"")
 	addAgentFlag(fs, &o)
 	addSessionFlags(fs, &o)
-	fs.Lookup("evidence").Usage = "the suite's `DIR`: each task's bundles go to DIR/TASK/SESSION-ID, the index to DIR/" + suite.IndexFile
+	fs.Lookup("evidence").Usage = "the suite's `DIR`, holding no suite or bundle yet: each task's bundles go to DIR/TASK/SESSION-ID, the index to DIR/" + suite.IndexFile + " (default a new " + DefaultEvidenceDir + "/" + suiteDirPrefix + "TIME)"
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	evidenceSet := false
+	fs.Visit(func(f *flag.Flag) { evidenceSet = evidenceSet || f.Name == "evidence" })
 	o.approvalWait = session.DefaultApprovalTimeout // rules answer at once
 	switch {
 	case fs.NArg() == 0:
@@ -185,6 +206,9 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 	defer env.flush()
 	defer func() { err = env.redact(err) }()
 	defer env.closeBrowsers()
+	if o.evidence, err = suiteDir(o.evidence, evidenceSet, time.Now()); err != nil {
+		return exitCode(ExitUsage, err)
+	}
 	tasks := make([]suite.Task, len(files))
 	for i, f := range files {
 		in, err := runTask(&o, []string{f.Path}, stdio)
@@ -197,7 +221,6 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 		}
 		tasks[i] = suite.Task{Name: f.Name, Input: in}
 	}
-	mode := contract.DriverMode(o.driver)
 	out, err := suite.Run(ctx, tasks, suite.Options{
 		Parallel:    so.parallel,
 		Endpoints:   so.endpoints,
@@ -215,8 +238,15 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 			cfg.Driver.BrowserEndpoint = a.Endpoint
 			cfg.Evidence = session.EvidenceDir(a.Evidence)
 			cfg.OnStep = nil
-			if so.verbose {
-				cfg.OnStep = func(r session.StepReport) { a.Log(progressLine(r)) }
+			if so.verbose || suiteOnStep != nil {
+				cfg.OnStep = func(r session.StepReport) {
+					if suiteOnStep != nil {
+						suiteOnStep(a, r)
+					}
+					if so.verbose {
+						a.Log(progressLine(r))
+					}
+				}
 			}
 			res, err := session.Run(ctx, cfg)
 			// The index is output too: what the page echoed of a secret
@@ -226,10 +256,7 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 			return res, env.redact(err)
 		},
 		ServerUp: func(ctx context.Context, endpoint string) error {
-			pctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
-			defer cancel()
-			_, err := env.browsers.For(pctx, driver.Config{Mode: mode, BrowserEndpoint: endpoint, Headed: o.headed, AllowNoNetworkIsolation: o.noIsolation})
-			return err
+			return probeServer(ctx, env.browsers, endpoint, o.headed)
 		},
 	})
 	if err != nil {
@@ -239,6 +266,65 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) error {
 		return exitCode(ExitFailure, err)
 	}
 	return suiteExit(ctx, out)
+}
+
+// probeServer asks the Playwright server at endpoint whether it still
+// gives a browser, as the next session on it would need: it opens a
+// browser context with a blank page in the server's browser (connecting
+// again first when the suite's connection was lost) and closes it, within
+// serverProbeTimeout. A connection that still looks up but whose server
+// hangs or is cut off fails the probe: the context is a round trip to the
+// server and its browser.
+func probeServer(ctx context.Context, browsers *driver.Browsers, endpoint string, headed bool) error {
+	pctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
+	defer cancel()
+	d, err := driver.Open(pctx, driver.Config{Mode: contract.ModePlaywright, BrowserEndpoint: endpoint, Headed: headed, Browsers: browsers})
+	if err != nil {
+		return fmt.Errorf("server probe: %w", err)
+	}
+	if err := d.Close(pctx); err != nil {
+		return fmt.Errorf("server probe: close its context: %w", err)
+	}
+	return nil
+}
+
+// suiteDirPrefix starts the name of the directory a suite makes for
+// itself under the default evidence root.
+const suiteDirPrefix = "suite-"
+
+// suiteDir returns the suite's directory, made: without --evidence
+// (given false), a new one under root named after the suite's start in
+// UTC (suite-20260102T150405Z, with -2, -3... when taken); with it, root
+// itself, refused when it already holds a suite index or bundles (aegis
+// verify checks a suite's directory whole: a bundle the index does not
+// list makes it fail).
+func suiteDir(root string, given bool, now time.Time) (string, error) {
+	if given {
+		if err := suite.CheckFreshDir(root); err != nil {
+			return "", fmt.Errorf("--evidence: %w", err)
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return "", fmt.Errorf("--evidence: %w", err)
+		}
+		return root, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("evidence root: %w", err)
+	}
+	base := filepath.Join(root, suiteDirPrefix+now.UTC().Format("20060102T150405Z"))
+	for i := 1; ; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || i >= 1000 {
+			return "", fmt.Errorf("the suite's directory: %w", err)
+		}
+	}
 }
 
 // suiteApprover is the approver of a suite's sessions: a rule, since

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/driver/drivertest"
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/secrets"
+	"github.com/aegis-run/aegis/session"
 	"github.com/aegis-run/aegis/suite"
 )
 
@@ -128,6 +131,9 @@ func checkSuiteIndex(t *testing.T, dir string, idx suite.Index) {
 		if got.Completed() != (got.Error == "") {
 			t.Errorf("%s: status %q with error %q", got.Name, got.Status, got.Error)
 		}
+		if st.name == "11-foreign-origin" && got.Denials != 1 {
+			t.Errorf("%s: %d denials, want 1", got.Name, got.Denials)
+		}
 		if got.Bundle == "" || !strings.HasPrefix(got.Bundle, st.name+"/") {
 			t.Errorf("%s: bundle %q, want one under %s/", got.Name, got.Bundle, st.name)
 			continue
@@ -200,6 +206,20 @@ func TestSuiteOneBrowser(t *testing.T) {
 	if code := Run(ctx, []string{"verify", out}, Stdio{Out: &vout, Err: &verr}); code != ExitOK {
 		t.Errorf("verify %s: exit %d\n%s%s", out, code, vout.String(), verr.String())
 	}
+	// Two lines swapped (each task's name and task hash on the other's
+	// bundle, status and counts): the task hash ties a line to its bundle.
+	swapped := idx
+	swapped.Tasks = slices.Clone(idx.Tasks)
+	a, b := &swapped.Tasks[0], &swapped.Tasks[1]
+	a.Name, b.Name, a.TaskHash, b.TaskHash = b.Name, a.Name, b.TaskHash, a.TaskHash
+	if err := suite.WriteIndex(out, swapped); err != nil {
+		t.Fatal(err)
+	}
+	vout.Reset()
+	verr.Reset()
+	if code := Run(ctx, []string{"verify", out}, Stdio{Out: &vout, Err: &verr}); code != ExitFailure || !strings.Contains(verr.String(), "FAIL  02-orders.json: taskHash: the index says") {
+		t.Errorf("verify with two lines swapped: exit %d\n%s%s", code, vout.String(), verr.String())
+	}
 	// One line per task as it ends, whole, with the running count.
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	n := 0
@@ -226,6 +246,52 @@ func TestSuiteOneBrowser(t *testing.T) {
 	if !strings.Contains(stderr.String(), "aegis suite: 10 of 13 tasks completed (3 did not complete, 0 not run)") {
 		t.Errorf("no summary:\n%s", stderr.String())
 	}
+	runExampleSuite(t, ctx, site.URL())
+}
+
+// runExampleSuite runs the example suite (examples/suite) on the demo
+// shop at base, as the example workflow does (its shop's address
+// replaced by base), and checks what the workflow checks: exit 1, exactly
+// the denied task did not complete (with its one denial), and the suite
+// verifies.
+func runExampleSuite(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(exampleSuiteDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("example tasks: %v %v", files, err)
+	}
+	tasks := t.TempDir()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte(exampleShop), []byte(base))
+		if err := os.WriteFile(filepath.Join(tasks, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "aegis-evidence")
+	var stdout, stderr bytes.Buffer
+	if code := Run(ctx, []string{"suite", "--parallel", "2", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr}); code != ExitSuiteIncomplete {
+		t.Fatalf("the example suite: exit %d, want %d\n%s", code, ExitSuiteIncomplete, stderr.String())
+	}
+	var failed []string
+	for _, got := range readIndex(t, out).Tasks {
+		if !got.Completed() {
+			failed = append(failed, got.Name)
+			if got.Status != contract.SessionFailed || got.Denials != 1 {
+				t.Errorf("%s: status %q, %d denials; want failed, 1", got.Name, got.Status, got.Denials)
+			}
+		}
+	}
+	if got := strings.Join(failed, " "); got != exampleDenied {
+		t.Errorf("the example suite: %q did not complete, want exactly %q\n%s", got, exampleDenied, stderr.String())
+	}
+	var vout, verr bytes.Buffer
+	if code := Run(ctx, []string{"verify", out}, Stdio{Out: &vout, Err: &verr}); code != ExitOK {
+		t.Errorf("verify the example suite: exit %d\n%s%s", code, vout.String(), verr.String())
+	}
 }
 
 func TestSuiteFleet(t *testing.T) {
@@ -244,10 +310,11 @@ func TestSuiteFleet(t *testing.T) {
 	defer site.Close()
 	tasks := writeSuite(t, site.URL())
 	out := t.TempDir()
-	// The second server goes away as its first task starts.
+	// The second server goes away in the middle of its first task: as
+	// that session reports its first step.
 	var once sync.Once
 	var killedTask string
-	suiteOnStart = func(at suite.Attempt) {
+	suiteOnStep = func(at suite.Attempt, _ session.StepReport) {
 		if at.Endpoint == b.Endpoint {
 			once.Do(func() {
 				killedTask = at.Task.Name
@@ -255,9 +322,10 @@ func TestSuiteFleet(t *testing.T) {
 			})
 		}
 	}
-	defer func() { suiteOnStart = nil }()
+	defer func() { suiteOnStep = nil }()
 	var stdout, stderr bytes.Buffer
-	code := Run(ctx, []string{"suite", "--parallel", "2", "--evidence", out, "--browser-endpoint", a.Endpoint + "," + b.Endpoint, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	code := Run(ctx, []string{"suite", "--parallel", "2", "--evidence", out, "--junit", junit, "--browser-endpoint", a.Endpoint + "," + b.Endpoint, tasks}, Stdio{Out: &stdout, Err: &stderr})
 	if code != ExitSuiteIncomplete {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitSuiteIncomplete, stderr.String())
 	}
@@ -266,6 +334,17 @@ func TestSuiteFleet(t *testing.T) {
 	}
 	idx := readIndex(t, out)
 	checkSuiteIndex(t, out, idx)
+	// The JUnit report: a failure in each task that did not complete
+	// (the retried ones completed or failed on the server left).
+	rep := readJUnit(t, junit)
+	if rep.Tests != len(demoSuite) || rep.Failures != 3 || rep.Skipped != 0 || len(rep.Suite.Cases) != len(demoSuite) {
+		t.Errorf("junit: %d tests, %d failures, %d skipped, %d cases; want %d, 3, 0", rep.Tests, rep.Failures, rep.Skipped, len(rep.Suite.Cases), len(demoSuite))
+	}
+	for i, c := range rep.Suite.Cases {
+		if i < len(demoSuite) && (c.Name != demoSuite[i].name+".json" || (c.Failure != nil) != (demoSuite[i].want != contract.SessionCompleted)) {
+			t.Errorf("junit case %d: %s, failure %v; want %s.json, %q", i, c.Name, c.Failure != nil, demoSuite[i].name, demoSuite[i].want)
+		}
+	}
 	// The killed server's first task was retried on the other; so was any
 	// task handed to it before its failure was known.
 	killedRetried := false
@@ -346,15 +425,22 @@ func TestSuiteInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	tasks := writeSuite(t, "http://127.0.0.1:9")
-	out := t.TempDir()
+	// Without --evidence, the suite makes a directory of its own under
+	// ./aegis-evidence.
+	t.Chdir(t.TempDir())
 	suiteOnStart = func(suite.Attempt) { cancel(ErrInterrupted) }
 	defer func() { suiteOnStart = nil }()
 	var stdout, stderr bytes.Buffer
 	junit := filepath.Join(t.TempDir(), "junit.xml")
-	code := Run(ctx, []string{"suite", "--evidence", out, "--junit", junit, tasks}, Stdio{Out: &stdout, Err: &stderr})
+	code := Run(ctx, []string{"suite", "--junit", junit, tasks}, Stdio{Out: &stdout, Err: &stderr})
 	if code != ExitAborted {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitAborted, stderr.String())
 	}
+	dirs, err := filepath.Glob(filepath.Join(DefaultEvidenceDir, "suite-*"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("suite directories %v (%v), want one under %s", dirs, err, DefaultEvidenceDir)
+	}
+	out := dirs[0]
 	idx := readIndex(t, out)
 	if idx.StoppedBy != suite.StopInterrupted {
 		t.Errorf("index stopped by %q, want %q", idx.StoppedBy, suite.StopInterrupted)
@@ -377,5 +463,114 @@ func TestSuiteInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "aegis suite: stopped: the suite was interrupted") {
 		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	// A second suite gets a directory of its own, and each verifies.
+	ctx2, cancel2 := context.WithCancelCause(context.Background())
+	defer cancel2(nil)
+	suiteOnStart = func(suite.Attempt) { cancel2(ErrInterrupted) }
+	if code := Run(ctx2, []string{"suite", tasks}, Stdio{Out: &stdout, Err: &stderr}); code != ExitAborted {
+		t.Fatalf("the second suite: exit %d, want %d\nstderr:\n%s", code, ExitAborted, stderr.String())
+	}
+	if dirs, _ = filepath.Glob(filepath.Join(DefaultEvidenceDir, "suite-*")); len(dirs) != 2 {
+		t.Fatalf("suite directories %v, want two", dirs)
+	}
+	for _, d := range dirs {
+		var vout, verr bytes.Buffer
+		if code := Run(context.Background(), []string{"verify", d}, Stdio{Out: &vout, Err: &verr}); code != ExitOK {
+			t.Errorf("verify %s: exit %d\n%s%s", d, code, vout.String(), verr.String())
+		}
+	}
+}
+
+// TestSuiteClassification: each task of a suite runs under its own
+// classification: a task without hints.classification is restricted (the
+// default) even when the task loaded after it says public. Its bundle's
+// observations record the classification the session ran under. A second
+// suite into the same --evidence directory is refused.
+func TestSuiteClassification(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium")
+	}
+	t.Setenv(EnvModel, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	site, err := demosite.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	tasks := t.TempDir()
+	for _, tc := range []struct{ name, hints string }{
+		{"a-unhinted", `{"steps":["expect \"Aegis Demo Shop\""]}`},
+		{"b-public", `{"steps":["expect \"Aegis Demo Shop\""],"classification":"public"}`},
+	} {
+		doc := `{"goal":"read","urls":["` + site.URL() + `/"],"hints":` + tc.hints + `}`
+		if err := os.WriteFile(filepath.Join(tasks, tc.name+".json"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := Run(ctx, []string{"suite", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr}); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	idx := readIndex(t, out)
+	want := []contract.Classification{contract.ClassRestricted, contract.ClassPublic}
+	for i, task := range idx.Tasks {
+		b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(task.Bundle), "dom", "0.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obs contract.Observation
+		if err := json.Unmarshal(b, &obs); err != nil {
+			t.Fatal(err)
+		}
+		if got := obs.State.PolicyContext.Classification; got != want[i] {
+			t.Errorf("%s ran under %q, want %q", task.Name, got, want[i])
+		}
+	}
+	// The directory holds a suite now: a second one is refused, before
+	// it runs anything.
+	stderr.Reset()
+	if code := Run(ctx, []string{"suite", "--evidence", out, tasks}, Stdio{Out: &stdout, Err: &stderr}); code != ExitUsage {
+		t.Errorf("a second suite into %s: exit %d, want %d", out, code, ExitUsage)
+	}
+	if want := "already holds a suite or evidence bundles (its suite.json)"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	if after := readIndex(t, out); after.StartedAt != idx.StartedAt {
+		t.Error("the refused suite replaced the index")
+	}
+}
+
+// TestSuiteDirRefused: --evidence DIR holding an evidence bundle (aegis
+// run's) is refused; the error, like every error of the command, passes
+// the secrets' filter (a secret's value in the path shows as its
+// placeholder).
+func TestSuiteDirRefused(t *testing.T) {
+	t.Setenv(EnvModel, "")
+	const secret = "sw0rdfish-0f-the-suite"
+	t.Setenv("AEGIS_SECRET_SUITE_TOKEN", secret)
+	task := writeFile(t, "task.json", `{"goal":"read","urls":["https://example.com/"],"hints":{"steps":["extract text"]}}`, 0o644)
+	dir := filepath.Join(t.TempDir(), "evidence-"+secret)
+	bundle := filepath.Join(dir, "s-0123456789abcdef")
+	if err := os.MkdirAll(bundle, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, evidence.FileManifest), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), []string{"suite", "--evidence", dir, task}, Stdio{Out: &stdout, Err: &stderr}); code != ExitUsage {
+		t.Errorf("exit %d, want %d", code, ExitUsage)
+	}
+	if want := "already holds a suite or evidence bundles"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	if strings.Contains(stderr.String(), secret) {
+		t.Errorf("stderr shows the secret: %q", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "evidence-"+secrets.Placeholder("SUITE_TOKEN")) {
+		t.Errorf("stderr %q: want the secret's placeholder", stderr.String())
 	}
 }

@@ -20,16 +20,25 @@ const exampleHead = "6f9aa09b46f64257bbd048a956326d740b8d62f53a833c04e677a0bb1cf
 func writeVerifiedSuite(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
+	// The example bundle's task, as its manifest records it.
+	var m contract.Manifest
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(exampleBundle, "provenance", "manifest-start.json"))), &m); err != nil {
+		t.Fatal(err)
+	}
+	taskHash, err := suite.TaskHash(m.Task)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var tasks []suite.TaskResult
 	for _, name := range []string{"orders", "account\x1b[2J"} {
 		rel := strings.ReplaceAll(name, "\x1b[2J", "") + "/cus_01HZX4K9"
 		if err := os.CopyFS(filepath.Join(dir, filepath.FromSlash(rel)), os.DirFS(exampleBundle)); err != nil {
 			t.Fatal(err)
 		}
-		tasks = append(tasks, suite.TaskResult{Name: name + ".json", Status: contract.SessionCompleted, DurationMs: 900,
+		tasks = append(tasks, suite.TaskResult{Name: name + ".json", TaskHash: taskHash, Status: contract.SessionCompleted, DurationMs: 900,
 			Actions: 3, Denials: 1, Approvals: 1, Bundle: rel, HeadHash: exampleHead})
 	}
-	tasks = append(tasks, suite.TaskResult{Name: "offline.json", Error: "no browser: ws://127.0.0.1:1/: connection refused"})
+	tasks = append(tasks, suite.TaskResult{Name: "offline.json", TaskHash: taskHash, Error: "no browser: ws://127.0.0.1:1/: connection refused"})
 	idx := suite.Index{FormatVersion: suite.FormatVersion, StartedAt: "2026-11-26T21:00:00Z", EndedAt: "2026-11-26T21:00:02Z", DurationMs: 2000, Parallel: 2, Tasks: tasks}
 	if err := suite.WriteIndex(dir, idx); err != nil {
 		t.Fatal(err)

@@ -317,7 +317,7 @@ func (d *pwDriver) awaitNavigation(ctx context.Context, p playwright.Page, befor
 		if d.judging.Load() > 0 {
 			deadline = time.Now().Add(wait)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil || p.IsClosed() {
+		if time.Now().After(deadline) || ctx.Err() != nil || !d.isOpen(p) {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -233,10 +233,22 @@ func (d *pwDriver) active() (playwright.Page, error) {
 	if d.closed {
 		return nil, newErr(contract.CodePageClosed, "", "the session is closed", nil)
 	}
-	if d.page == nil || d.page.IsClosed() {
+	// Not d.page.IsClosed(): the library sets that field on its dispatch
+	// goroutine without a lock (a server that goes away closes every page
+	// there). The page's close handler (adopt) takes d.page away under
+	// d.stateMu instead.
+	if d.page == nil {
 		return nil, newErr(contract.CodePageClosed, "", "the page was closed", nil)
 	}
 	return d.page, nil
+}
+
+// isOpen reports whether p is one of the context's open pages, as the
+// pages' close handlers (adopt) keep them under d.stateMu.
+func (d *pwDriver) isOpen(p playwright.Page) bool {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	return slices.Contains(d.pages, p)
 }
 
 // Mode returns playwright or sandbox.

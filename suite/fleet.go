@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aegis-run/aegis/audit"
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/session"
 )
@@ -28,9 +29,11 @@ var ErrNoServer = errors.New("no browser server left")
 //     never started), while the suite was not stopping (its context
 //     live: a suite budget or an interruption ends sessions aborted, and
 //     that is nobody's failure); and
-//  2. the server, asked right after the attempt (Options.ServerUp:
-//     connect again, as the next session would), cannot give a browser:
-//     the connection is refused or closed, the browser is gone.
+//  2. the server, asked right after the attempt (Options.ServerUp: aegis
+//     suite opens a browser context on it and closes it, a round trip to
+//     the server and its browser, bounded in time, as the next session
+//     would need), cannot give a browser: the connection is refused or
+//     closed, the browser is gone, or the server does not answer in time.
 //
 // Everything else is the task's own: a denial, a selector that matches
 // nothing, a task budget, a model error, on a server that still answers.
@@ -42,7 +45,18 @@ var ErrNoServer = errors.New("no browser server left")
 // A server charged with a failure is out of the rotation for the rest of
 // the suite, and the task is retried once on another server that is still
 // in it; the failed attempt is recorded (TaskResult.Retries) and its
-// bundle, sealed as the session ended, stays. An attempt whose retry also
+// bundle, sealed as the session ended, stays.
+//
+// # What is never retried
+//
+// A retry runs the task again from its start: what the failed attempt
+// did that cannot be undone would be done twice. An attempt is not
+// retried, and the task fails with it (its Error says why), when it
+// executed an approved action, or when its bundle records an effect that
+// may change state on a server (contract.Effect.ChangesState: a POST, a
+// peer channel...) that happened (allowed or approved). An attempt that
+// executed actions but whose bundle cannot be read is not retried either:
+// nothing shows it changed nothing. An attempt whose retry also
 // failed with its server ends the task there. When no server is left,
 // the tasks not yet run fail with ErrNoServer.
 type fleet struct {
@@ -86,6 +100,35 @@ func (f *fleet) fail(ep string, why error) {
 			return
 		}
 	}
+}
+
+// irreversible says why retrying the attempt that ended as res could
+// repeat something that cannot be undone (see fleet), or "" when nothing
+// shows it could: no approved action, and no state-changing effect that
+// happened in its bundle.
+func irreversible(ctx context.Context, res session.Result) string {
+	if res.Approved > 0 {
+		return fmt.Sprintf("the attempt executed %d approved action(s), which a retry could repeat", res.Approved)
+	}
+	if res.Output.ActionsExecuted == 0 {
+		return ""
+	}
+	if res.Evidence.Dir == "" {
+		return fmt.Sprintf("the attempt executed %d action(s) and left no bundle to show they changed nothing", res.Output.ActionsExecuted)
+	}
+	b, err := audit.Open(ctx, res.Evidence.Dir, audit.OpenOptions{AllowUnsealed: true})
+	if err != nil {
+		return fmt.Sprintf("the attempt executed %d action(s) and its bundle does not show they changed nothing: %v", res.Output.ActionsExecuted, err)
+	}
+	defer b.Close()
+	for _, s := range b.Steps {
+		for _, e := range s.Effects {
+			if r := e.Final().Result; e.Effect.ChangesState() && (r == contract.ResultAllowed || r == contract.ResultApproved) {
+				return fmt.Sprintf("step %d's action had an effect that may change state (%s %s %s%s, %s), which a retry could repeat", s.Index, e.Effect.Kind, e.Effect.Method, e.Effect.Origin, e.Effect.Path, r)
+			}
+		}
+	}
+	return ""
 }
 
 // serverFailed applies the rule of fleet: whether the attempt on ep that

@@ -5,7 +5,14 @@
 // XML, a Markdown summary).
 package suite
 
-import "github.com/aegis-run/aegis/contract"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/aegis-run/aegis/canonjson"
+	"github.com/aegis-run/aegis/contract"
+)
 
 // FormatVersion names the suite index format.
 const FormatVersion = "aegis-suite/1"
@@ -61,6 +68,10 @@ type TaskResult struct {
 	// Name names the task: its file's path as given (or relative to the
 	// suite directory).
 	Name string `json:"name"`
+	// TaskHash ties the line to its task: TaskHash of the task as the
+	// suite handed it to the session, which the bundle's manifest records
+	// (its "task"); aegis verify compares the two.
+	TaskHash string `json:"taskHash"`
 	// Status is how the session ended (contract.SessionStatus, failed
 	// included), as its sealed bundle says; "" when no session could
 	// start, its bundle could not be sealed, or the task was not run (see
@@ -93,6 +104,19 @@ type TaskResult struct {
 	// suite was stopped before its turn (Error says which). A skipped task
 	// has no status and no bundle.
 	Skipped bool `json:"skipped,omitempty"`
+}
+
+// TaskHash returns the SHA-256, as 64 lowercase hex digits, of the
+// canonical JSON (RFC 8785) of the task: what an index line records of its
+// task (TaskResult.TaskHash), and what aegis verify computes from the task
+// a bundle's manifest records.
+func TaskHash(in contract.Input) (string, error) {
+	b, err := canonjson.Marshal(in)
+	if err != nil {
+		return "", fmt.Errorf("suite: task hash: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // Retry is an attempt of a task that its server's failure ended.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -160,4 +161,39 @@ func localBundle(rel string) bool {
 		}
 	}
 	return true
+}
+
+// ErrDirInUse is wrapped by CheckFreshDir's error for a directory that
+// already holds a suite index or evidence bundles.
+var ErrDirInUse = errors.New("already holds a suite or evidence bundles")
+
+// CheckFreshDir checks that dir can be a new suite's directory: it does
+// not exist, or holds neither a suite index nor any evidence bundle (at
+// any depth). A suite's directory is verified whole (Verify): a bundle the
+// index does not list, another run's or another suite's, fails it.
+func CheckFreshDir(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, IndexFile)); err == nil {
+		return fmt.Errorf("%s %w (its %s): give the suite a directory of its own", dir, ErrDirInUse, IndexFile)
+	}
+	var found string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir && errors.Is(err, fs.ErrNotExist) {
+				return filepath.SkipAll
+			}
+			return err
+		}
+		if d.IsDir() && IsBundle(p) {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("suite directory %s: %w", dir, err)
+	}
+	if found != "" {
+		return fmt.Errorf("%s %w (%s is a bundle): give the suite a directory of its own", dir, ErrDirInUse, found)
+	}
+	return nil
 }

@@ -91,7 +91,7 @@ func TestWriteIndexRefuses(t *testing.T) {
 // content's wrapping ErrInvalidIndex.
 func TestReadIndexErrors(t *testing.T) {
 	good := `{"formatVersion":"aegis-suite/1","startedAt":"2026-11-26T21:00:00Z","endedAt":"2026-11-26T21:00:01Z","durationMs":1000,"parallel":1,"tasks":[` +
-		`{"name":"a.json","status":"completed","durationMs":5,"actions":1,"denials":0,"approvals":0,"bundle":"a/s","headHash":"` + strings.Repeat("a", 64) + `"}]}`
+		`{"name":"a.json","taskHash":"` + strings.Repeat("d", 64) + `","status":"completed","durationMs":5,"actions":1,"denials":0,"approvals":0,"bundle":"a/s","headHash":"` + strings.Repeat("a", 64) + `"}]}`
 	if _, err := ParseIndex([]byte(good)); err != nil {
 		t.Fatalf("the good index: %v", err)
 	}
@@ -115,7 +115,7 @@ func TestReadIndexErrors(t *testing.T) {
 		{"fraction", strings.Replace(good, `"actions":1`, `"actions":1.5`, 1), &invalid, "/tasks/0/actions"},
 		{"head hash without bundle", strings.Replace(good, `,"bundle":"a/s"`, ``, 1), &invalid, "/tasks/0"},
 		{"skipped with a status", strings.Replace(good, `"status":"completed"`, `"status":"completed","skipped":true`, 1), &invalid, "/tasks/0"},
-		{"bundle twice", strings.Replace(good, `}]}`, `},{"name":"b.json","durationMs":1,"actions":0,"denials":0,"approvals":0,"bundle":"a/s","error":"x"}]}`, 1), nil, `task 2 ("b.json"): bundle "a/s" is also task 1 ("a.json")'s`},
+		{"bundle twice", strings.Replace(good, `}]}`, `},{"name":"b.json","taskHash":"`+strings.Repeat("e", 64)+`","durationMs":1,"actions":0,"denials":0,"approvals":0,"bundle":"a/s","error":"x"}]}`, 1), nil, `task 2 ("b.json"): bundle "a/s" is also task 1 ("a.json")'s`},
 		{"too large", good + strings.Repeat(" ", schemas.MaxDocumentBytes), nil, "larger than"},
 	}
 	for _, tt := range tests {

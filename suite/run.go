@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/internal/text"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -56,14 +57,22 @@ type Options struct {
 	// sealed). 0: no bound.
 	MaxDuration time.Duration
 	// MaxActions and MaxTokens bound the executed actions and the model
-	// tokens of all the tasks together: once reached, no task starts (the
-	// running ones run on). 0: no bound.
+	// tokens of all the tasks together, running ones included: each
+	// attempt runs with its task's budget (maxActions, hints.maxTokens; the
+	// session's default without one) cut to what the suite's budget has
+	// left, held for it while it runs, so that the total never passes it.
+	// A task starts only when the budget has room; once it is spent, no
+	// task starts, and a task cut short by it reports it (StoppedBy). 0:
+	// no bound.
 	MaxActions, MaxTokens int
 	// Run runs an attempt. Required.
 	Run RunFunc
 	// ServerUp reports whether the Playwright server at the endpoint can
 	// still give a browser (nil) or why not, after an attempt on it did not
-	// complete. Required with Endpoints.
+	// complete. It must do real work on the server within a bounded time
+	// (aegis suite opens and closes a browser context on it): a connection
+	// that merely looks open says nothing of a server that hangs. Required
+	// with Endpoints.
 	ServerUp func(ctx context.Context, endpoint string) error
 	// Progress receives a line per task as it ends; nil: none.
 	Progress io.Writer
@@ -114,12 +123,19 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 	}
 	defer cancel()
 	names := make([]string, len(tasks))
+	hashes := make([]string, len(tasks))
 	for i, t := range tasks {
 		names[i] = t.Name
+		h, err := TaskHash(t.Input)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("suite: task %s: %w", t.Name, err)
+		}
+		hashes[i] = h
 	}
 	r := &runner{
 		o:        o,
 		results:  make([]TaskResult, len(tasks)),
+		hashes:   hashes,
 		slugs:    slugs(names),
 		fleet:    newFleet(o.Endpoints),
 		progress: newProgress(o.Progress, len(tasks)),
@@ -131,7 +147,8 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
-		if stop, why := r.stopped(ctx); stop != "" {
+		g, stop, why := r.admit(ctx)
+		if stop != "" {
 			r.notRun(tasks[i:], i, stop, why)
 			break
 		}
@@ -139,12 +156,15 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r.runTask(ctx, i, t)
+			r.runTask(ctx, i, t, g)
 		}()
 	}
 	wg.Wait()
 	if r.stop == "" && ctx.Err() != nil && r.cancelled {
 		r.stop, r.why = stopOf(ctx)
+	}
+	if r.stop == "" && r.hit != "" {
+		r.stop, r.why = r.hit, r.hitWhy
 	}
 	end := time.Now()
 	return Outcome{
@@ -165,16 +185,125 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 type runner struct {
 	o        Options
 	results  []TaskResult // by task; each written by its task's goroutine
+	hashes   []string     // TaskHash of each task
 	slugs    []string
 	fleet    *fleet
 	progress *progress
 
 	mu        sync.Mutex
-	actions   int  // executed by the attempts that ended
-	tokens    int  // used by the attempts that ended
-	cancelled bool // an attempt ended while the suite's context was done
+	actions   int           // executed by the attempts that ended
+	tokens    int           // used by the attempts that ended
+	held      grant         // held by the attempts running (see grant)
+	released  chan struct{} // closed (and replaced) when an attempt ends
+	cancelled bool          // an attempt ended while the suite's context was done
+	hit       Stop          // a suite budget that cut a task short
+	hitWhy    string
 	stop      Stop
 	why       string
+}
+
+// grant is what an attempt may use of the suite's budgets (0: the budget
+// is not set): its task's own budget, cut to what the budget has left once
+// the attempts that ended and those running have taken theirs. The suite
+// holds it while the attempt runs, and counts what the attempt used
+// instead once it ends, so that the tasks together can never pass a suite
+// budget: a task starts only when the budget has room for it.
+type grant struct {
+	actions, tokens int
+}
+
+// admit waits until the suite's budgets have room for an attempt, and
+// returns its grant (held from then on); or what stopped the suite (the
+// context ended, or a budget is spent while no attempt runs that could
+// give some back).
+func (r *runner) admit(ctx context.Context) (grant, Stop, string) {
+	for {
+		if stop, why := r.stopped(ctx); stop != "" {
+			return grant{}, stop, why
+		}
+		r.mu.Lock()
+		g, ok := r.room()
+		if ok {
+			r.held.actions += g.actions
+			r.held.tokens += g.tokens
+			r.mu.Unlock()
+			return g, "", ""
+		}
+		if r.released == nil {
+			r.released = make(chan struct{})
+		}
+		ch := r.released
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// room returns what the budgets have left for a new attempt, whether
+// every budget set has some (r.mu held).
+func (r *runner) room() (grant, bool) {
+	var g grant
+	if r.o.MaxActions > 0 {
+		if g.actions = r.o.MaxActions - r.actions - r.held.actions; g.actions <= 0 {
+			return grant{}, false
+		}
+	}
+	if r.o.MaxTokens > 0 {
+		if g.tokens = r.o.MaxTokens - r.tokens - r.held.tokens; g.tokens <= 0 {
+			return grant{}, false
+		}
+	}
+	return g, true
+}
+
+// capped returns the task's input with its budgets cut to the grant, and
+// the grant cut to what the task may use on its own (returned to the
+// suite at once).
+func (r *runner) capped(in contract.Input, g grant) (contract.Input, grant) {
+	back := grant{}
+	if g.actions > 0 {
+		own := session.DefaultMaxActions
+		if in.MaxActions != nil {
+			own = *in.MaxActions
+		}
+		if own <= g.actions {
+			back.actions, g.actions = g.actions-own, own
+		} else {
+			n := g.actions
+			in.MaxActions = &n
+		}
+	}
+	if g.tokens > 0 {
+		own, err := in.MaxTokens()
+		if err == nil && own > 0 && own <= g.tokens {
+			back.tokens, g.tokens = g.tokens-own, own
+		} else if c, err := in.WithMaxTokens(g.tokens); err == nil {
+			in = c
+		}
+	}
+	if back != (grant{}) {
+		r.release(back)
+	}
+	return in, g
+}
+
+// release gives back what an attempt held (r.mu not held), waking the
+// tasks waiting for room.
+func (r *runner) release(g grant) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.releaseLocked(g)
+}
+
+func (r *runner) releaseLocked(g grant) {
+	r.held.actions -= g.actions
+	r.held.tokens -= g.tokens
+	if r.released != nil {
+		close(r.released)
+		r.released = nil
+	}
 }
 
 // stopped says whether no task may start any more, and why: the context
@@ -213,7 +342,7 @@ func (r *runner) notRun(tasks []Task, first int, stop Stop, why string) {
 	r.stop, r.why = stop, why
 	r.mu.Unlock()
 	for i, t := range tasks {
-		res := TaskResult{Name: t.Name, Error: notRunPrefix + why, Skipped: true}
+		res := TaskResult{Name: t.Name, TaskHash: r.hashes[first+i], Error: cutError(notRunPrefix + why), Skipped: true}
 		r.results[first+i] = res
 		r.progress.taskEnded(res)
 	}
@@ -221,16 +350,26 @@ func (r *runner) notRun(tasks []Task, first int, stop Stop, why string) {
 
 // runTask runs task i, retrying it once on another server when its
 // server failed (see fleet), and writes its result.
-func (r *runner) runTask(ctx context.Context, i int, t Task) {
+func (r *runner) runTask(ctx context.Context, i int, t Task, g grant) {
 	start := time.Now()
-	res := TaskResult{Name: t.Name}
+	res := TaskResult{Name: t.Name, TaskHash: r.hashes[i]}
 	var failedOn []string // the servers that failed the task
 	var down error        // how the last of them failed
-	for {
+	for first := true; ; first = false {
+		if !first {
+			// A retry needs room in the suite's budgets too.
+			var stop Stop
+			var why string
+			if g, stop, why = r.admit(ctx); stop != "" {
+				res.Error = cutError(fmt.Sprintf("%s (the server failed: %v; not retried: %s)", res.Error, down, why))
+				break
+			}
+		}
 		ep := ""
 		if len(r.o.Endpoints) > 0 {
 			var err error
 			if ep, err = r.fleet.pick(failedOn); err != nil {
+				r.release(g)
 				if down == nil {
 					res.Error = err.Error()
 				} else {
@@ -242,8 +381,10 @@ func (r *runner) runTask(ctx context.Context, i int, t Task) {
 		if down != nil {
 			res.Retries = append(res.Retries, Retry{Endpoint: res.Endpoint, Error: fmt.Sprintf("%s (the server failed: %v)", res.Error, down), Bundle: res.Bundle})
 		}
+		run := t
+		run.Input, g = r.capped(t.Input, g)
 		a := Attempt{
-			Task:     t,
+			Task:     run,
 			Endpoint: ep,
 			Evidence: filepath.Join(r.o.Dir, r.slugs[i]),
 			Log:      func(line string) { r.progress.log(t.Name, line) },
@@ -252,8 +393,11 @@ func (r *runner) runTask(ctx context.Context, i int, t Task) {
 			r.o.OnStart(a)
 		}
 		sr, err := r.o.Run(ctx, a)
-		r.count(ctx, sr)
+		r.count(ctx, sr, g, a.Task.Input, t.Input)
 		r.fill(&res, ep, sr, err)
+		if h, err := TaskHash(a.Task.Input); err == nil {
+			res.TaskHash = h // the task as the session ran it (its budgets cut)
+		}
 		if down = serverFailed(ctx, r.o.ServerUp, ep, sr); down == nil {
 			break
 		}
@@ -264,20 +408,43 @@ func (r *runner) runTask(ctx context.Context, i int, t Task) {
 			res.Error = fmt.Sprintf("%s (the server failed too: %v)", res.Error, down)
 			break
 		}
+		if why := irreversible(ctx, sr); why != "" {
+			res.Error = fmt.Sprintf("%s (the server failed: %v; not retried: %s)", res.Error, down, why)
+			break
+		}
 	}
 	res.DurationMs = time.Since(start).Milliseconds()
+	res.Error = cutError(res.Error)
+	for j := range res.Retries {
+		res.Retries[j].Error = cutError(res.Retries[j].Error)
+	}
 	r.results[i] = res
 	r.progress.taskEnded(res)
 }
 
-// count adds an attempt's actions and tokens to the suite's totals.
-func (r *runner) count(ctx context.Context, sr session.Result) {
+// count adds an attempt's actions and tokens to the suite's totals, in
+// place of its grant, and notes a suite budget that cut it short: its
+// budget (ran, against its task's own) was the suite's, and it used it up
+// without completing.
+func (r *runner) count(ctx context.Context, sr session.Result, g grant, ran, own contract.Input) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.actions += sr.Output.ActionsExecuted
 	r.tokens += sr.Tokens
+	r.releaseLocked(g)
 	if ctx.Err() != nil && sr.Status != contract.SessionCompleted {
 		r.cancelled = true
+	}
+	if sr.Status == contract.SessionCompleted || r.hit != "" {
+		return
+	}
+	if ran.MaxActions != nil && (own.MaxActions == nil || *ran.MaxActions < *own.MaxActions) && sr.Output.ActionsExecuted >= *ran.MaxActions {
+		r.hit, r.hitWhy = StopActions, fmt.Sprintf("the suite's --max-actions budget (%d) was reached: %d actions, a task cut short", r.o.MaxActions, r.actions)
+	}
+	ranT, _ := ran.MaxTokens()
+	ownT, _ := own.MaxTokens()
+	if ranT > 0 && (ownT == 0 || ranT < ownT) && sr.Tokens >= ranT {
+		r.hit, r.hitWhy = StopTokens, fmt.Sprintf("the suite's --max-tokens budget (%d) was reached: %d tokens, a task cut short", r.o.MaxTokens, r.tokens)
 	}
 }
 
@@ -285,9 +452,10 @@ func (r *runner) count(ctx context.Context, sr session.Result) {
 // the sealed bundle's: a session whose bundle could not be sealed has
 // none in the index (nothing bears it out), whatever it reported, and
 // its error says how it ended and why the bundle is not sealed; it did
-// not complete.
+// not complete. The error is cut to MaxErrorBytes.
 func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) {
-	*res = TaskResult{Name: res.Name, Endpoint: ep, Retries: res.Retries}
+	defer func() { res.Error = cutError(res.Error) }()
+	*res = TaskResult{Name: res.Name, TaskHash: res.TaskHash, Endpoint: ep, Retries: res.Retries}
 	if sr.Output.ComputerUseSessionID == "" {
 		res.Error = "the session could not start"
 		if err != nil {
@@ -323,6 +491,15 @@ func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) 
 		res.Error = endedWhy(sr, err)
 	}
 }
+
+// MaxErrorBytes bounds an error in the index (TaskResult.Error,
+// Retry.Error): a longer one is cut, with an ellipsis, well within the
+// schema's bound (65,536 characters), so that no error, however long,
+// keeps the index from being written.
+const MaxErrorBytes = 8192
+
+// cutError cuts an error for the index (MaxErrorBytes).
+func cutError(s string) string { return text.Ellipsize(s, MaxErrorBytes) }
 
 // endedWhy says why a session did not complete: its summary, else its
 // error, else its status.

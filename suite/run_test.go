@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/session"
@@ -257,6 +258,46 @@ func TestServerFailure(t *testing.T) {
 			t.Error("OK")
 		}
 	})
+	t.Run("an attempt that may have changed state is not retried", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			edit func(*session.Result)
+			want string
+		}{
+			{"approved", func(r *session.Result) { r.Approved = 1 }, "not retried: the attempt executed 1 approved action(s)"},
+			{"unreadable bundle", func(r *session.Result) { r.Output.ActionsExecuted = 2 }, "not retried: the attempt executed 2 action(s) and its bundle does not show"},
+			{"no bundle", func(r *session.Result) { r.Output.ActionsExecuted = 2; r.Evidence = session.EvidenceInfo{} }, "left no bundle"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				f := &fleetCase{down: map[string]bool{"ws://b": true}}
+				var attempts atomic.Int64
+				out, err := runWritten(t, context.Background(), fakeTasks(2), Options{Parallel: 1, Dir: t.TempDir(), Endpoints: []string{"ws://b", "ws://a"},
+					Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+						attempts.Add(1)
+						res, err := f.run(ctx, a)
+						if a.Endpoint == "ws://b" {
+							tc.edit(&res)
+						}
+						return res, err
+					},
+					ServerUp: f.up,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := out.Index.Tasks[0]
+				if len(got.Retries) != 0 || got.Endpoint != "ws://b" || got.Completed() || !strings.Contains(got.Error, "the server failed: connection refused") || !strings.Contains(got.Error, tc.want) {
+					t.Errorf("t01 = %+v, want failed on ws://b, not retried (%q)", got, tc.want)
+				}
+				if tc.name != "no bundle" && got.Bundle == "" {
+					t.Errorf("t01 = %+v: the attempt's bundle is not recorded", got)
+				}
+				if n := attempts.Load(); n != 2 || !out.Index.Tasks[1].Completed() {
+					t.Errorf("%d attempts, t02 %+v; want t02 completed on ws://a", n, out.Index.Tasks[1])
+				}
+			})
+		}
+	})
 	t.Run("a stopping suite is nobody's failure", func(t *testing.T) {
 		f := &fleetCase{down: map[string]bool{"ws://a": true}}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -336,6 +377,83 @@ func TestBudgets(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the running tasks are bound", func(t *testing.T) {
+		// Each task may take 2 actions and uses all it is given; the
+		// suite's 5 leave the third task 1: it is cut short, the fourth
+		// is not run, and the tasks together take 5.
+		tasks := fakeTasks(4)
+		for i := range tasks {
+			two := 2
+			tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}, MaxActions: &two}
+		}
+		var n atomic.Int64
+		var mu sync.Mutex
+		var caps []int
+		out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 2, Dir: t.TempDir(), MaxActions: 5,
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				limit := *a.Task.Input.MaxActions
+				mu.Lock()
+				caps = append(caps, limit)
+				mu.Unlock()
+				status := contract.SessionCompleted
+				if limit < 2 {
+					status = contract.SessionActionLimitExceeded
+				}
+				return result(a, int(n.Add(1)), status, limit, 0), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tot := out.Index.Totals()
+		slices.Sort(caps)
+		if tot.Actions != 5 || !slices.Equal(caps, []int{1, 2, 2}) || out.Index.StoppedBy != StopActions || tot.Skipped != 1 {
+			t.Errorf("actions %d, caps %v, stopped %q (%s), skipped %d; want 5, [1 2 2], max-actions, 1", tot.Actions, caps, out.Index.StoppedBy, out.StopReason, tot.Skipped)
+		}
+		// The line's task hash is the task as the session ran it.
+		for _, got := range out.Index.Tasks {
+			if got.Status == contract.SessionActionLimitExceeded {
+				want := tasks[0].Input
+				one := 1
+				want.MaxActions = &one
+				if h, _ := TaskHash(want); got.TaskHash != h {
+					t.Errorf("%s: task hash %s, want the cut task's %s", got.Name, got.TaskHash, h)
+				}
+			}
+		}
+	})
+	t.Run("tokens bind the running tasks", func(t *testing.T) {
+		var n atomic.Int64
+		var mu sync.Mutex
+		var caps []int
+		tasks := fakeTasks(3)
+		for i := range tasks {
+			tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}}
+		}
+		out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 1, Dir: t.TempDir(), MaxTokens: 100,
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				limit, err := a.Task.Input.MaxTokens()
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				caps = append(caps, limit)
+				mu.Unlock()
+				used := min(limit, 60)
+				status := contract.SessionCompleted
+				if used < 60 {
+					status = contract.SessionFailed
+				}
+				return result(a, int(n.Add(1)), status, 1, used), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tot := out.Index.Totals(); tot.Tokens != 100 || !slices.Equal(caps, []int{100, 40}) || out.Index.StoppedBy != StopTokens {
+			t.Errorf("tokens %d, caps %v, stopped %q; want 100, [100 40], max-tokens", tot.Tokens, caps, out.Index.StoppedBy)
+		}
+	})
 	t.Run("duration", func(t *testing.T) {
 		// A task runs until the suite's time is out: it ends aborted; the
 		// others are not run.
@@ -439,5 +557,40 @@ func TestSlugs(t *testing.T) {
 	want := []string{"a", "a-2", "we_ird_", "task", "a-2-2"}
 	if !slices.Equal(got, want) {
 		t.Errorf("slugs = %v, want %v", got, want)
+	}
+}
+
+// TestLongErrors: an error of any length (a session's summary, a
+// server's error) is cut for the index, which is written whatever it is.
+func TestLongErrors(t *testing.T) {
+	long := strings.Repeat("é", 70000) // past the schema's 65,536 characters
+	f := &fleetCase{down: map[string]bool{"ws://b": true}}
+	out, err := runWritten(t, context.Background(), fakeTasks(2), Options{Parallel: 1, Dir: t.TempDir(), Endpoints: []string{"ws://b", "ws://a"},
+		Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+			res, err := f.run(ctx, a)
+			if a.Task.Name == "t02.json" {
+				res = result(a, 9, contract.SessionFailed, 1, 0)
+				res.Output.Summary = long
+			}
+			return res, err
+		},
+		ServerUp: func(ctx context.Context, ep string) error {
+			if err := f.up(ctx, ep); err != nil {
+				return fmt.Errorf("%w: %s", err, long)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := out.Index.Tasks[0], out.Index.Tasks[1]
+	if len(first.Retries) != 1 || !first.Completed() {
+		t.Fatalf("t01 = %+v, want completed after a retry", first)
+	}
+	for _, got := range []string{first.Retries[0].Error, second.Error} {
+		if len(got) > MaxErrorBytes+len("…") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
+			t.Errorf("error of %d bytes, want at most %d, cut with an ellipsis", len(got), MaxErrorBytes)
+		}
 	}
 }

@@ -18,8 +18,9 @@ import (
 // and each task's bundle lies inside the index's directory, verifies as
 // aegis verify verifies a bundle (the evidence package's verifier, through
 // audit.Open, which also reads the records), and agrees with its line:
-// the status of the end manifest, the head hash of the seal, and the
-// actions, denials and approvals as the report counts them (audit's
+// the task (the line's taskHash, the hash of the task its manifest
+// records), the status of the end manifest, the head hash of the seal, and
+// the actions, denials and approvals as the report counts them (audit's
 // Tally). The index itself is not sealed: a task removed from it together
 // with its bundle is not detected, but a bundle left in the directory
 // without its line is.
@@ -195,6 +196,14 @@ func checkBundle(ctx context.Context, dir string, t TaskResult, opts VerifyOptio
 	defer b.Close()
 	v := b.Verification.Report
 	c.Sealed, c.Entries = v.Sealed, v.Entries
+	// The line is this task's: the bundle's manifest records the task the
+	// session ran (a line swapped with another's names another task).
+	switch h, err := TaskHash(b.Manifest.Task); {
+	case err != nil:
+		problem("taskHash: the bundle's task: %v", err)
+	case h != t.TaskHash:
+		problem("taskHash: the index says %q, the task in bundle %s hashes to %q: the line is not this bundle's task", t.TaskHash, t.Bundle, h)
+	}
 	if !v.Sealed {
 		if t.Status != "" || t.HeadHash != "" {
 			problem("bundle %s is unsealed (%d intact entries): nothing bears out the index's status %q and head hash %q", t.Bundle, v.Entries, t.Status, t.HeadHash)
@@ -205,6 +214,7 @@ func checkBundle(ctx context.Context, dir string, t TaskResult, opts VerifyOptio
 	if b.End != nil {
 		status = string(b.End.Status)
 	}
+
 	tally := b.Tally()
 	for _, d := range []struct {
 		what      string

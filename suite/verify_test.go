@@ -3,6 +3,7 @@ package suite
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -23,10 +24,27 @@ const (
 	exampleHead   = "6f9aa09b46f64257bbd048a956326d740b8d62f53a833c04e677a0bb1cf50d58"
 )
 
+// exampleTask is TaskHash of the example bundle's task (its manifest's).
+var exampleTask = func() string {
+	b, err := os.ReadFile(filepath.Join(exampleBundle, "provenance", "manifest-start.json"))
+	if err != nil {
+		panic(err)
+	}
+	var m contract.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	h, err := TaskHash(m.Task)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}()
+
 // exampleLine is the index line that the example bundle bears out, at
 // bundle.
 func exampleLine(name, bundle string) TaskResult {
-	return TaskResult{Name: name, Status: contract.SessionCompleted, DurationMs: 1200, Actions: 3, Denials: 1, Approvals: 1, Bundle: bundle, HeadHash: exampleHead}
+	return TaskResult{Name: name, TaskHash: exampleTask, Status: contract.SessionCompleted, DurationMs: 1200, Actions: 3, Denials: 1, Approvals: 1, Bundle: bundle, HeadHash: exampleHead}
 }
 
 // copyBundle copies the example bundle to dir/rel.
@@ -58,7 +76,14 @@ func suiteDir(t *testing.T, tasks ...TaskResult) string {
 	return dir
 }
 
+// testIndex is an index of the tasks; a task without a task hash gets the
+// example's.
 func testIndex(tasks ...TaskResult) Index {
+	for i := range tasks {
+		if tasks[i].TaskHash == "" {
+			tasks[i].TaskHash = exampleTask
+		}
+	}
 	return Index{FormatVersion: FormatVersion, StartedAt: "2026-11-26T21:00:00Z", EndedAt: "2026-11-26T21:00:09.5Z", DurationMs: 9500, Parallel: 2, Tasks: tasks}
 }
 
@@ -160,6 +185,8 @@ func TestVerifyMismatch(t *testing.T) {
 		{"manifest removed", with(nil), func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "t", "b", evidence.FileManifest))
 		}, "does not verify"},
+		{"another task's hash", with(func(r *TaskResult) { r.TaskHash = strings.Repeat("c", 64) }), nil,
+			`taskHash: the index says "` + strings.Repeat("c", 64) + `", the task in bundle t/b hashes to "` + exampleTask + `"`},
 		{"attempt's bundle tampered", with(func(r *TaskResult) {
 			r.Retries = []Retry{{Endpoint: "ws://127.0.0.1:3000/", Error: "closed", Bundle: "t/a"}}
 		}), func(t *testing.T, dir string) {

@@ -76,8 +76,8 @@ func RunServer(t *testing.T) *Server {
 	}
 	cmd := exec.Command(filepath.Join(res.Driver.Dir, "node"), filepath.Join(pkg, "cli.js"), "run-server", "--port", "0", "--host", "127.0.0.1")
 	cmd.Env = append(os.Environ(), "PLAYWRIGHT_BROWSERS_PATH="+reg)
-	// A group of its own: Kill ends the server and the browsers it
-	// launched, and nothing else.
+	// A group of its own: Kill ends the server (node and anything it runs
+	// in its group), and nothing else of the test's.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -97,7 +97,10 @@ func RunServer(t *testing.T) *Server {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if l := sc.Text(); strings.HasPrefix(l, "Listening on ") {
-				lines <- strings.TrimPrefix(l, "Listening on ")
+				select {
+				case lines <- strings.TrimPrefix(l, "Listening on "):
+				default: // the first is the endpoint; another must not block the reader
+				}
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
@@ -108,6 +111,8 @@ func RunServer(t *testing.T) *Server {
 	select {
 	case s.Endpoint = <-lines:
 		return s
+	case <-s.done:
+		t.Fatalf("run-server exited before it printed its endpoint: %v", cmd.ProcessState)
 	case <-time.After(30 * time.Second):
 		t.Fatal("run-server printed no endpoint")
 	}
@@ -125,9 +130,12 @@ func (s *Server) stop() {
 	}
 }
 
-// Kill kills the server and the browsers it launched at once (SIGKILL to
-// its process group), as a machine of a fleet that goes away, and returns
-// when the server has exited: its port refuses connections from then on.
+// Kill kills the server at once (SIGKILL to its process group), as a
+// machine of a fleet that goes away, and returns when the server has
+// exited: its port refuses connections from then on. The browsers it
+// launched are not in that group (Playwright starts each in a process
+// group of its own): each exits by itself when its pipe to the server
+// closes, which the server's death does; Kill does not wait for that.
 func (s *Server) Kill() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.done
