@@ -102,8 +102,8 @@ func TestTokenBudgetPassed(t *testing.T) {
 	if got, want := ranIDs(t, files), []string{"start", "w0"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("ran %v, want %v (nothing of the answer that passed the budget)", got, want)
 	}
-	if res.Tokens != 2100 || res.MaxTokens != 1800 {
-		t.Errorf("result tokens %d of %d, want 2100 of 1800", res.Tokens, res.MaxTokens)
+	if res.Tokens != 2100 || res.MaxTokens != 1800 || res.Budget != llm.BudgetTokens {
+		t.Errorf("result tokens %d of %d, ended by budget %q, want 2100 of 1800, %q", res.Tokens, res.MaxTokens, res.Budget, llm.BudgetTokens)
 	}
 	evs := budgetEvents(t, files)
 	if len(evs) != 1 || !strings.Contains(evs[0].Message, "maxTokens 1,800") || !strings.Contains(evs[0].Message, "was passed: 2,100 tokens") {
@@ -136,8 +136,10 @@ func TestTokenBudgetPredicted(t *testing.T) {
 		if got, want := len(srv.Requests()), 5; got != want {
 			t.Errorf("%d model requests, want %d (the plan and four Navigator calls)", got, want)
 		}
-		if res.Tokens != 1500 || budget.Exceeded() != nil {
-			t.Errorf("tokens %d, exceeded %v: want 1500, never passed", res.Tokens, budget.Exceeded())
+		// Refused before it was sent, the budget never passed, the
+		// result still names the budget that ended the session.
+		if res.Tokens != 1500 || budget.Exceeded() != nil || res.Budget != llm.BudgetTokens {
+			t.Errorf("tokens %d, exceeded %v, ended by budget %q: want 1500, never passed, %q", res.Tokens, budget.Exceeded(), res.Budget, llm.BudgetTokens)
 		}
 		evs := budgetEvents(t, files)
 		if len(evs) != 1 || !strings.Contains(evs[0].Message, "would be passed") || !strings.Contains(evs[0].Message, "500 are left") {
@@ -178,8 +180,8 @@ func TestTokenBudgetNone(t *testing.T) {
 	if n := len(srv.Requests()); n != 3 {
 		t.Errorf("%d model requests, want 3", n)
 	}
-	if res.Tokens != 600 || res.MaxTokens != 0 {
-		t.Errorf("tokens %d of %d, want 600 of none", res.Tokens, res.MaxTokens)
+	if res.Tokens != 600 || res.MaxTokens != 0 || res.Budget != "" {
+		t.Errorf("tokens %d of %d, ended by budget %q, want 600 of none, no budget", res.Tokens, res.MaxTokens, res.Budget)
 	}
 	if evs := budgetEvents(t, files); len(evs) != 0 {
 		t.Errorf("budget events %+v", evs)
@@ -253,8 +255,8 @@ func TestCostBudget(t *testing.T) {
 		if got, want := ranIDs(t, files), []string{"start", "w0"}; strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("ran %v, want %v (nothing of the answer that passed the budget)", got, want)
 		}
-		if math.Abs(res.CostUSD-0.029973) > 1e-9 || res.MaxCostUSD != 0.025 || !res.Priced {
-			t.Errorf("result cost %v of %v (priced %v), want 0.029973 of 0.025", res.CostUSD, res.MaxCostUSD, res.Priced)
+		if math.Abs(res.CostUSD-0.029973) > 1e-9 || res.MaxCostUSD != 0.025 || !res.Priced || res.Budget != llm.BudgetCost {
+			t.Errorf("result cost %v of %v (priced %v), ended by budget %q, want 0.029973 of 0.025, %q", res.CostUSD, res.MaxCostUSD, res.Priced, res.Budget, llm.BudgetCost)
 		}
 		const named = "the cost budget (maxCostUsd $0.025) was passed: cost $0.03 of $0.025"
 		if evs := budgetEvents(t, files); len(evs) != 1 || !strings.Contains(evs[0].Message, named) {

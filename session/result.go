@@ -133,6 +133,12 @@ type Result struct {
 	// prices).
 	CostUSD, MaxCostUSD float64
 	Priced              bool
+	// Budget names the model budget that ended the session
+	// (llm.BudgetTokens, llm.BudgetCost: its error event is
+	// CodeBudgetExceeded), whether passed by the calls so far or a call
+	// refused before it was sent because it would have passed it; "" when
+	// no model budget ended it.
+	Budget string
 	// Plan is, for an offline navigator (navigator.Planned), how many of
 	// its plan's items ran, of how many: "script 3/5"; zero for the LLM
 	// navigator.
@@ -192,7 +198,7 @@ func (r *run) finish(end ending) (Result, error) {
 	}
 	res := Result{Status: end.status, Denied: r.denied, Approved: r.approved, Artifacts: r.artifacts, Plan: r.plannedRan(end.status),
 		Tokens: r.cfg.Budget.Tokens(), MaxTokens: r.cfg.Budget.Limits().MaxTokens,
-		CostUSD: r.cfg.Budget.CostUSD(), MaxCostUSD: r.cfg.Budget.Limits().MaxCostUSD, Priced: r.cfg.Budget.Priced()}
+		CostUSD: r.cfg.Budget.CostUSD(), MaxCostUSD: r.cfg.Budget.Limits().MaxCostUSD, Priced: r.cfg.Budget.Priced(), Budget: end.budget}
 	if r.rec != nil {
 		t0 := time.Now()
 		spent, err := r.rec.stop()

@@ -22,6 +22,7 @@ type ending struct {
 	status  contract.SessionStatus
 	summary string
 	err     *Error
+	budget  string // the model budget that ended it (Result.Budget)
 }
 
 // run is the state of one running session.
@@ -228,12 +229,12 @@ const CodeBudgetExceeded = "session.budget_exceeded"
 // in errorEnding.
 func (r *run) budgetEnding(err error) *ending {
 	var be *llm.BudgetError
-	var msg string
+	var msg, budget string
 	switch {
 	case errors.As(err, &be), errors.As(r.cfg.Budget.Exceeded(), &be):
-		msg = be.Error()
+		msg, budget = be.Error(), be.Budget
 	case errors.Is(err, llm.ErrUnpriced):
-		msg = fmt.Sprintf("the cost budget (%s) cannot be kept: %v", llm.BudgetCost, err)
+		msg, budget = fmt.Sprintf("the cost budget (%s) cannot be kept: %v", llm.BudgetCost, err), llm.BudgetCost
 	default:
 		return nil
 	}
@@ -244,7 +245,7 @@ func (r *run) budgetEnding(err error) *ending {
 		end := r.fail("evidence", "cannot record", e)
 		return &end
 	}
-	return &ending{status: contract.SessionAborted, summary: fmt.Sprintf("aborted after %d actions: %s", r.executed, msg)}
+	return &ending{status: contract.SessionAborted, summary: fmt.Sprintf("aborted after %d actions: %s", r.executed, msg), budget: budget}
 }
 
 // --- the loop -----------------------------------------------------------
