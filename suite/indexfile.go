@@ -170,15 +170,23 @@ var ErrDirInUse = errors.New("already holds a suite or evidence bundles")
 // CheckFreshDir checks that dir can be a new suite's directory: it does
 // not exist, or holds neither a suite index nor any evidence bundle (at
 // any depth). A suite's directory is verified whole (Verify): a bundle the
-// index does not list, another run's or another suite's, fails it.
+// index does not list, another run's or another suite's, fails it. A
+// dir that is a symbolic link is checked where it leads (as the suite
+// would write there).
 func CheckFreshDir(dir string) error {
-	if _, err := os.Lstat(filepath.Join(dir, IndexFile)); err == nil {
+	root := dir // where the walk starts: WalkDir reads no link it starts at
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		root = real
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("suite directory %s: %w", dir, err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, IndexFile)); err == nil {
 		return fmt.Errorf("%s %w (its %s): give the suite a directory of its own", dir, ErrDirInUse, IndexFile)
 	}
 	var found string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == dir && errors.Is(err, fs.ErrNotExist) {
+			if p == root && errors.Is(err, fs.ErrNotExist) {
 				return filepath.SkipAll
 			}
 			return err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/schemas"
 )
 
@@ -183,5 +184,63 @@ func TestTotals(t *testing.T) {
 	}
 	if !testIndex(exampleLine("a", "a")).AllCompleted() {
 		t.Error("AllCompleted of one completed task: got false, want true")
+	}
+}
+
+// TestCheckFreshDir: a directory that does not exist or holds no suite
+// and no bundle may be a suite's; one holding either is refused, and so
+// is a symbolic link to one (checked where it leads).
+func TestCheckFreshDir(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string, files ...string) string {
+		dir := filepath.Join(base, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			p := filepath.Join(dir, filepath.FromSlash(f))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	link := func(name, to string) string {
+		p := filepath.Join(base, name)
+		if err := os.Symlink(to, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := mk("empty")
+	suite := mk("suite", IndexFile)
+	bundles := mk("bundles", "run/s-1/"+evidence.FileManifest)
+	tests := []struct {
+		name  string
+		dir   string
+		inUse bool
+	}{
+		{"missing", filepath.Join(base, "missing"), false},
+		{"empty", empty, false},
+		{"a suite", suite, true},
+		{"a bundle", bundles, true},
+		{"a link to an empty directory", link("to-empty", empty), false},
+		{"a link to a suite", link("to-suite", suite), true},
+		{"a link to bundles", link("to-bundles", bundles), true},
+		{"a dangling link", link("dangling", filepath.Join(base, "nowhere")), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckFreshDir(tt.dir)
+			if got := errors.Is(err, ErrDirInUse); got != tt.inUse || (err != nil && !got) {
+				t.Errorf("CheckFreshDir(%s) = %v, want in use %v", tt.name, err, tt.inUse)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), tt.dir+" ") {
+				t.Errorf("error %q does not name the directory as given", err)
+			}
+		})
 	}
 }

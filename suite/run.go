@@ -11,6 +11,7 @@ import (
 
 	"github.com/aegis-run/aegis/contract"
 	"github.com/aegis-run/aegis/internal/text"
+	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -20,6 +21,9 @@ type Task struct {
 	Name string
 	// Input is the task (seed 003 ComputerUseInput).
 	Input contract.Input
+	// NoModel says its agent calls no model (steps, script): it uses no
+	// tokens, so it starts without a share of the suite's token budget.
+	NoModel bool
 }
 
 // Attempt is one run of a task: Options.Run runs it as a session.
@@ -58,12 +62,18 @@ type Options struct {
 	MaxDuration time.Duration
 	// MaxActions and MaxTokens bound the executed actions and the model
 	// tokens of all the tasks together, running ones included: each
-	// attempt runs with its task's budget (maxActions, hints.maxTokens; the
-	// session's default without one) cut to what the suite's budget has
-	// left, held for it while it runs, so that the total never passes it.
-	// A task starts only when the budget has room; once it is spent, no
-	// task starts, and a task cut short by it reports it (StoppedBy). 0:
-	// no bound.
+	// attempt runs with a grant (see grant) held for it while it runs, so
+	// that the total never passes the budget: its fair share of what the
+	// budget has left (that divided by the slots that could start an
+	// attempt now: the free of Parallel, at most the tasks still to
+	// start), at least 1 action and MinTokenGrant tokens, and at most its
+	// task's own budget (maxActions, else the session's default;
+	// hints.maxTokens). A task whose agent calls no model (NoModel) gets
+	// no tokens: it uses none. A task starts only when the budget has
+	// that least grant left; once it has not (and no running task can
+	// give some back), or a task was cut short by its grant (it ended by
+	// its budget, which the suite's had cut below its own), no task
+	// starts, and StoppedBy names the budget. 0: no bound.
 	MaxActions, MaxTokens int
 	// Run runs an attempt. Required.
 	Run RunFunc
@@ -92,6 +102,16 @@ type Outcome struct {
 
 // OK reports whether every task completed and nothing stopped the suite.
 func (o Outcome) OK() bool { return o.Index.AllCompleted() }
+
+// MinTokenGrant is the fewest tokens a task that calls a model starts
+// with under a suite token budget (Options.MaxTokens): about one model
+// call on a small page (the system prompt, the page's snapshot and an
+// answer). A session refuses a call it predicts would pass its budget
+// before sending it, so a task started with less would end at its first
+// call having done nothing. A task whose own hints.maxTokens is smaller
+// needs only that, and a suite budget smaller than it is granted whole to
+// the first task.
+const MinTokenGrant = 4000
 
 // stopError is the cause of a suite's context that a budget ended.
 type stopError struct {
@@ -137,6 +157,7 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 		results:  make([]TaskResult, len(tasks)),
 		hashes:   hashes,
 		slugs:    slugs(names),
+		toStart:  len(tasks),
 		fleet:    newFleet(o.Endpoints),
 		progress: newProgress(o.Progress, len(tasks)),
 	}
@@ -147,7 +168,7 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
-		g, stop, why := r.admit(ctx)
+		g, stop, why := r.admit(ctx, t, true)
 		if stop != "" {
 			r.notRun(tasks[i:], i, stop, why)
 			break
@@ -194,6 +215,8 @@ type runner struct {
 	actions   int           // executed by the attempts that ended
 	tokens    int           // used by the attempts that ended
 	held      grant         // held by the attempts running (see grant)
+	running   int           // attempts running (holding a grant)
+	toStart   int           // tasks not admitted yet
 	released  chan struct{} // closed (and replaced) when an attempt ends
 	cancelled bool          // an attempt ended while the suite's context was done
 	hit       Stop          // a suite budget that cut a task short
@@ -203,31 +226,47 @@ type runner struct {
 }
 
 // grant is what an attempt may use of the suite's budgets (0: the budget
-// is not set): its task's own budget, cut to what the budget has left once
-// the attempts that ended and those running have taken theirs. The suite
-// holds it while the attempt runs, and counts what the attempt used
-// instead once it ends, so that the tasks together can never pass a suite
-// budget: a task starts only when the budget has room for it.
+// is not set, or, for tokens, the task calls no model): its fair share of
+// what the budget has left once the attempts that ended and those running
+// have taken theirs, at most its task's own budget (see
+// Options.MaxActions). The suite holds it while the attempt runs, and
+// counts what the attempt used instead once it ends, so that the tasks
+// together can never pass a suite budget: a task starts only when the
+// budget has room for it.
 type grant struct {
 	actions, tokens int
 }
 
-// admit waits until the suite's budgets have room for an attempt, and
-// returns its grant (held from then on); or what stopped the suite (the
-// context ended, or a budget is spent while no attempt runs that could
-// give some back).
-func (r *runner) admit(ctx context.Context) (grant, Stop, string) {
+// admit waits until the suite's budgets have room for an attempt of t
+// (first: its first, not a retry), and returns its grant (held from then
+// on); or what stopped the suite (the context ended, a budget is spent, a
+// task was cut short by its grant, or a budget has too little left for
+// a task while no attempt runs that could give some back).
+func (r *runner) admit(ctx context.Context, t Task, first bool) (grant, Stop, string) {
 	for {
 		if stop, why := r.stopped(ctx); stop != "" {
 			return grant{}, stop, why
 		}
 		r.mu.Lock()
-		g, ok := r.room()
-		if ok {
+		left := r.toStart
+		if !first {
+			left++ // the retry, beside the tasks still to start
+		}
+		g, lack, why := r.room(t, left)
+		if lack == "" {
 			r.held.actions += g.actions
 			r.held.tokens += g.tokens
+			r.running++
+			if first {
+				r.toStart--
+			}
 			r.mu.Unlock()
 			return g, "", ""
+		}
+		if r.running == 0 {
+			// Nothing running can give any back: it will never have room.
+			r.mu.Unlock()
+			return grant{}, lack, why
 		}
 		if r.released == nil {
 			r.released = make(chan struct{})
@@ -241,52 +280,67 @@ func (r *runner) admit(ctx context.Context) (grant, Stop, string) {
 	}
 }
 
-// room returns what the budgets have left for a new attempt, whether
-// every budget set has some (r.mu held).
-func (r *runner) room() (grant, bool) {
+// room returns the grant of an attempt of t starting now, with left
+// tasks (its own included) that could take the free slots; or, when a
+// budget has less left than the least grant t needs, that budget and
+// why (r.mu held).
+func (r *runner) room(t Task, left int) (grant, Stop, string) {
+	slots := max(1, min(r.o.Parallel-r.running, left))
 	var g grant
 	if r.o.MaxActions > 0 {
-		if g.actions = r.o.MaxActions - r.actions - r.held.actions; g.actions <= 0 {
-			return grant{}, false
+		rest := r.o.MaxActions - r.actions - r.held.actions
+		if rest < 1 {
+			return grant{}, StopActions, fmt.Sprintf("the suite's --max-actions budget (%d) was reached: %d actions", r.o.MaxActions, r.actions)
+		}
+		g.actions = min(ownActions(t.Input), max(1, rest/slots))
+	}
+	if r.o.MaxTokens > 0 && !t.NoModel {
+		rest := r.o.MaxTokens - r.tokens - r.held.tokens
+		own, err := t.Input.MaxTokens()
+		if err != nil {
+			own = 0
+		}
+		least := min(MinTokenGrant, r.o.MaxTokens)
+		if own > 0 {
+			least = min(least, own)
+		}
+		if rest < least {
+			return grant{}, StopTokens, fmt.Sprintf("the suite's --max-tokens budget (%d) was reached: %d tokens used, %d left, fewer than a task starts with (%d)", r.o.MaxTokens, r.tokens, max(0, r.o.MaxTokens-r.tokens), least)
+		}
+		g.tokens = min(max(least, rest/slots), contract.MaxTaskTokens)
+		if own > 0 {
+			g.tokens = min(g.tokens, own)
 		}
 	}
-	if r.o.MaxTokens > 0 {
-		if g.tokens = r.o.MaxTokens - r.tokens - r.held.tokens; g.tokens <= 0 {
-			return grant{}, false
-		}
-	}
-	return g, true
+	return g, "", ""
 }
 
-// capped returns the task's input with its budgets cut to the grant, and
-// the grant cut to what the task may use on its own (returned to the
-// suite at once).
-func (r *runner) capped(in contract.Input, g grant) (contract.Input, grant) {
-	back := grant{}
-	if g.actions > 0 {
-		own := session.DefaultMaxActions
-		if in.MaxActions != nil {
-			own = *in.MaxActions
-		}
-		if own <= g.actions {
-			back.actions, g.actions = g.actions-own, own
-		} else {
-			n := g.actions
-			in.MaxActions = &n
-		}
+// ownActions is the task's own action budget: its maxActions, else the
+// session's default.
+func ownActions(in contract.Input) int {
+	if in.MaxActions != nil {
+		return *in.MaxActions
+	}
+	return session.DefaultMaxActions
+}
+
+// capped returns the task's input with its budgets cut to the grant
+// (which is at most its own: see room).
+func capped(in contract.Input, g grant) (contract.Input, error) {
+	if g.actions > 0 && g.actions < ownActions(in) {
+		n := g.actions
+		in.MaxActions = &n
 	}
 	if g.tokens > 0 {
-		own, err := in.MaxTokens()
-		if err == nil && own > 0 && own <= g.tokens {
-			back.tokens, g.tokens = g.tokens-own, own
-		} else if c, err := in.WithMaxTokens(g.tokens); err == nil {
+		if own, err := in.MaxTokens(); err != nil || own == 0 || g.tokens < own {
+			c, err := in.WithMaxTokens(g.tokens)
+			if err != nil {
+				return in, fmt.Errorf("cannot cut its token budget to the suite's grant: %w", err)
+			}
 			in = c
 		}
 	}
-	if back != (grant{}) {
-		r.release(back)
-	}
-	return in, g
+	return in, nil
 }
 
 // release gives back what an attempt held (r.mu not held), waking the
@@ -298,6 +352,7 @@ func (r *runner) release(g grant) {
 }
 
 func (r *runner) releaseLocked(g grant) {
+	r.running--
 	r.held.actions -= g.actions
 	r.held.tokens -= g.tokens
 	if r.released != nil {
@@ -307,7 +362,9 @@ func (r *runner) releaseLocked(g grant) {
 }
 
 // stopped says whether no task may start any more, and why: the context
-// ended (a budget, an interruption) or a total budget was reached.
+// ended (a budget, an interruption), a total budget was reached, or a
+// task was cut short by its grant (the budget is as good as spent: a
+// task started on what is left would be cut short too).
 func (r *runner) stopped(ctx context.Context) (Stop, string) {
 	if ctx.Err() != nil {
 		return stopOf(ctx)
@@ -315,6 +372,8 @@ func (r *runner) stopped(ctx context.Context) (Stop, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
+	case r.hit != "":
+		return r.hit, r.hitWhy
 	case r.o.MaxActions > 0 && r.actions >= r.o.MaxActions:
 		return StopActions, fmt.Sprintf("the suite's --max-actions budget (%d) was reached: %d actions", r.o.MaxActions, r.actions)
 	case r.o.MaxTokens > 0 && r.tokens >= r.o.MaxTokens:
@@ -360,7 +419,7 @@ func (r *runner) runTask(ctx context.Context, i int, t Task, g grant) {
 			// A retry needs room in the suite's budgets too.
 			var stop Stop
 			var why string
-			if g, stop, why = r.admit(ctx); stop != "" {
+			if g, stop, why = r.admit(ctx, t, false); stop != "" {
 				res.Error = cutError(fmt.Sprintf("%s (the server failed: %v; not retried: %s)", res.Error, down, why))
 				break
 			}
@@ -382,7 +441,12 @@ func (r *runner) runTask(ctx context.Context, i int, t Task, g grant) {
 			res.Retries = append(res.Retries, Retry{Endpoint: res.Endpoint, Error: fmt.Sprintf("%s (the server failed: %v)", res.Error, down), Bundle: res.Bundle})
 		}
 		run := t
-		run.Input, g = r.capped(t.Input, g)
+		var err error
+		if run.Input, err = capped(t.Input, g); err != nil {
+			r.release(g)
+			res.Error = err.Error()
+			break
+		}
 		a := Attempt{
 			Task:     run,
 			Endpoint: ep,
@@ -424,8 +488,10 @@ func (r *runner) runTask(ctx context.Context, i int, t Task, g grant) {
 
 // count adds an attempt's actions and tokens to the suite's totals, in
 // place of its grant, and notes a suite budget that cut it short: its
-// budget (ran, against its task's own) was the suite's, and it used it up
-// without completing.
+// budget (ran, against its task's own) was the suite's grant, and the
+// session ended by it: it used up its actions without completing, or its
+// model budget ended it (session.Result.Budget), whether passed or a call
+// refused before it was sent because it would have passed it.
 func (r *runner) count(ctx context.Context, sr session.Result, g grant, ran, own contract.Input) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -443,7 +509,7 @@ func (r *runner) count(ctx context.Context, sr session.Result, g grant, ran, own
 	}
 	ranT, _ := ran.MaxTokens()
 	ownT, _ := own.MaxTokens()
-	if ranT > 0 && (ownT == 0 || ranT < ownT) && sr.Tokens >= ranT {
+	if ranT > 0 && (ownT == 0 || ranT < ownT) && sr.Budget == llm.BudgetTokens {
 		r.hit, r.hitWhy = StopTokens, fmt.Sprintf("the suite's --max-tokens budget (%d) was reached: %d tokens, a task cut short", r.o.MaxTokens, r.tokens)
 	}
 }

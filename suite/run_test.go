@@ -15,9 +15,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aegis-run/aegis/contract"
+	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/session"
 )
 
@@ -349,7 +351,7 @@ func TestBudgets(t *testing.T) {
 		stopped Stop
 	}{
 		{"actions", Options{MaxActions: 5, Run: each(3, 0)}, 2, StopActions},
-		{"tokens", Options{MaxTokens: 100, Run: each(1, 60)}, 2, StopTokens},
+		{"tokens", Options{MaxTokens: 100, Run: each(1, 100)}, 1, StopTokens},
 		{"actions not reached", Options{MaxActions: 50, Run: each(3, 0)}, 4, ""},
 		{"reached by the last task", Options{MaxActions: 12, Run: each(3, 0)}, 4, ""},
 	}
@@ -386,11 +388,16 @@ func TestBudgets(t *testing.T) {
 			two := 2
 			tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}, MaxActions: &two}
 		}
+		// The first two run at once (they meet), so that the second
+		// is granted beside the first.
 		var n atomic.Int64
 		var mu sync.Mutex
 		var caps []int
+		m := newMeeting(2)
 		out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 2, Dir: t.TempDir(), MaxActions: 5,
 			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				m.enter(t)
+				defer m.leave()
 				limit := *a.Task.Input.MaxActions
 				mu.Lock()
 				caps = append(caps, limit)
@@ -423,35 +430,77 @@ func TestBudgets(t *testing.T) {
 		}
 	})
 	t.Run("tokens bind the running tasks", func(t *testing.T) {
-		var n atomic.Int64
-		var mu sync.Mutex
-		var caps []int
-		tasks := fakeTasks(3)
-		for i := range tasks {
-			tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}}
+		// Tasks without a token budget of their own, each needing two
+		// calls; the suite's 10,000 tokens. Alone, the first is granted
+		// them all. The second is granted the 4,000 left
+		// (MinTokenGrant) or, when the first took more, not started.
+		tests := []struct {
+			name      string
+			perCall   int
+			caps      []int
+			tokens    int
+			cutShort  bool
+			notRunMin int
+		}{
+			// 6,000 used, 4,000 left: the second's second call would
+			// pass its grant and is refused unsent; it ends aborted by
+			// its budget with 3,000 used, cut short: the suite stops.
+			{"cut short", 3000, []int{10000, 4000}, 9000, true, 1},
+			// 7,000 used, 3,000 left: less than a task starts with.
+			{"too little left", 3500, []int{10000}, 7000, false, 2},
 		}
-		out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 1, Dir: t.TempDir(), MaxTokens: 100,
-			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
-				limit, err := a.Task.Input.MaxTokens()
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				var n atomic.Int64
+				var mu sync.Mutex
+				var caps []int
+				tasks := fakeTasks(3)
+				for i := range tasks {
+					tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}}
+				}
+				out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 1, Dir: t.TempDir(), MaxTokens: 10000,
+					Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+						limit, err := a.Task.Input.MaxTokens()
+						if err != nil {
+							t.Error(err)
+						}
+						mu.Lock()
+						caps = append(caps, limit)
+						mu.Unlock()
+						return modelSession(a, int(n.Add(1)), 2, tt.perCall), nil
+					},
+				})
 				if err != nil {
-					t.Error(err)
+					t.Fatal(err)
 				}
-				mu.Lock()
+				tot := out.Index.Totals()
+				if tot.Tokens != tt.tokens || !slices.Equal(caps, tt.caps) || out.Index.StoppedBy != StopTokens || tot.Skipped != 3-len(tt.caps) || out.OK() {
+					t.Errorf("tokens %d, caps %v, stopped %q (%s), skipped %d; want %d, %v, max-tokens, %d", tot.Tokens, caps, out.Index.StoppedBy, out.StopReason, tot.Skipped, tt.tokens, tt.caps, 3-len(tt.caps))
+				}
+				if got := out.Index.Tasks[1]; tt.cutShort && (got.Status != contract.SessionAborted || got.Tokens != 3000) {
+					t.Errorf("t02 = %+v, want aborted by its budget with 3,000 tokens", got)
+				}
+				if !strings.Contains(out.StopReason, "--max-tokens budget (10000)") {
+					t.Errorf("stop reason %q", out.StopReason)
+				}
+			})
+		}
+	})
+	t.Run("a suite budget smaller than a task starts with", func(t *testing.T) {
+		// The first task is granted the whole budget, under MinTokenGrant.
+		var caps []int
+		out, err := runWritten(t, context.Background(), fakeTasks(2), Options{Parallel: 1, Dir: t.TempDir(), MaxTokens: 500,
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				limit, _ := a.Task.Input.MaxTokens()
 				caps = append(caps, limit)
-				mu.Unlock()
-				used := min(limit, 60)
-				status := contract.SessionCompleted
-				if used < 60 {
-					status = contract.SessionFailed
-				}
-				return result(a, int(n.Add(1)), status, 1, used), nil
+				return modelSession(a, len(caps), 1, 400), nil
 			},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tot := out.Index.Totals(); tot.Tokens != 100 || !slices.Equal(caps, []int{100, 40}) || out.Index.StoppedBy != StopTokens {
-			t.Errorf("tokens %d, caps %v, stopped %q; want 100, [100 40], max-tokens", tot.Tokens, caps, out.Index.StoppedBy)
+		if !slices.Equal(caps, []int{500}) || out.Index.StoppedBy != StopTokens || !out.Index.Tasks[0].Completed() {
+			t.Errorf("caps %v, stopped %q, t01 %+v", caps, out.Index.StoppedBy, out.Index.Tasks[0])
 		}
 	})
 	t.Run("duration", func(t *testing.T) {
@@ -478,6 +527,123 @@ func TestBudgets(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGrantsShared: under suite budgets, --parallel 2 runs two tasks at
+// once (the fake sessions meet: each waits until two run), each granted
+// its share of what is left: half of the budgets to the first, what is
+// left to the second (the one slot that could start); a task that calls
+// no model gets no tokens, and its task is run as it is.
+func TestGrantsShared(t *testing.T) {
+	tasks := fakeTasks(5)
+	for i := range tasks {
+		tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}}
+	}
+	tasks[4].NoModel = true
+	m := newMeeting(2)
+	var mu sync.Mutex
+	type grantOf struct{ actions, tokens int }
+	grants := map[string]grantOf{}
+	var n atomic.Int64
+	out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 2, Dir: t.TempDir(), MaxTokens: 100000, MaxActions: 40,
+		Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+			m.enter(t)
+			defer m.leave()
+			tokens, _ := a.Task.Input.MaxTokens()
+			actions := 0
+			if a.Task.Input.MaxActions != nil {
+				actions = *a.Task.Input.MaxActions
+			}
+			mu.Lock()
+			grants[a.Task.Name] = grantOf{actions, tokens}
+			mu.Unlock()
+			if a.Task.NoModel {
+				return result(a, int(n.Add(1)), contract.SessionCompleted, 1, 0), nil
+			}
+			return modelSession(a, int(n.Add(1)), 1, 1000), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.OK() || out.Index.StoppedBy != "" {
+		t.Fatalf("OK %v, stopped %q (%s): %+v", out.OK(), out.Index.StoppedBy, out.StopReason, out.Index.Tasks)
+	}
+	if got := m.most(); got != 2 {
+		t.Errorf("at most %d tasks ran at once, want 2", got)
+	}
+	if got, want := grants["t01.json"], (grantOf{20, 50000}); got != want {
+		t.Errorf("t01 granted %+v, want %+v (half of each budget)", got, want)
+	}
+	if got, want := grants["t02.json"], (grantOf{20, 50000}); got != want {
+		t.Errorf("t02 granted %+v, want %+v (what is left, for the one slot)", got, want)
+	}
+	if got := grants["t05.json"]; got.tokens != 0 || got.actions == 0 {
+		t.Errorf("t05 (no model) granted %+v, want actions and no tokens", got)
+	}
+}
+
+// meeting makes fake sessions run at once: each waits in enter until n
+// have entered (or a minute passed, a failure: the runner did not start
+// them together), and it records the most that were in at once.
+type meeting struct {
+	mu       sync.Mutex
+	n, in    int
+	max      int
+	together chan struct{}
+	met      bool
+}
+
+func newMeeting(n int) *meeting { return &meeting{n: n, together: make(chan struct{})} }
+
+func (m *meeting) enter(t *testing.T) {
+	m.mu.Lock()
+	m.in++
+	m.max = max(m.max, m.in)
+	if m.in >= m.n && !m.met {
+		m.met = true
+		close(m.together)
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.together:
+	case <-time.After(time.Minute):
+		// Only a failure waits this long: no second session started
+		// while this one ran.
+		t.Errorf("no %d sessions ran at once", m.n)
+	}
+}
+
+func (m *meeting) leave() {
+	m.mu.Lock()
+	m.in--
+	m.mu.Unlock()
+}
+
+func (m *meeting) most() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.max
+}
+
+// modelSession is a fake session that calls a model as a real one does
+// under a token budget (hints.maxTokens): calls calls of perCall tokens,
+// an action after each; a call it predicts would pass the budget is
+// refused before it is sent, and the session ends aborted by its budget
+// (Result.Budget) with fewer tokens than its limit.
+func modelSession(a Attempt, n, calls, perCall int) session.Result {
+	limit, _ := a.Task.Input.MaxTokens()
+	used := 0
+	for i := range calls {
+		if limit > 0 && used+perCall > limit {
+			res := result(a, n, contract.SessionAborted, i, used)
+			res.Budget = llm.BudgetTokens
+			res.Output.Summary = fmt.Sprintf("aborted after %d actions: the token budget (maxTokens %d) would be passed", i, limit)
+			return res
+		}
+		used += perCall
+	}
+	return result(a, n, contract.SessionCompleted, calls, used)
 }
 
 // TestProgressWhole runs many tasks at once, each logging lines, and
