@@ -434,9 +434,7 @@ func runSession(ctx context.Context, o *runOptions, in contract.Input, approver 
 	}
 	// From here on, everything aegis prints passes the egress filter.
 	stdio = env.stdio
-	defer env.flush()
-	defer func() { err = env.redact(err) }()
-	defer env.closeBrowsers()
+	defer env.end(&err)
 	cfg, agent, err := env.config(ctx, in, approver)
 	if err != nil {
 		return err

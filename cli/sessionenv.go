@@ -21,7 +21,8 @@ import (
 // compiled once), the browsers (launched on the first session's need),
 // the seal's signer, and the model identities the registry checked. run
 // and demo make one for their session, suite one for all its tasks, whose
-// sessions it configures at once from several goroutines (config).
+// sessions it configures at once from several goroutines (config). A
+// command defers end as soon as it has one.
 type sessionEnv struct {
 	o *runOptions
 	// stdio is the command's output through the secrets' egress filter.
@@ -79,9 +80,9 @@ func checkSessionOptions(o *runOptions) error {
 
 // newSessionEnv checks the session flags and makes what the command's
 // sessions share; extra are secrets of the command's own (the demo's),
-// beside the environment's and --secrets-file's. Close it when the
-// command is done (close). Everything the command prints from then on
-// goes through env.stdio.
+// beside the environment's and --secrets-file's. The command defers
+// env.end(&err) at once; everything it prints from then on goes through
+// env.stdio.
 func newSessionEnv(ctx context.Context, o *runOptions, stdio Stdio, extra map[string]string) (*sessionEnv, error) {
 	if err := checkSessionOptions(o); err != nil {
 		return nil, err
@@ -112,10 +113,20 @@ func newSessionEnv(ctx context.Context, o *runOptions, stdio Stdio, extra map[st
 	return e, nil
 }
 
-// close closes the browsers and writes what the output filter holds back.
+// close closes the browsers and writes what the output filter holds back
+// (again at end: both are safe to repeat).
 func (e *sessionEnv) close() {
 	e.closeBrowsers()
 	e.flush()
+}
+
+// end is what a command does with its environment when it returns,
+// deferred as soon as it is made (defer env.end(&err)): the command's
+// error through the secrets' egress filter (Run prints it on the
+// unfiltered stderr), then close.
+func (e *sessionEnv) end(err *error) {
+	*err = e.redact(*err)
+	e.close()
 }
 
 // redact returns err with its message through the secrets' egress filter.

@@ -92,12 +92,19 @@ what the policy rates low or medium risk.
 Suite budgets: --max-duration bounds the suite's wall time (the tasks not
 started by then are not run, the running ones end aborted, sealed);
 --max-actions and --max-tokens bound the executed actions and the model
-tokens of all the tasks together, the running ones included: each task
-runs with its own budget (its TASK.json's maxActions, hints.maxTokens)
-cut to what the suite's has left once the tasks that ended and those
-running have taken theirs, so the total is a real bound. A task starts
-only when the budget has room for it; once it is spent no task starts,
-and a task it cut short makes the suite stopped by it.
+tokens of all the tasks together, the running ones included, a real
+bound: each task starting is granted its fair share of what the suite's
+budget has left once the tasks that ended and those running have taken
+theirs (that left divided by the --parallel slots that could start a
+task now, at most the tasks still to start), never more than its own
+budget (its TASK.json's maxActions, else 50; hints.maxTokens). A task
+starts only with at least 1 action and 8,192 tokens (one model call with
+room for a full answer; less when its own budget or the suite's is
+smaller); a task whose agent calls no model (steps, script) needs no
+tokens. Once a task ended by its grant (its session ended by the budget,
+a model call refused before it would pass it included), or the budget
+has less left than a task needs, no task starts, and the suite is
+stopped by that budget.
 
 Output: a line per task on stderr as it ends, with a running count, such as
   [3/10] ok      checkout.json  4 actions 1.2s  checkout/SESSION-ID
@@ -160,8 +167,8 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 	fs.Var(&so.endpoints, "browser-endpoint", "run the tasks on the Playwright server at `ws://HOST:PORT/` instead of launching Chromium (repeatable, or comma-separated: a fleet, round-robin)")
 	fs.StringVar(&so.approve, "approve", string(session.ApproveDeny), "approval requests: deny or low-and-medium-only (nobody can be asked)")
 	fs.DurationVar(&so.maxDuration, "max-duration", 0, "the suite's wall time budget (default none; each task's own is its TASK.json's)")
-	fs.IntVar(&so.maxActions, "max-actions", 0, "the suite's action budget: the tasks together execute at most `N` actions, each task's maxActions cut to what is left (default none)")
-	fs.IntVar(&so.maxTokens, "max-tokens", 0, "the suite's token budget: the tasks' model calls use at most `N` tokens together, each task's hints.maxTokens cut to what is left (default none)")
+	fs.IntVar(&so.maxActions, "max-actions", 0, "the suite's action budget: the tasks together execute at most `N` actions, each task granted its share of what is left, at most its maxActions (default none)")
+	fs.IntVar(&so.maxTokens, "max-tokens", 0, "the suite's token budget: the tasks' model calls use at most `N` tokens together, each task granted its share of what is left, at most its hints.maxTokens (default none)")
 	fs.BoolVar(&so.verbose, "verbose", false, "print every session's step lines too, prefixed with the task's name")
 	fs.StringVar(&so.junit, "junit", "", "write the JUnit XML report to `FILE` (replaced): a testcase per task, a failure with the reason and the bundle")
 	fs.StringVar(&so.summary, "summary", "", "append the Markdown summary to `FILE` (created when missing), such as \"$GITHUB_STEP_SUMMARY\"")
@@ -203,12 +210,7 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 		return err
 	}
 	stdio = env.stdio
-	defer env.flush()
-	defer func() { err = env.redact(err) }()
-	defer env.closeBrowsers()
-	if o.evidence, err = suiteDir(o.evidence, evidenceSet, time.Now()); err != nil {
-		return exitCode(ExitUsage, err)
-	}
+	defer env.end(&err)
 	tasks := make([]suite.Task, len(files))
 	for i, f := range files {
 		in, err := runTask(&o, []string{f.Path}, stdio)
@@ -216,10 +218,15 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 			return err
 		}
 		// Every task must make a session before any runs.
-		if _, _, err := env.config(ctx, in, approver); err != nil {
+		_, agent, err := env.config(ctx, in, approver)
+		if err != nil {
 			return exitCode(ExitUsage, fmt.Errorf("%s: %w", f.Name, err))
 		}
-		tasks[i] = suite.Task{Name: f.Name, Input: in}
+		tasks[i] = suite.Task{Name: f.Name, Input: in, NoModel: agent != "llm"}
+	}
+	// Made once every task loaded: a bad task leaves no directory behind.
+	if o.evidence, err = suiteDir(o.evidence, evidenceSet, time.Now()); err != nil {
+		return exitCode(ExitUsage, err)
 	}
 	out, err := suite.Run(ctx, tasks, suite.Options{
 		Parallel:    so.parallel,

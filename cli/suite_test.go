@@ -5,6 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +23,8 @@ import (
 	"github.com/aegis-run/aegis/driver"
 	"github.com/aegis-run/aegis/driver/drivertest"
 	"github.com/aegis-run/aegis/evidence"
+	"github.com/aegis-run/aegis/internal/text"
+	"github.com/aegis-run/aegis/llm/llmtest"
 	"github.com/aegis-run/aegis/secrets"
 	"github.com/aegis-run/aegis/session"
 	"github.com/aegis-run/aegis/suite"
@@ -105,8 +111,9 @@ func readJUnit(t *testing.T, path string) suite.JUnitReport {
 
 // checkSuiteIndex checks the index of a run of demoSuite: every task's
 // status, and every bundle (the retried attempts' too) sealed, verifying,
-// with the head hash the index names.
-func checkSuiteIndex(t *testing.T, dir string, idx suite.Index) {
+// with the head hash the index names. want overrides demoSuite's status
+// of the tasks it names (nil: none).
+func checkSuiteIndex(t *testing.T, dir string, idx suite.Index, want map[string]contract.SessionStatus) {
 	t.Helper()
 	if len(idx.Tasks) != len(demoSuite) {
 		t.Fatalf("%d tasks in the index, want %d", len(idx.Tasks), len(demoSuite))
@@ -125,6 +132,9 @@ func checkSuiteIndex(t *testing.T, dir string, idx suite.Index) {
 	}
 	for i, st := range demoSuite {
 		got := idx.Tasks[i]
+		if w, ok := want[got.Name]; ok {
+			st.want = w
+		}
 		if got.Name != st.name+".json" || got.Status != st.want {
 			t.Errorf("task %d = %s %q (%s), want %s.json %q", i, got.Name, got.Status, got.Error, st.name, st.want)
 		}
@@ -182,7 +192,7 @@ func TestSuiteOneBrowser(t *testing.T) {
 	if idx.FormatVersion != suite.FormatVersion || idx.Parallel != 2 || idx.StoppedBy != "" {
 		t.Errorf("index format %q parallel %d stopped by %q", idx.FormatVersion, idx.Parallel, idx.StoppedBy)
 	}
-	checkSuiteIndex(t, out, idx)
+	checkSuiteIndex(t, out, idx, nil)
 	// The JUnit report: a failure in each task that did not complete.
 	rep := readJUnit(t, junit)
 	if rep.Tests != len(demoSuite) || rep.Failures != 3 || rep.Skipped != 0 || len(rep.Suite.Cases) != len(demoSuite) {
@@ -333,37 +343,68 @@ func TestSuiteFleet(t *testing.T) {
 		t.Fatal("no task went to the second server")
 	}
 	idx := readIndex(t, out)
-	checkSuiteIndex(t, out, idx)
+	// The killed server's first task is retried on the other server
+	// unless its attempt may have changed state (the not-retried rule:
+	// an approved action, an effect that may change state such as a POST,
+	// actions without a readable bundle): then it fails there, saying so.
+	// The round-robin makes it 02-orders, killed as it reports its first
+	// step, a GET navigation, so it is retried; the checks below hold for
+	// any task it is.
+	statuses := map[string]contract.SessionStatus{}
+	killedHandled := false // retried, or not for a reason the rule gives
+	for _, got := range idx.Tasks {
+		if got.Name != killedTask || len(got.Retries) > 0 {
+			continue
+		}
+		if got.Completed() || got.Endpoint != b.Endpoint || !strings.Contains(got.Error, "not retried: ") {
+			t.Errorf("%s, the killed server's first task, was not retried: %+v; want it failed on %s, saying why it was not retried", killedTask, got, b.Endpoint)
+		}
+		statuses[got.Name] = got.Status
+		killedHandled = true // not retried, for a reason the rule gives (checked above)
+	}
+	checkSuiteIndex(t, out, idx, statuses)
 	// The JUnit report: a failure in each task that did not complete
 	// (the retried ones completed or failed on the server left).
-	rep := readJUnit(t, junit)
-	if rep.Tests != len(demoSuite) || rep.Failures != 3 || rep.Skipped != 0 || len(rep.Suite.Cases) != len(demoSuite) {
-		t.Errorf("junit: %d tests, %d failures, %d skipped, %d cases; want %d, 3, 0", rep.Tests, rep.Failures, rep.Skipped, len(rep.Suite.Cases), len(demoSuite))
-	}
-	for i, c := range rep.Suite.Cases {
-		if i < len(demoSuite) && (c.Name != demoSuite[i].name+".json" || (c.Failure != nil) != (demoSuite[i].want != contract.SessionCompleted)) {
-			t.Errorf("junit case %d: %s, failure %v; want %s.json, %q", i, c.Name, c.Failure != nil, demoSuite[i].name, demoSuite[i].want)
+	failures := 0
+	for i, st := range demoSuite {
+		if _, notRetried := statuses[idx.Tasks[i].Name]; st.want != contract.SessionCompleted || notRetried {
+			failures++
 		}
 	}
-	// The killed server's first task was retried on the other; so was any
-	// task handed to it before its failure was known.
-	killedRetried := false
+	rep := readJUnit(t, junit)
+	if rep.Tests != len(demoSuite) || rep.Failures != failures || rep.Skipped != 0 || len(rep.Suite.Cases) != len(demoSuite) {
+		t.Errorf("junit: %d tests, %d failures, %d skipped, %d cases; want %d, %d, 0", rep.Tests, rep.Failures, rep.Skipped, len(rep.Suite.Cases), len(demoSuite), failures)
+	}
+	for i, c := range rep.Suite.Cases {
+		if i >= len(demoSuite) {
+			break
+		}
+		_, notRetried := statuses[c.Name]
+		if wantFailure := demoSuite[i].want != contract.SessionCompleted || notRetried; c.Name != demoSuite[i].name+".json" || (c.Failure != nil) != wantFailure {
+			t.Errorf("junit case %d: %s, failure %v; want %s.json, failure %v", i, c.Name, c.Failure != nil, demoSuite[i].name, wantFailure)
+		}
+	}
+	// Any task handed to the killed server before its failure was known
+	// was retried too.
 	for _, got := range idx.Tasks {
+		if _, notRetried := statuses[got.Name]; notRetried {
+			continue
+		}
 		if got.Endpoint != a.Endpoint {
 			t.Errorf("%s ran on %q, want the server left, %s", got.Name, got.Endpoint, a.Endpoint)
 		}
 		if len(got.Retries) == 0 {
 			continue
 		}
-		killedRetried = killedRetried || got.Name == killedTask
+		killedHandled = killedHandled || got.Name == killedTask
 		if r := got.Retries[0]; len(got.Retries) != 1 || r.Endpoint != b.Endpoint || r.Error == "" || r.Bundle == "" {
 			t.Errorf("%s: retries %+v, want one on %s", got.Name, got.Retries, b.Endpoint)
 		}
 	}
-	if !killedRetried {
+	if !killedHandled {
 		t.Errorf("%s, the killed server's first task, was not retried", killedTask)
 	}
-	if !strings.Contains(stderr.String(), "(retried: "+b.Endpoint+" failed)") {
+	if _, notRetried := statuses[killedTask]; !notRetried && !strings.Contains(stderr.String(), "(retried: "+b.Endpoint+" failed)") {
 		t.Errorf("the progress does not say the task was retried:\n%s", stderr.String())
 	}
 	// The suite verifies whole, the failed server's attempts included.
@@ -377,7 +418,11 @@ func TestSuiteUsage(t *testing.T) {
 	t.Setenv(EnvModel, "")
 	task := writeFile(t, "task.json", `{"goal":"read","urls":["https://example.com/"],"hints":{"steps":["extract text"]}}`, 0o644)
 	bare := writeFile(t, "bare.json", `{"goal":"read","urls":["https://example.com/"]}`, 0o644)
+	broken := writeFile(t, "broken.json", `{"goal":`, 0o644)
 	empty := t.TempDir()
+	// Without --evidence, a suite makes its directory under
+	// ./aegis-evidence only once every task loaded: none of these.
+	t.Chdir(t.TempDir())
 	tests := []struct {
 		name string
 		args []string
@@ -394,6 +439,7 @@ func TestSuiteUsage(t *testing.T) {
 		{"empty endpoint", []string{"suite", "--browser-endpoint", "ws://127.0.0.1:9/,", task}, "an empty endpoint"},
 		{"negative budget", []string{"suite", "--max-actions", "-1", task}, "is negative"},
 		{"no agent", []string{"suite", task, bare}, "bare.json: no agent"},
+		{"broken task", []string{"suite", task, broken}, "broken.json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -406,11 +452,15 @@ func TestSuiteUsage(t *testing.T) {
 			}
 		})
 	}
+	if _, err := os.Stat(DefaultEvidenceDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a suite refused left %s behind (%v)", DefaultEvidenceDir, err)
+	}
 	var out, errb bytes.Buffer
 	if got := Run(context.Background(), []string{"suite", "-h"}, Stdio{Out: &out, Err: &errb}); got != ExitOK {
 		t.Fatalf("suite -h: exit %d", got)
 	}
-	for _, want := range []string{"Usage: aegis suite [flags] DIR|TASK.json...", "--parallel", "--browser-endpoint", "--max-tokens", "-junit FILE", "-summary FILE", "Exit status: 0 every task completed"} {
+	for _, want := range []string{"Usage: aegis suite [flags] DIR|TASK.json...", "--parallel", "--browser-endpoint", "--max-tokens", "-junit FILE", "-summary FILE", "Exit status: 0 every task completed",
+		"at least 1 action and " + text.Thousands(suite.MinTokenGrant) + " tokens", fmt.Sprintf("maxActions, else %d;", session.DefaultMaxActions)} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("suite -h lacks %q", want)
 		}
@@ -572,5 +622,92 @@ func TestSuiteDirRefused(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "evidence-"+secrets.Placeholder("SUITE_TOKEN")) {
 		t.Errorf("stderr %q: want the secret's placeholder", stderr.String())
+	}
+}
+
+// TestSuiteTokenBudget: a suite's --max-tokens stops the suite (exit 4,
+// stoppedBy max-tokens) when a task is cut short by its grant, as a real
+// session under a token budget is: it refuses a call that would pass
+// the budget before sending it, and ends aborted with fewer tokens than
+// its limit. Each task needs four model calls (the plan, three Navigator
+// calls) of 4,000 tokens each, 3,000 of them prompt: the first task is
+// granted the suite's 29,000 and completes with 16,000; the second is
+// granted the 13,000 left, makes three calls (12,000) and its fourth,
+// predicted at more than the 1,000 left, is never sent. The third,
+// whose own budget of 500 would fit in what is left, is not run: a task
+// cut short stops the suite.
+func TestSuiteTokenBudget(t *testing.T) {
+	site := demoSite(t)
+	t.Setenv(EnvModel, "")
+	srv := llmtest.NewServer(t)
+	usage := map[string]int{"prompt_tokens": 3000, "completion_tokens": 1000, "total_tokens": 4000}
+	var mu sync.Mutex
+	navCalls := map[string]int{} // by task goal
+	goals := []string{"Wait for alpha", "Wait for bravo", "Wait for charlie"}
+	srv.Always(func(w http.ResponseWriter, r *llmtest.Request) {
+		if strings.HasPrefix(r.Messages[0].Content, "You are the Planner") {
+			llmtest.WriteCompletion(w, "fake", `{"goal":"x","steps":[{"id":"s1","description":"wait","successCriteria":"waited"}]}`, usage)
+			return
+		}
+		goal := ""
+		for _, m := range r.Messages {
+			for _, g := range goals {
+				if strings.Contains(m.Content, g) {
+					goal = g
+				}
+			}
+		}
+		mu.Lock()
+		navCalls[goal]++
+		n := navCalls[goal]
+		mu.Unlock()
+		status := "continue"
+		if n >= 3 {
+			status = "done"
+		}
+		llmtest.WriteCompletion(w, "fake", fmt.Sprintf(`{"actions":[{"id":"w%d","type":"wait","reason":"wait","policyTags":[],"durationMs":1}],"status":%q,"summary":"waiting"}`, n, status), usage)
+	})
+	dir := t.TempDir()
+	for i, g := range goals {
+		in := contract.Input{Goal: g, URLs: []string{site + "/orders"}}
+		if i == 2 {
+			var err error
+			if in, err = in.WithMaxTokens(500); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("t%d.json", i+1)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), []string{"suite", "--evidence", out, "--max-tokens", "29000", "--llm-base-url", srv.URL, "--model", "fake", dir}, Stdio{Out: &stdout, Err: &stderr})
+	if code != ExitSuiteStopped {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, ExitSuiteStopped, stderr.String())
+	}
+	idx := readIndex(t, out)
+	if idx.StoppedBy != suite.StopTokens {
+		t.Errorf("stopped by %q, want %q", idx.StoppedBy, suite.StopTokens)
+	}
+	first, second, third := idx.Tasks[0], idx.Tasks[1], idx.Tasks[2]
+	if !first.Completed() || first.Tokens != 16000 {
+		t.Errorf("t1 = %+v, want completed with 16,000 tokens", first)
+	}
+	if second.Status != contract.SessionAborted || second.Tokens != 12000 || !strings.Contains(second.Error, "would be passed") {
+		t.Errorf("t2 = %+v, want aborted by its budget before passing it, 12,000 tokens", second)
+	}
+	if !third.Skipped || !strings.Contains(third.Error, "a task cut short") {
+		t.Errorf("t3 = %+v, want not run", third)
+	}
+	if n := len(srv.Requests()); n != 7 {
+		t.Errorf("%d model requests, want 7 (4 and 3)", n)
+	}
+	if !strings.Contains(stderr.String(), "aegis suite: stopped: the suite's --max-tokens budget (29000)") {
+		t.Errorf("stderr:\n%s", stderr.String())
 	}
 }

@@ -104,14 +104,16 @@ type Outcome struct {
 func (o Outcome) OK() bool { return o.Index.AllCompleted() }
 
 // MinTokenGrant is the fewest tokens a task that calls a model starts
-// with under a suite token budget (Options.MaxTokens): about one model
-// call on a small page (the system prompt, the page's snapshot and an
-// answer). A session refuses a call it predicts would pass its budget
-// before sending it, so a task started with less would end at its first
-// call having done nothing. A task whose own hints.maxTokens is smaller
-// needs only that, and a suite budget smaller than it is granted whole to
-// the first task.
-const MinTokenGrant = 4000
+// with under a suite token budget (Options.MaxTokens): 8,192, one model
+// call with room for a full answer (llm.DefaultCompletionBound, the bound
+// a budget sends) and a prompt as large (the instructions, the plan and
+// a small page's snapshot). A session refuses a call it predicts would
+// pass its budget before sending it, and cuts the answer's bound to what
+// is left, so a task started with much less would end at its first calls
+// having done nothing. A task whose own hints.maxTokens is smaller needs
+// only that, and a suite budget smaller than it is granted whole to the
+// first task.
+const MinTokenGrant = 2 * llm.DefaultCompletionBound
 
 // stopError is the cause of a suite's context that a budget ended.
 type stopError struct {

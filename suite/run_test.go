@@ -431,23 +431,23 @@ func TestBudgets(t *testing.T) {
 	})
 	t.Run("tokens bind the running tasks", func(t *testing.T) {
 		// Tasks without a token budget of their own, each needing two
-		// calls; the suite's 10,000 tokens. Alone, the first is granted
-		// them all. The second is granted the 4,000 left
-		// (MinTokenGrant) or, when the first took more, not started.
+		// calls; the suite's 24,000 tokens. Alone, the first is granted
+		// them all. The second is granted what is left when that is at
+		// least MinTokenGrant (8,192), else not started.
 		tests := []struct {
-			name      string
-			perCall   int
-			caps      []int
-			tokens    int
-			cutShort  bool
-			notRunMin int
+			name     string
+			perCall  int
+			caps     []int
+			tokens   int
+			cutShort bool
 		}{
-			// 6,000 used, 4,000 left: the second's second call would
+			// 14,000 used, 10,000 left: the second's second call would
 			// pass its grant and is refused unsent; it ends aborted by
-			// its budget with 3,000 used, cut short: the suite stops.
-			{"cut short", 3000, []int{10000, 4000}, 9000, true, 1},
-			// 7,000 used, 3,000 left: less than a task starts with.
-			{"too little left", 3500, []int{10000}, 7000, false, 2},
+			// its budget with 7,000 used, fewer than its grant, cut
+			// short: the suite stops.
+			{"cut short", 7000, []int{24000, 10000}, 21000, true},
+			// 16,000 used, 8,000 left: less than a task starts with.
+			{"too little left", 8000, []int{24000}, 16000, false},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -458,7 +458,7 @@ func TestBudgets(t *testing.T) {
 				for i := range tasks {
 					tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}}
 				}
-				out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 1, Dir: t.TempDir(), MaxTokens: 10000,
+				out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 1, Dir: t.TempDir(), MaxTokens: 24000,
 					Run: func(ctx context.Context, a Attempt) (session.Result, error) {
 						limit, err := a.Task.Input.MaxTokens()
 						if err != nil {
@@ -477,10 +477,10 @@ func TestBudgets(t *testing.T) {
 				if tot.Tokens != tt.tokens || !slices.Equal(caps, tt.caps) || out.Index.StoppedBy != StopTokens || tot.Skipped != 3-len(tt.caps) || out.OK() {
 					t.Errorf("tokens %d, caps %v, stopped %q (%s), skipped %d; want %d, %v, max-tokens, %d", tot.Tokens, caps, out.Index.StoppedBy, out.StopReason, tot.Skipped, tt.tokens, tt.caps, 3-len(tt.caps))
 				}
-				if got := out.Index.Tasks[1]; tt.cutShort && (got.Status != contract.SessionAborted || got.Tokens != 3000) {
-					t.Errorf("t02 = %+v, want aborted by its budget with 3,000 tokens", got)
+				if got := out.Index.Tasks[1]; tt.cutShort && (got.Status != contract.SessionAborted || got.Tokens != 7000) {
+					t.Errorf("t02 = %+v, want aborted by its budget with 7,000 tokens", got)
 				}
-				if !strings.Contains(out.StopReason, "--max-tokens budget (10000)") {
+				if !strings.Contains(out.StopReason, "--max-tokens budget (24000)") {
 					t.Errorf("stop reason %q", out.StopReason)
 				}
 			})
