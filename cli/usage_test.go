@@ -323,11 +323,11 @@ func TestSchemeFor(t *testing.T) {
 	}
 }
 
-// TestSessionClassification: the session runs under the stricter of
-// --classification and the task's hints.classification, restricted when
-// neither names one: runTask records the flag in the task's hints (never
-// weakening the task's own), and the session takes the task's
-// (restricted when it names none). A flag recorded is in the task.
+// TestSessionClassification: runTask records --classification in the
+// task's hints.classification, the stricter of the flag and the task's own
+// (never weakening it), and records nothing without the flag; other hints
+// are kept. What the session makes of the recorded classification
+// (restricted when none) is session's TestClassificationAndVisionProbe.
 func TestSessionClassification(t *testing.T) {
 	task := func(hints string) contract.Input {
 		in := contract.Input{Goal: "x", URLs: []string{"https://a.example"}}
@@ -338,30 +338,27 @@ func TestSessionClassification(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		flag, hints string
-		want        contract.Classification
+		want        contract.Classification // "": none recorded
 	}{
-		{"", "", contract.ClassRestricted},
+		{"", "", ""},
 		{"public", "", contract.ClassPublic},
 		{"", `{"classification":"public"}`, contract.ClassPublic},
 		{"public", `{"classification":"sensitive"}`, contract.ClassSensitive},
 		{"sensitive", `{"classification":"public"}`, contract.ClassSensitive},
 		{"restricted", `{"classification":"public"}`, contract.ClassRestricted},
 		{"public", `{"classification":"restricted"}`, contract.ClassRestricted},
+		{"sensitive", `{"maxTokens":100}`, contract.ClassSensitive},
 	} {
 		in, err := setClassification(tt.flag, task(tt.hints), "task.json")
 		if err != nil {
 			t.Fatal(err)
 		}
-		recorded, err := in.Classification()
-		if err != nil || (tt.flag != "" && recorded == "") {
-			t.Errorf("--classification %q, hints %s: the task records %q, %v", tt.flag, tt.hints, recorded, err)
+		got, err := in.Classification()
+		if err != nil || got != tt.want {
+			t.Errorf("--classification %q, hints %s: the task records %q, %v; want %q", tt.flag, tt.hints, got, err, tt.want)
 		}
-		got := contract.Stricter(recorded, "")
-		if got == "" {
-			got = contract.DefaultClassification // the session's default
-		}
-		if got != tt.want {
-			t.Errorf("--classification %q, hints %s: got %q; want %q", tt.flag, tt.hints, got, tt.want)
+		if n, err := in.MaxTokens(); strings.Contains(tt.hints, "maxTokens") && (err != nil || n != 100) {
+			t.Errorf("--classification %q, hints %s: hints %s lost maxTokens", tt.flag, tt.hints, in.Hints)
 		}
 	}
 }

@@ -72,6 +72,10 @@ type Budget struct {
 	// tokens of the calls that reported usage: their ratio calibrates the
 	// estimate of the next prompt (EstimatePromptTokens).
 	bytes, tokens int
+	// reserved and reservedCost are what the calls in flight hold
+	// (reserve): counted as used by the next call's check.
+	reserved     int
+	reservedCost float64
 }
 
 // NewBudget returns a budget with limits, or an error for a limit out of
@@ -163,49 +167,150 @@ func (b *Budget) exceededLocked() error {
 	return nil
 }
 
-// charge adds one response's usage (contract.CallTokens: its total, or
-// prompt plus completion when that is more) and, when the budget has a
-// price for model, its cost (prompt × input price + completion × output
-// price), which it returns (0 when unpriced). promptBytes is the size of
-// the prompt sent, for the estimate; a prompt that showed images does not
-// calibrate it (its reported tokens count the images, which its bytes do
-// not). completionBytes is the size of the answer's text.
+// reservation is what reserve set aside for one attempt of a call: the
+// prompt's size and estimate, the completion bound sent with it, and, under
+// a limit, the tokens and money held for it until charge or release.
+type reservation struct {
+	model               string
+	promptBytes, images int
+	// prompt is the prompt's estimate (estimateLocked) and bound the
+	// completion bound sent (max_completion_tokens, 0 for none).
+	prompt, bound int
+	// tokens and cost are held against the limits while the call is in
+	// flight (0 without a limit).
+	tokens int
+	cost   float64
+}
+
+// DefaultCompletionBound is the completion bound a budget with a limit
+// sends when the client sets none: enough for any Planner or Navigator
+// answer.
+const DefaultCompletionBound = 4096
+
+// reserve makes, under one lock, everything the budget decides before an
+// attempt of a call of model whose prompt is promptBytes bytes with images
+// images: the prompt's estimate (estimateLocked); the completion bound to
+// send (max_completion_tokens), configured when it is set
+// (Config.MaxTokens), else, under a token or cost limit,
+// DefaultCompletionBound or less, what is left of the limits after the
+// prompt's estimate, else none; and the check. It refuses a call that
+// cannot fit: the budget is passed already, or the prompt's estimate plus
+// the bound is more than the tokens left, or costs more than the money
+// left (under a cost limit, a model without a price is refused:
+// ErrUnpriced, its cost cannot be counted). What is left is what the calls
+// so far used less what the calls in flight hold: a call it lets through
+// holds its prompt's estimate and bound until charge (or release) counts
+// it, so that clients sharing a budget cannot pass it together. Without a
+// bound a call could use any number of completion tokens, and the
+// prediction would see only the prompt.
+func (b *Budget) reserve(model string, configured, promptBytes, images int) (reservation, error) {
+	r := reservation{model: model, promptBytes: promptBytes, images: images, bound: max(configured, 0)}
+	if b == nil {
+		return r, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r.prompt = b.estimateLocked(promptBytes, images)
+	if b.limits.MaxTokens == 0 && b.limits.MaxCostUSD == 0 {
+		return r, nil
+	}
+	if err := b.exceededLocked(); err != nil {
+		return r, err
+	}
+	tokensLeft := b.limits.MaxTokens - addTokens(b.used, b.reserved)
+	costLeft := b.limits.MaxCostUSD - b.cost - b.reservedCost
+	p, priced := b.limits.Prices[model]
+	if r.bound == 0 {
+		n := DefaultCompletionBound
+		if b.limits.MaxTokens > 0 {
+			n = min(n, tokensLeft-r.prompt)
+		}
+		if priced && b.limits.MaxCostUSD > 0 && p.OutputPerMTok > 0 {
+			left := costLeft - p.Cost(r.prompt, 0)
+			n = min(n, int(math.Floor(max(left, 0)/p.OutputPerMTok*1e6)))
+		}
+		r.bound = max(n, 1) // a prompt that leaves nothing is refused below
+	}
+	est := addTokens(r.prompt, r.bound)
+	if b.limits.MaxTokens > 0 && est > tokensLeft {
+		return r, &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used, Predicted: est}
+	}
+	estUSD := 0.0
+	if b.limits.MaxCostUSD > 0 {
+		if !priced {
+			return r, fmt.Errorf("%w: the cost budget has no price for model %q: add the model's prices to the model registry", ErrUnpriced, model)
+		}
+		if estUSD = p.Cost(r.prompt, r.bound); estUSD > costLeft {
+			return r, &BudgetError{Budget: BudgetCost, LimitUSD: b.limits.MaxCostUSD, UsedUSD: b.cost, PredictedUSD: estUSD}
+		}
+	}
+	r.tokens, r.cost = est, estUSD
+	b.reserved = addTokens(b.reserved, r.tokens)
+	b.reservedCost += r.cost
+	return r, nil
+}
+
+// release gives back what r holds: its attempt failed, and nothing of it
+// is charged.
+func (b *Budget) release(r reservation) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.releaseLocked(r)
+}
+
+// releaseLocked is release with b.mu held.
+func (b *Budget) releaseLocked(r reservation) {
+	b.reserved = max(b.reserved-r.tokens, 0)
+	b.reservedCost = max(b.reservedCost-r.cost, 0)
+	if b.reserved == 0 {
+		b.reservedCost = 0 // no rounding left over
+	}
+}
+
+// charge gives back what r holds and adds the answer's usage
+// (contract.CallTokens: its total, or prompt plus completion when that is
+// more) and, when the budget has a price for r's model, its cost, which it
+// returns (0 when unpriced). completionBytes is the size of the answer's
+// text. A prompt that showed images does not calibrate the estimate (its
+// reported tokens count the images, which its bytes do not).
 //
 // It fails closed on what the endpoint omits, so that a broken or hostile
-// endpoint cannot make calls free: a response that reports no usage at
-// all is charged an estimate (the prompt's, as check makes it, plus the
-// completion's bytes at the same calibrated rate), and one that reports
-// only a total is costed at the dearer of the model's two prices.
-func (b *Budget) charge(model string, u Usage, promptBytes, images, completionBytes int) float64 {
+// endpoint cannot make calls free: an answer that reports no usage at all
+// is charged the prompt's estimate (r's) plus, as its completion, the
+// bound sent with it when there was one (the model may have spent up to
+// it), else the answer's bytes at the calibrated rate; the tokens of a
+// total beyond prompt plus completion (all of it, when only a total is
+// reported) are costed at the dearer of the model's two prices.
+func (b *Budget) charge(r reservation, u Usage, completionBytes int) float64 {
 	if b == nil {
 		return 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p, priced := b.limits.Prices[model]
+	b.releaseLocked(r)
+	p, priced := b.limits.Prices[r.model]
 	n := contract.CallTokens(u.PromptTokens, u.CompletionTokens, u.TotalTokens)
 	cost := 0.0
-	switch {
-	case n == 0:
-		prompt := addTokens(estimateTokens(promptBytes, b.bytes, b.tokens), images*ImageTokens)
-		completion := estimateTokens(completionBytes, b.bytes, b.tokens)
-		n = addTokens(prompt, completion)
-		if priced {
-			cost = p.Cost(prompt, completion)
+	if n == 0 {
+		completion := r.bound
+		if completion <= 0 {
+			completion = estimateTokens(completionBytes, b.bytes, b.tokens)
 		}
-	case u.PromptTokens <= 0 && u.CompletionTokens <= 0:
+		n = addTokens(r.prompt, completion)
 		if priced {
-			cost = Price{OutputPerMTok: max(p.InputPerMTok, p.OutputPerMTok)}.Cost(0, n)
+			cost = p.Cost(r.prompt, completion)
 		}
-	default:
-		if priced {
-			cost = p.Cost(u.PromptTokens, u.CompletionTokens)
-		}
+	} else if priced {
+		rest := n - max(u.PromptTokens, 0) - max(u.CompletionTokens, 0)
+		cost = p.Cost(u.PromptTokens, u.CompletionTokens) + Price{OutputPerMTok: max(p.InputPerMTok, p.OutputPerMTok)}.Cost(0, rest)
 	}
 	b.used = addTokens(b.used, n)
 	b.cost += cost
-	if u.PromptTokens > 0 && promptBytes > 0 && images == 0 {
-		b.bytes = addTokens(b.bytes, promptBytes)
+	if u.PromptTokens > 0 && r.promptBytes > 0 && r.images == 0 {
+		b.bytes = addTokens(b.bytes, r.promptBytes)
 		b.tokens = addTokens(b.tokens, u.PromptTokens)
 	}
 	return cost
@@ -219,89 +324,35 @@ func addTokens(a, n int) int {
 	return a + n
 }
 
-// check refuses a call of model that cannot fit: the budget is passed
-// already, or the prompt's estimated size (promptBytes, see
-// EstimatePromptTokens; each of its images counted as ImageTokens) plus
-// maxCompletion (the completion bound sent with the request, 0 when none)
-// is more than the tokens left, or costs more than the money left. Under a
-// cost limit, a model without a price is refused (its cost cannot be
-// counted).
-func (b *Budget) check(model string, promptBytes, images, maxCompletion int) error {
-	if b == nil || (b.limits.MaxTokens == 0 && b.limits.MaxCostUSD == 0) {
-		return nil
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.exceededLocked(); err != nil {
-		return err
-	}
-	prompt := estimateTokens(promptBytes, b.bytes, b.tokens) + images*ImageTokens
-	completion := max(maxCompletion, 0)
-	if b.limits.MaxTokens > 0 {
-		if est, left := prompt+completion, b.limits.MaxTokens-b.used; est > left {
-			return &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used, Predicted: est}
-		}
-	}
-	if b.limits.MaxCostUSD > 0 {
-		p, ok := b.limits.Prices[model]
-		if !ok {
-			return fmt.Errorf("%w: the cost budget has no price for model %q: add the model's prices to the model registry", ErrUnpriced, model)
-		}
-		if est := p.Cost(prompt, completion); est > b.limits.MaxCostUSD-b.cost {
-			return &BudgetError{Budget: BudgetCost, LimitUSD: b.limits.MaxCostUSD, UsedUSD: b.cost, PredictedUSD: est}
-		}
-	}
-	return nil
-}
-
-// DefaultCompletionBound is the completion bound a budget with a limit
-// sends when the client sets none (Budget.CompletionBound): enough for
-// any Planner or Navigator answer.
-const DefaultCompletionBound = 4096
-
-// CompletionBound returns the completion bound (max_completion_tokens) to
-// send with a call of model whose prompt is promptBytes bytes with images
-// images: configured when it is set (Config.MaxTokens); else, under a
-// token or cost limit, DefaultCompletionBound or less, what is left of
-// the limits after the prompt's estimate (at least 1: a prompt that
-// leaves nothing is refused by the check that follows); else 0, none.
-// Without a bound a call could use any number of completion tokens, and
-// the prediction before it is sent would see only the prompt.
-func (b *Budget) CompletionBound(model string, configured, promptBytes, images int) int {
-	if configured > 0 || b == nil || (b.limits.MaxTokens == 0 && b.limits.MaxCostUSD == 0) {
-		return max(configured, 0)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	prompt := addTokens(estimateTokens(promptBytes, b.bytes, b.tokens), images*ImageTokens)
-	n := DefaultCompletionBound
-	if b.limits.MaxTokens > 0 {
-		n = min(n, b.limits.MaxTokens-b.used-prompt)
-	}
-	if p, ok := b.limits.Prices[model]; ok && b.limits.MaxCostUSD > 0 && p.OutputPerMTok > 0 {
-		left := b.limits.MaxCostUSD - b.cost - p.Cost(prompt, 0)
-		n = min(n, int(math.Floor(max(left, 0)/p.OutputPerMTok*1e6)))
-	}
-	return max(n, 1)
-}
-
 // ErrUnpriced is the error of a call under a cost budget whose model has
 // no price: it is not sent.
 var ErrUnpriced = errors.New("llm: model has no price")
 
 // EstimatePromptTokens estimates the tokens of a prompt of promptBytes
-// bytes (the UTF-8 bytes of its messages' roles and contents): in the
-// ratio of tokens to bytes the endpoint reported for earlier prompts of
-// the same budget, else one token per four bytes, the usual rate of
-// English text in BPE tokenizers. It is an estimate: a call it lets
-// through may still pass the budget, which Exceeded then reports.
-func (b *Budget) EstimatePromptTokens(promptBytes int) int {
+// bytes (the UTF-8 bytes of its messages' roles and contents) showing
+// images images: in the ratio of tokens to bytes the endpoint reported for
+// earlier prompts of the same budget, else one token per four bytes, the
+// usual rate of English text in BPE tokenizers, plus ImageTokens an image.
+// It is the estimate every call is predicted with: a call it lets through
+// may still pass the budget, which Exceeded then reports.
+func (b *Budget) EstimatePromptTokens(promptBytes, images int) int {
 	if b == nil {
-		return estimateTokens(promptBytes, 0, 0)
+		return addTokens(estimateTokens(promptBytes, 0, 0), imageTokens(images))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return estimateTokens(promptBytes, b.bytes, b.tokens)
+	return b.estimateLocked(promptBytes, images)
+}
+
+// estimateLocked is EstimatePromptTokens with b.mu held.
+func (b *Budget) estimateLocked(promptBytes, images int) int {
+	return addTokens(estimateTokens(promptBytes, b.bytes, b.tokens), imageTokens(images))
+}
+
+// imageTokens is the estimate of images images (ImageTokens each), without
+// overflowing.
+func imageTokens(images int) int {
+	return min(max(images, 0), math.MaxInt/ImageTokens) * ImageTokens
 }
 
 // bytesPerToken is the default rate of the estimate.
@@ -311,11 +362,11 @@ func estimateTokens(promptBytes, seenBytes, seenTokens int) int {
 	if promptBytes <= 0 {
 		return 0
 	}
+	est := math.Ceil(float64(promptBytes) / bytesPerToken)
 	if seenBytes > 0 && seenTokens > 0 {
-		est := math.Ceil(float64(promptBytes) * float64(seenTokens) / float64(seenBytes))
-		return int(min(est, MaxTokenBudget+1)) // past any budget, and no overflow
+		est = math.Ceil(float64(promptBytes) * float64(seenTokens) / float64(seenBytes))
 	}
-	return (promptBytes + bytesPerToken - 1) / bytesPerToken
+	return int(min(est, MaxTokenBudget+1)) // past any budget, and no overflow
 }
 
 // promptBytes is the size of msgs' text for the estimate (images are

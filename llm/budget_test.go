@@ -31,9 +31,9 @@ func newBudget(t *testing.T, maxTokens int) *llm.Budget {
 
 // TestBudgetCharges: every answer's usage is charged, the total when the
 // endpoint reports one that is not less than prompt plus completion, else
-// their sum, an estimate of prompt and answer when it reports none (want
-// -1: some tokens); Exceeded reports a budget passed. (20 prompt tokens:
-// the calibrated estimate of the second prompt fits in what is left.)
+// their sum; Exceeded reports a budget passed. (20 prompt tokens: the
+// calibrated estimate of the second prompt fits in what is left.) An
+// answer that reports no usage: TestBudgetNoUsage.
 func TestBudgetCharges(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -44,7 +44,6 @@ func TestBudgetCharges(t *testing.T) {
 		{"no total", map[string]int{"prompt_tokens": 20, "completion_tokens": 130}, 150},
 		{"total less than the parts", map[string]int{"prompt_tokens": 20, "completion_tokens": 130, "total_tokens": 10}, 150},
 		{"total with reasoning tokens", map[string]int{"prompt_tokens": 20, "completion_tokens": 130, "total_tokens": 400}, 400},
-		{"none reported", nil, -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,9 +52,6 @@ func TestBudgetCharges(t *testing.T) {
 			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
 			if _, err := c.Complete(context.Background(), planRequest(t)); err != nil {
 				t.Fatal(err)
-			}
-			if tc.want < 0 && b.Tokens() > 0 {
-				tc.want = b.Tokens() // the estimate, charged each time
 			}
 			if got := b.Tokens(); got != tc.want {
 				t.Errorf("tokens %d, want %d", got, tc.want)
@@ -106,7 +102,7 @@ func TestBudgetPredicts(t *testing.T) {
 			usageAnswer(map[string]int{"prompt_tokens": 1, "completion_tokens": 97, "total_tokens": 98}),
 			usageAnswer(map[string]int{"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}))
 		b := newBudget(t, 100)
-		if got, want := b.EstimatePromptTokens(400), 100; got != want {
+		if got, want := b.EstimatePromptTokens(400, 0), 100; got != want {
 			t.Fatalf("uncalibrated estimate %d, want %d", got, want)
 		}
 		c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
@@ -198,4 +194,115 @@ func TestBudgetCompletionBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBudgetNoUsage: an answer that reports no usage is charged the
+// prompt's estimate plus the completion bound sent with it (the model may
+// have spent all of it): under a budget of 250 tokens, all of it, and the
+// next call is refused before it is sent.
+func TestBudgetNoUsage(t *testing.T) {
+	srv := llmtest.NewServer(t, usageAnswer(nil))
+	b := newBudget(t, 250)
+	c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
+	if _, err := c.Complete(context.Background(), planRequest(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.Tokens(), 250; got != want {
+		t.Errorf("tokens %d, want %d", got, want)
+	}
+	var be *llm.BudgetError
+	if _, err := c.Complete(context.Background(), planRequest(t)); !errors.As(err, &be) || be.Predicted == 0 || len(srv.Requests()) != 1 {
+		t.Errorf("second call: %v after %d requests, want a predicted budget error and no request", err, len(srv.Requests()))
+	}
+}
+
+// spendBound answers validPlan reporting 1 prompt token and, as its
+// completion, the whole completion bound the request sent: the most a
+// call may use.
+func spendBound(t *testing.T) llmtest.Reply {
+	return func(w http.ResponseWriter, r *llmtest.Request) {
+		var body struct {
+			Max int `json:"max_completion_tokens"`
+		}
+		if err := json.Unmarshal(r.Raw, &body); err != nil || body.Max <= 0 {
+			t.Errorf("request without a completion bound: %s", r.Raw)
+		}
+		llmtest.WriteCompletion(w, "fake-model-1", validPlan, map[string]int{"prompt_tokens": 1, "completion_tokens": body.Max})
+	}
+}
+
+// TestBudgetShared: two clients sharing a budget never pass it together.
+// A call in flight holds its prompt's estimate and completion bound, so a
+// call made meanwhile is sent with what is left (or refused), not with
+// what was left before the first was sent; then both clients call until
+// the budget refuses them, at once (run with -race).
+func TestBudgetShared(t *testing.T) {
+	const limit = 6000
+	t.Run("a call in flight", func(t *testing.T) {
+		arrived, answer := make(chan struct{}), make(chan struct{})
+		srv := llmtest.NewServer(t, func(w http.ResponseWriter, r *llmtest.Request) {
+			close(arrived)
+			<-answer
+			spendBound(t)(w, r)
+		})
+		srv.Always(spendBound(t))
+		b := newBudget(t, limit)
+		first, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
+		second, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
+		done := make(chan error, 1)
+		go func() {
+			_, err := first.Complete(context.Background(), planRequest(t))
+			done <- err
+		}()
+		<-arrived
+		_, err := second.Complete(context.Background(), planRequest(t))
+		close(answer)
+		if err != nil {
+			t.Fatalf("second call: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("first call: %v", err)
+		}
+		var bounds []int
+		for _, r := range srv.Requests() {
+			var body struct {
+				Max int `json:"max_completion_tokens"`
+			}
+			if err := json.Unmarshal(r.Raw, &body); err != nil {
+				t.Fatal(err)
+			}
+			bounds = append(bounds, body.Max)
+		}
+		if len(bounds) != 2 || bounds[0] != llm.DefaultCompletionBound || bounds[1] >= limit-llm.DefaultCompletionBound {
+			t.Errorf("completion bounds %v: want %d, then less than the %d left", bounds, llm.DefaultCompletionBound, limit-llm.DefaultCompletionBound)
+		}
+		if got := b.Tokens(); got > limit || b.Exceeded() != nil {
+			t.Errorf("tokens %d of %d, exceeded %v", got, limit, b.Exceeded())
+		}
+	})
+	t.Run("calls at once", func(t *testing.T) {
+		srv := llmtest.NewServer(t)
+		srv.Always(spendBound(t))
+		b := newBudget(t, limit)
+		errs := make(chan error, 2)
+		for range 2 {
+			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget = b })
+			go func() {
+				for {
+					if _, err := c.Complete(context.Background(), planRequest(t)); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		for range 2 {
+			if err := <-errs; !errors.Is(err, llm.ErrBudgetExceeded) {
+				t.Errorf("a client stopped by %v, want a budget error", err)
+			}
+		}
+		if got := b.Tokens(); got > limit || b.Exceeded() != nil {
+			t.Errorf("tokens %d of %d, exceeded %v", got, limit, b.Exceeded())
+		}
+	})
 }

@@ -160,16 +160,18 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		resp.Mode = mode
 		resp.Attempts = attempt
 		size := promptBytes(msgs)
-		bound := c.cfg.Budget.CompletionBound(c.cfg.Model, c.cfg.MaxTokens, size, images)
-		if err := c.cfg.Budget.check(c.cfg.Model, size, images, bound); err != nil {
+		held, err := c.cfg.Budget.reserve(c.cfg.Model, c.cfg.MaxTokens, size, images)
+		if err != nil {
 			// Refused before sending: nothing of it was sent or used.
 			resp.Attempts = attempt - 1
 			return resp, err
 		}
 		// The images go with every attempt; a call that sent none shows none.
 		resp.Images = imagesOf(req.Messages)
-		out, info, err := c.once(ctx, msgs, req.Schema, mode, bound)
-		if err == nil {
+		out, info, err := c.once(ctx, msgs, req.Schema, mode, held.bound)
+		if err != nil {
+			c.cfg.Budget.release(held)
+		} else {
 			resp.Model = out.Model
 			if resp.Model == "" {
 				resp.Model = c.cfg.Model
@@ -179,7 +181,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 				resp.Content = out.Choices[0].Message.Content
 				resp.FinishReason = string(out.Choices[0].FinishReason)
 			}
-			cost := c.cfg.Budget.charge(c.cfg.Model, resp.Usage, size, images, len(resp.Content))
+			cost := c.cfg.Budget.charge(held, resp.Usage, len(resp.Content))
 			if _, ok := c.cfg.Budget.Price(c.cfg.Model); ok {
 				resp.CostUSD = &cost
 			}

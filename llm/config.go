@@ -115,8 +115,8 @@ type Config struct {
 	StructuredOutput StructuredOutput
 	// MaxTokens bounds the completion (max_completion_tokens); 0 leaves it
 	// to the endpoint, or, under a Budget with a limit, to the budget
-	// (Budget.CompletionBound), so that what a call may use is known
-	// before it is sent.
+	// (DefaultCompletionBound, or what is left of it after the prompt), so
+	// that what a call may use is known before it is sent.
 	MaxTokens int
 	// Temperature, when set, is sent as the sampling temperature.
 	Temperature *float32
@@ -136,9 +136,9 @@ type Config struct {
 	// by the clients of the session's Planner and Navigator: every
 	// response's usage is charged to it, and a request is refused before
 	// it is sent (a *BudgetError) when the budget is passed already or the
-	// prompt's estimated tokens plus the completion bound (MaxTokens, or
-	// Budget.CompletionBound) are more than what is left
-	// (Budget.EstimatePromptTokens). nil means no budget.
+	// prompt's estimated tokens (Budget.EstimatePromptTokens) plus the
+	// completion bound (MaxTokens, or the budget's) are more than what is
+	// left, the calls in flight holding theirs. nil means no budget.
 	Budget *Budget
 	// HTTPClient is the HTTP client to use; default a new http.Client.
 	// Redirects are never followed, whatever its CheckRedirect.

@@ -51,8 +51,9 @@ func TestDialectUsage(t *testing.T) {
 // that carries Ollama's native counts (prompt_eval_count, eval_count:
 // what /api/chat reports, not /v1) and no usage reads no usage, as an
 // endpoint that reports none; the budget fails closed and charges an
-// estimate of the call (its prompt and its answer at the estimate's
-// rate), costed at the model's prices. A response that reports only a
+// estimate of the call (its prompt and, as the budget has no limit and no
+// completion bound was sent, its answer at the estimate's rate), costed
+// at the model's prices. A response that reports only a
 // total is costed at the dearer price.
 func TestDialectNativeCounts(t *testing.T) {
 	const model = "test-model"
@@ -70,7 +71,7 @@ func TestDialectNativeCounts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.Raw(http.StatusOK, `{"id":"c","object":"chat.completion","created":1,"model":"`+model+`","choices":[{"index":0,"message":{"role":"assistant","content":"`+answer+`"},"finish_reason":"stop"}],`+tc.usage+`}`))
-			b, err := llm.NewBudget(llm.Limits{MaxTokens: 10_000, Prices: map[string]llm.Price{model: price}})
+			b, err := llm.NewBudget(llm.Limits{Prices: map[string]llm.Price{model: price}})
 			if err != nil {
 				t.Fatal(err)
 			}

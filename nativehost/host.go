@@ -380,15 +380,25 @@ func taskOf(p StartParams) (contract.Input, error) {
 			in.URLs = append(in.URLs, o+"/")
 		}
 	}
+	if len(p.Steps) > navigator.MaxSteps {
+		return bad("at most %d steps", navigator.MaxSteps)
+	}
+	hints := map[string]any{}
 	if len(p.Steps) > 0 {
-		if len(p.Steps) > navigator.MaxSteps {
-			return bad("at most %d steps", navigator.MaxSteps)
-		}
-		hints, err := json.Marshal(map[string][]string{"steps": p.Steps})
+		hints["steps"] = p.Steps
+	}
+	if p.MaxTokens != 0 {
+		hints[contract.HintMaxTokens] = p.MaxTokens // checked by hostBudget
+	}
+	if p.Classification != "" {
+		hints[contract.HintClassification] = p.Classification // checked by checkClassification
+	}
+	if len(hints) > 0 {
+		raw, err := json.Marshal(hints)
 		if err != nil {
-			return bad("steps: %v", err)
+			return bad("hints: %v", err)
 		}
-		in.Hints = hints
+		in.Hints = raw
 	}
 	return in, nil
 }
@@ -407,20 +417,14 @@ func checkClassification(in contract.Input) error {
 }
 
 // hostBudget is the model budget of a session on task in: its
-// hints.maxTokens bound the tokens (0: none, the calls still counted).
-// A cost budget (hints.maxCostUsd) is refused: the host has no model
-// registry to price the model with. A bad hint is bad parameters.
+// hints.maxTokens (StartParams.MaxTokens) bound the tokens (0: none, the
+// calls still counted); a bad one is bad parameters. It has no cost limit:
+// the host has no model registry to price the model with, and
+// StartParams has no member for one.
 func hostBudget(in contract.Input) (*llm.Budget, error) {
 	maxTokens, err := in.MaxTokens()
 	if err != nil {
 		return nil, errorf(CodeBadParams, "%v", err)
-	}
-	maxCost, err := in.MaxCostUSD()
-	if err != nil {
-		return nil, errorf(CodeBadParams, "%v", err)
-	}
-	if maxCost > 0 {
-		return nil, errorf(CodeBadParams, "the task sets a cost budget (hints.%s), but a session started from the browser has no model registry to price the model: run the task with aegis run --model-registry FILE --max-cost-usd, or remove the cost budget", contract.HintMaxCostUSD)
 	}
 	b, err := llm.NewBudget(llm.Limits{MaxTokens: maxTokens})
 	if err != nil {
@@ -593,15 +597,20 @@ func (h *host) start(p StartParams) (StartResult, error) {
 	return StartResult{Session: id, Evidence: filepath.Join(root, id)}, nil
 }
 
-// agents returns the planner and navigator of a task: a steps task runs
-// without a model; any other needs the configuration's model.
+// agents returns the planner and navigator of a task: a steps task (its
+// hints name steps) runs without a model; any other needs the
+// configuration's model.
 func (h *host) agents(in contract.Input, set *secrets.Set, budget *llm.Budget) (planner.Planner, navigator.Navigator, string, error) {
-	if len(in.Hints) > 0 {
-		nav, err := navigator.NewStepsFromHints(in.Hints, navigator.StepsOptions{BaseURL: in.URLs[0], Secrets: set})
+	steps, err := navigator.StepsFromHints(in.Hints)
+	if err != nil && !errors.Is(err, navigator.ErrNoHints) {
+		return nil, nil, "", errorf(CodeBadParams, "steps: %v", err)
+	}
+	if err == nil {
+		nav, err := navigator.NewSteps(steps, navigator.StepsOptions{BaseURL: in.URLs[0], Secrets: set})
 		if err != nil {
 			return nil, nil, "", errorf(CodeBadParams, "steps: %v", err)
 		}
-		plan, err := planner.FromHints(in.Goal, in.Hints)
+		plan, err := planner.FromSteps(in.Goal, steps)
 		if err != nil {
 			return nil, nil, "", errorf(CodeBadParams, "steps: %v", err)
 		}

@@ -425,6 +425,15 @@ type StartParams struct {
 	// Steps, when present, makes it a steps task (one step a line, the
 	// steps grammar of the navigator) run without a model.
 	Steps []string `json:"steps,omitempty"`
+	// MaxTokens, when not 0, is the session's token budget (the task's
+	// hints.maxTokens: 1 to contract.MaxTaskTokens), bounding the tokens
+	// of its model calls; without it they are counted, not bounded.
+	MaxTokens int `json:"maxTokens,omitempty"`
+	// Classification, when set, is the task's classification
+	// (hints.classification: public, restricted or sensitive), which the
+	// policy's vision escalation reads; "" is the session's default,
+	// restricted.
+	Classification string `json:"classification,omitempty"`
 }
 
 // StartResult answers session.start.

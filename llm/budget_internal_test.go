@@ -1,0 +1,104 @@
+package llm
+
+import (
+	"math"
+	"testing"
+)
+
+// TestEstimatePromptTokens: the one estimate of a prompt, which reserve
+// predicts with and charge charges when usage is missing: four bytes a
+// token until reported usage calibrates it, ImageTokens an image, never
+// overflowing.
+func TestEstimatePromptTokens(t *testing.T) {
+	tests := []struct {
+		name                string
+		seenBytes, seenToks int
+		promptBytes, images int
+		want                int
+	}{
+		{"empty", 0, 0, 0, 0, 0},
+		{"a byte", 0, 0, 1, 0, 1},
+		{"four bytes a token", 0, 0, 400, 0, 100},
+		{"rounded up", 0, 0, 401, 0, 101},
+		{"an image", 0, 0, 0, 1, ImageTokens},
+		{"text and images", 0, 0, 400, 2, 100 + 2*ImageTokens},
+		{"calibrated", 1000, 100, 400, 0, 40},
+		{"calibrated, rounded up", 3, 1, 4, 0, 2},
+		{"calibrated past any budget", 1, MaxTokenBudget, math.MaxInt / 2, 0, MaxTokenBudget + 1},
+		{"images past any count", 0, 0, math.MaxInt, math.MaxInt, math.MaxInt},
+		{"negative counts nothing", 0, 0, -1, -1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := NewBudget(Limits{MaxTokens: MaxTokenBudget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.bytes, b.tokens = tc.seenBytes, tc.seenToks
+			if got := b.EstimatePromptTokens(tc.promptBytes, tc.images); got != tc.want {
+				t.Errorf("EstimatePromptTokens: got %d, want %d", got, tc.want)
+			}
+			r, _ := b.reserve("m", 1, tc.promptBytes, tc.images)
+			if got := r.prompt; got != tc.want {
+				t.Errorf("reserve's estimate: got %d, want %d", got, tc.want)
+			}
+			if tc.seenBytes == 0 {
+				var nb *Budget
+				if got := nb.EstimatePromptTokens(tc.promptBytes, tc.images); got != tc.want {
+					t.Errorf("nil budget's estimate: got %d, want %d", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestBudgetCharge: what one answer is charged, in tokens and money ($1 a
+// million prompt tokens, $10 a million completion tokens), for a call
+// whose prompt was estimated at 100 tokens: the reported usage; tokens of
+// a total beyond prompt plus completion at the dearer price; without
+// usage, the estimate plus the completion bound sent, else the answer's
+// bytes at four a token. What the call held is given back.
+func TestBudgetCharge(t *testing.T) {
+	tests := []struct {
+		name          string
+		usage         Usage
+		bound, answer int
+		wantTokens    int
+		wantCost      float64
+	}{
+		{"prompt and completion", Usage{PromptTokens: 20, CompletionTokens: 600, TotalTokens: 620}, 500, 0, 620, 0.00602},
+		{"no total", Usage{PromptTokens: 20, CompletionTokens: 600}, 500, 0, 620, 0.00602},
+		{"total less than the parts", Usage{PromptTokens: 20, CompletionTokens: 600, TotalTokens: 10}, 500, 0, 620, 0.00602},
+		{"total beyond the parts", Usage{PromptTokens: 20, CompletionTokens: 600, TotalTokens: 1000}, 500, 0, 1000, 0.00982},
+		{"prompt and total only", Usage{PromptTokens: 20, TotalTokens: 620}, 500, 0, 620, 0.00602},
+		{"completion and total only", Usage{CompletionTokens: 600, TotalTokens: 620}, 500, 0, 620, 0.0062},
+		{"total only", Usage{TotalTokens: 620}, 500, 0, 620, 0.0062},
+		{"none, with a bound", Usage{}, 500, 40, 600, 0.0051},
+		{"none, without a bound", Usage{}, 0, 40, 110, 0.0002},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := NewBudget(Limits{MaxTokens: 10_000, Prices: map[string]Price{"m": {InputPerMTok: 1, OutputPerMTok: 10}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := b.reserve("m", tc.bound, 400, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.bound == 0 {
+				r.bound = 0 // a call sent without one
+			}
+			cost := b.charge(r, tc.usage, tc.answer)
+			if got := b.Tokens(); got != tc.wantTokens {
+				t.Errorf("tokens: got %d, want %d", got, tc.wantTokens)
+			}
+			if math.Abs(cost-tc.wantCost) > 1e-12 || math.Abs(b.CostUSD()-tc.wantCost) > 1e-12 {
+				t.Errorf("cost: got %v (budget %v), want %v", cost, b.CostUSD(), tc.wantCost)
+			}
+			if b.reserved != 0 || b.reservedCost != 0 {
+				t.Errorf("still held: %d tokens, $%v", b.reserved, b.reservedCost)
+			}
+		})
+	}
+}
