@@ -63,17 +63,22 @@ type Options struct {
 	// MaxActions and MaxTokens bound the executed actions and the model
 	// tokens of all the tasks together, running ones included: each
 	// attempt runs with a grant (see grant) held for it while it runs, so
-	// that the total never passes the budget: its fair share of what the
+	// that the total bounds what is predicted (a session refuses a call
+	// predicted to pass its grant; it may pass it by what an endpoint
+	// reports beyond the prediction): its fair share of what the
 	// budget has left (that divided by the slots that could start an
 	// attempt now: the free of Parallel, at most the tasks still to
-	// start), at least 1 action and MinTokenGrant tokens, and at most its
+	// start; for tokens, the tasks that call a model), at least 1 action
+	// and MinTokenGrant tokens, and at most its
 	// task's own budget (maxActions, else the session's default;
 	// hints.maxTokens). A task whose agent calls no model (NoModel) gets
 	// no tokens: it uses none. A task starts only when the budget has
 	// that least grant left; once it has not (and no running task can
-	// give some back), or a task was cut short by its grant (it ended by
-	// its budget, which the suite's had cut below its own), no task
-	// starts, and StoppedBy names the budget. 0: no bound.
+	// give some back), or a task was cut short by a grant that was all the
+	// budget had left (it ended by its budget, which the suite's had cut
+	// below its own), no task starts, and StoppedBy names the budget. A
+	// task cut short by its fair share leaves the rest to the others. 0:
+	// no bound.
 	MaxActions, MaxTokens int
 	// Run runs an attempt. Required.
 	Run RunFunc
@@ -160,6 +165,7 @@ func Run(ctx context.Context, tasks []Task, o Options) (Outcome, error) {
 		hashes:   hashes,
 		slugs:    slugs(names),
 		toStart:  len(tasks),
+		toStartM: modelTasks(tasks),
 		fleet:    newFleet(o.Endpoints),
 		progress: newProgress(o.Progress, len(tasks)),
 	}
@@ -219,6 +225,7 @@ type runner struct {
 	held      grant         // held by the attempts running (see grant)
 	running   int           // attempts running (holding a grant)
 	toStart   int           // tasks not admitted yet
+	toStartM  int           // of them, tasks that call a model
 	released  chan struct{} // closed (and replaced) when an attempt ends
 	cancelled bool          // an attempt ended while the suite's context was done
 	hit       Stop          // a suite budget that cut a task short
@@ -233,10 +240,15 @@ type runner struct {
 // have taken theirs, at most its task's own budget (see
 // Options.MaxActions). The suite holds it while the attempt runs, and
 // counts what the attempt used instead once it ends, so that the tasks
-// together can never pass a suite budget: a task starts only when the
-// budget has room for it.
+// together stay within what a suite budget bounds (what is predicted: a
+// session may pass its grant by what an endpoint reports beyond the
+// prediction): a task starts only when the budget has room for it.
 type grant struct {
 	actions, tokens int
+	// allActions and allTokens: the grant was everything the budget had
+	// left (its share was the whole rest, before its task's own budget
+	// capped it), so that a task it cut short leaves no room for another.
+	allActions, allTokens bool
 }
 
 // admit waits until the suite's budgets have room for an attempt of t
@@ -250,17 +262,24 @@ func (r *runner) admit(ctx context.Context, t Task, first bool) (grant, Stop, st
 			return grant{}, stop, why
 		}
 		r.mu.Lock()
-		left := r.toStart
+		left, leftM := r.toStart, r.toStartM
 		if !first {
-			left++ // the retry, beside the tasks still to start
+			// The retry, beside the tasks still to start.
+			left++
+			if !t.NoModel {
+				leftM++
+			}
 		}
-		g, lack, why := r.room(t, left)
+		g, lack, why := r.room(t, left, leftM)
 		if lack == "" {
 			r.held.actions += g.actions
 			r.held.tokens += g.tokens
 			r.running++
 			if first {
 				r.toStart--
+				if !t.NoModel {
+					r.toStartM--
+				}
 			}
 			r.mu.Unlock()
 			return g, "", ""
@@ -283,18 +302,20 @@ func (r *runner) admit(ctx context.Context, t Task, first bool) (grant, Stop, st
 }
 
 // room returns the grant of an attempt of t starting now, with left
-// tasks (its own included) that could take the free slots; or, when a
-// budget has less left than the least grant t needs, that budget and
-// why (r.mu held).
-func (r *runner) room(t Task, left int) (grant, Stop, string) {
-	slots := max(1, min(r.o.Parallel-r.running, left))
+// tasks (its own included) that could take the free slots, leftM of them
+// calling a model (those share the tokens); or, when a budget has less
+// left than the least grant t needs, that budget and why (r.mu held).
+func (r *runner) room(t Task, left, leftM int) (grant, Stop, string) {
+	free := r.o.Parallel - r.running
+	slots := max(1, min(free, left))
 	var g grant
 	if r.o.MaxActions > 0 {
 		rest := r.o.MaxActions - r.actions - r.held.actions
 		if rest < 1 {
 			return grant{}, StopActions, fmt.Sprintf("the suite's --max-actions budget (%d) was reached: %d actions", r.o.MaxActions, r.actions)
 		}
-		g.actions = min(ownActions(t.Input), max(1, rest/slots))
+		share := max(1, rest/slots)
+		g.actions, g.allActions = min(ownActions(t.Input), share), share >= rest
 	}
 	if r.o.MaxTokens > 0 && !t.NoModel {
 		rest := r.o.MaxTokens - r.tokens - r.held.tokens
@@ -309,12 +330,24 @@ func (r *runner) room(t Task, left int) (grant, Stop, string) {
 		if rest < least {
 			return grant{}, StopTokens, fmt.Sprintf("the suite's --max-tokens budget (%d) was reached: %d tokens used, %d left, fewer than a task starts with (%d)", r.o.MaxTokens, r.tokens, max(0, r.o.MaxTokens-r.tokens), least)
 		}
-		g.tokens = min(max(least, rest/slots), contract.MaxTaskTokens)
+		share := min(max(least, rest/max(1, min(free, leftM))), contract.MaxTaskTokens)
+		g.tokens, g.allTokens = share, share >= rest
 		if own > 0 {
 			g.tokens = min(g.tokens, own)
 		}
 	}
 	return g, "", ""
+}
+
+// modelTasks counts the tasks that call a model.
+func modelTasks(tasks []Task) int {
+	n := 0
+	for _, t := range tasks {
+		if !t.NoModel {
+			n++
+		}
+	}
+	return n
 }
 
 // ownActions is the task's own action budget: its maxActions, else the
@@ -365,8 +398,10 @@ func (r *runner) releaseLocked(g grant) {
 
 // stopped says whether no task may start any more, and why: the context
 // ended (a budget, an interruption), a total budget was reached, or a
-// task was cut short by its grant (the budget is as good as spent: a
-// task started on what is left would be cut short too).
+// task was cut short by a grant that was all the budget had left (the
+// budget is as good as spent: a task started on what is left would be
+// cut short too). A task cut short by its fair share stops nothing: room
+// says when too little is left.
 func (r *runner) stopped(ctx context.Context) (Stop, string) {
 	if ctx.Err() != nil {
 		return stopOf(ctx)
@@ -490,7 +525,8 @@ func (r *runner) runTask(ctx context.Context, i int, t Task, g grant) {
 
 // count adds an attempt's actions and tokens to the suite's totals, in
 // place of its grant, and notes a suite budget that cut it short: its
-// budget (ran, against its task's own) was the suite's grant, and the
+// grant was all the budget had left, its budget (ran, against its task's
+// own) was the suite's grant, and the
 // session ended by it: it used up its actions without completing, or its
 // model budget ended it (session.Result.Budget), whether passed or a call
 // refused before it was sent because it would have passed it.
@@ -506,12 +542,12 @@ func (r *runner) count(ctx context.Context, sr session.Result, g grant, ran, own
 	if sr.Status == contract.SessionCompleted || r.hit != "" {
 		return
 	}
-	if ran.MaxActions != nil && (own.MaxActions == nil || *ran.MaxActions < *own.MaxActions) && sr.Output.ActionsExecuted >= *ran.MaxActions {
+	if g.allActions && ran.MaxActions != nil && (own.MaxActions == nil || *ran.MaxActions < *own.MaxActions) && sr.Output.ActionsExecuted >= *ran.MaxActions {
 		r.hit, r.hitWhy = StopActions, fmt.Sprintf("the suite's --max-actions budget (%d) was reached: %d actions, a task cut short", r.o.MaxActions, r.actions)
 	}
 	ranT, _ := ran.MaxTokens()
 	ownT, _ := own.MaxTokens()
-	if ranT > 0 && (ownT == 0 || ranT < ownT) && sr.Budget == llm.BudgetTokens {
+	if g.allTokens && ranT > 0 && (ownT == 0 || ranT < ownT) && sr.Budget == llm.BudgetTokens {
 		r.hit, r.hitWhy = StopTokens, fmt.Sprintf("the suite's --max-tokens budget (%d) was reached: %d tokens, a task cut short", r.o.MaxTokens, r.tokens)
 	}
 }

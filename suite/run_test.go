@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -484,6 +485,66 @@ func TestBudgets(t *testing.T) {
 					t.Errorf("stop reason %q", out.StopReason)
 				}
 			})
+		}
+	})
+	t.Run("cut short by its fair share", func(t *testing.T) {
+		// --parallel 2, 100,000 tokens, 3 tasks: t01 is granted half and
+		// needs 60,000 (two calls of 30,000): cut short by its fair share,
+		// it leaves the rest to the others: t03 runs on what is left.
+		tasks := fakeTasks(3)
+		for i := range tasks {
+			tasks[i].Input = contract.Input{Goal: "g", URLs: []string{"https://example.com/"}}
+		}
+		m := newMeeting(2)
+		var mu sync.Mutex
+		caps := map[string]int{}
+		var n atomic.Int64
+		out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 2, Dir: t.TempDir(), MaxTokens: 100000,
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				m.enter(t)
+				defer m.leave()
+				limit, _ := a.Task.Input.MaxTokens()
+				mu.Lock()
+				caps[a.Task.Name] = limit
+				mu.Unlock()
+				if a.Task.Name == "t01.json" {
+					return modelSession(a, int(n.Add(1)), 2, 30000), nil
+				}
+				return modelSession(a, int(n.Add(1)), 1, 10000), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Index.StoppedBy != "" || !out.Index.Tasks[2].Completed() || out.Index.Tasks[0].Status != contract.SessionAborted {
+			t.Errorf("stopped %q (%s), tasks %+v; want t01 aborted, t03 completed, nothing stopped", out.Index.StoppedBy, out.StopReason, out.Index.Tasks)
+		}
+		// t03's grant depends on which of the others ended first.
+		delete(caps, "t03.json")
+		if got, want := caps, (map[string]int{"t01.json": 50000, "t02.json": 50000}); !maps.Equal(got, want) {
+			t.Errorf("grants %v, want %v", got, want)
+		}
+	})
+	t.Run("tasks without a model share no tokens", func(t *testing.T) {
+		// One task calls a model, two do not: it is granted the whole
+		// token budget, though two slots could start.
+		tasks := fakeTasks(3)
+		tasks[1].NoModel, tasks[2].NoModel = true, true
+		var first, n atomic.Int64
+		out, err := runWritten(t, context.Background(), tasks, Options{Parallel: 2, Dir: t.TempDir(), MaxTokens: 100000,
+			Run: func(ctx context.Context, a Attempt) (session.Result, error) {
+				if !a.Task.NoModel {
+					limit, _ := a.Task.Input.MaxTokens()
+					first.Store(int64(limit))
+				}
+				return result(a, int(n.Add(1)), contract.SessionCompleted, 1, 0), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := first.Load(); got != 100000 || !out.OK() {
+			t.Errorf("t01 granted %d, OK %v; want 100000, true", got, out.OK())
 		}
 	})
 	t.Run("a suite budget smaller than a task starts with", func(t *testing.T) {
