@@ -306,3 +306,44 @@ func TestBudgetShared(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetFailedAttempts: an attempt that failed after the endpoint
+// took it (a 200 whose body is too large, or is not a chat completion)
+// may have been billed: it is charged what it held (the prompt's estimate
+// and the bound sent), all of a budget of 250, and the next call is
+// refused before it is sent; one the endpoint refused (4xx, 5xx) is
+// released, charged nothing.
+func TestBudgetFailedAttempts(t *testing.T) {
+	tests := []struct {
+		name    string
+		reply   llmtest.Reply
+		charged bool
+	}{
+		{"a 200 too large", llmtest.Answer(strings.Repeat("x", 4096)), true},
+		{"a 200 not a completion", llmtest.Raw(http.StatusOK, "[1,2"), true},
+		{"a 400 refusal", llmtest.Status(http.StatusBadRequest, "bad request"), false},
+		{"a 401 refusal", llmtest.Status(http.StatusUnauthorized, "no key"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, tc.reply, usageAnswer(map[string]int{"prompt_tokens": 20, "completion_tokens": 30}))
+			b := newBudget(t, 250)
+			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget, cfg.MaxResponseBytes, cfg.MaxRetries = b, 1024, 0 })
+			if _, err := c.Complete(context.Background(), planRequest(t)); err == nil {
+				t.Fatal("the first call succeeded")
+			}
+			want := 0
+			if tc.charged {
+				want = 250
+			}
+			if got := b.Tokens(); got != want {
+				t.Errorf("tokens %d after the failed call, want %d", got, want)
+			}
+			_, err := c.Complete(context.Background(), planRequest(t))
+			var be *llm.BudgetError
+			if got := errors.As(err, &be) && len(srv.Requests()) == 1; got != tc.charged {
+				t.Errorf("second call: %v after %d requests; refused unsent %v, want %v", err, len(srv.Requests()), got, tc.charged)
+			}
+		})
+	}
+}

@@ -170,7 +170,12 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		resp.Images = imagesOf(req.Messages)
 		out, info, err := c.once(ctx, msgs, req.Schema, mode, held.bound)
 		if err != nil {
-			c.cfg.Budget.release(held)
+			if billable(err, info) {
+				// The provider may have billed it: charge what it held.
+				c.cfg.Budget.charge(held, Usage{}, 0)
+			} else {
+				c.cfg.Budget.release(held)
+			}
 		} else {
 			resp.Model = out.Model
 			if resp.Model == "" {
@@ -223,6 +228,21 @@ func (c *Client) ctxErr(ctx context.Context, last *APIError, attempts int) error
 		return fmt.Errorf("llm: chat completion abandoned after %d attempts (last: %s): %w", attempts, last.Error(), context.Cause(ctx))
 	}
 	return fmt.Errorf("llm: chat completion abandoned: %w", context.Cause(ctx))
+}
+
+// billable reports whether a failed attempt may have been billed by the
+// provider: its request was sent (the guard let it through) and the
+// endpoint did not refuse it with a 4xx or 5xx status: it answered 2xx
+// (a body too large, not a chat completion, reset midway) or gave no
+// status (a timeout, a network error after sending). Such an attempt is
+// charged what it held (the prompt's estimate and the bound sent), so
+// that failed attempts cannot spend past the budget unseen.
+func billable(err error, info *attemptInfo) bool {
+	var ge *GuardError
+	if !info.sent || errors.As(err, &ge) {
+		return false
+	}
+	return info.status < 400
 }
 
 // rejectsSchema reports whether the endpoint refused response_format
