@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -122,9 +123,15 @@ func (in Input) WithMaxTokens(n int) (Input, error) {
 // total the endpoint reported, or the prompt and completion tokens
 // together when that is more (an endpoint that reports no total, or a
 // wrong one). llm.Budget charges it, and reports add it up from the
-// model-call records (ModelCall.Tokens).
+// model-call records (ModelCall.Tokens). A negative field counts as 0 (it
+// cannot lower the count), and the sum saturates at math.MaxInt.
 func CallTokens(prompt, completion, total int) int {
-	return max(total, prompt+completion, 0)
+	prompt, completion = max(prompt, 0), max(completion, 0)
+	sum := math.MaxInt
+	if prompt <= math.MaxInt-completion {
+		sum = prompt + completion
+	}
+	return max(total, sum, 0)
 }
 
 // Tokens is what the call counts against a token budget (CallTokens).

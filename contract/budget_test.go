@@ -2,6 +2,7 @@ package contract_test
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -121,5 +122,33 @@ func TestInputWithMaxCostUSD(t *testing.T) {
 		if _, err := in.WithMaxCostUSD(bad); err == nil {
 			t.Errorf("WithMaxCostUSD(%v) accepted", bad)
 		}
+	}
+}
+
+// TestCallTokens: the total, or prompt plus completion when that is more;
+// a negative field counts as 0; the sum saturates.
+func TestCallTokens(t *testing.T) {
+	tests := []struct {
+		name                      string
+		prompt, completion, total int
+		want                      int
+	}{
+		{"total", 20, 130, 150, 150},
+		{"no total", 20, 130, 0, 150},
+		{"total less than the parts", 20, 130, 10, 150},
+		{"total with reasoning", 20, 130, 400, 400},
+		{"negative prompt", -100, 130, 0, 130},
+		{"negative completion", 20, -130, 0, 20},
+		{"negative total", 20, 130, -1, 150},
+		{"all negative", -1, -2, -3, 0},
+		{"none", 0, 0, 0, 0},
+		{"saturates", math.MaxInt, 5, 0, math.MaxInt},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := contract.CallTokens(tc.prompt, tc.completion, tc.total); got != tc.want {
+				t.Errorf("CallTokens(%d, %d, %d) = %d, want %d", tc.prompt, tc.completion, tc.total, got, tc.want)
+			}
+		})
 	}
 }

@@ -283,7 +283,9 @@ func (b *Budget) releaseLocked(r reservation) {
 // bound sent with it when there was one (the model may have spent up to
 // it), else the answer's bytes at the calibrated rate; the tokens of a
 // total beyond prompt plus completion (all of it, when only a total is
-// reported) are costed at the dearer of the model's two prices.
+// reported) are costed at the dearer of the model's two prices. An answer
+// that reports no prompt tokens is charged at least the prompt's estimate
+// plus its completion tokens.
 func (b *Budget) charge(r reservation, u Usage, completionBytes int) float64 {
 	if b == nil {
 		return 0
@@ -303,9 +305,15 @@ func (b *Budget) charge(r reservation, u Usage, completionBytes int) float64 {
 		if priced {
 			cost = p.Cost(r.prompt, completion)
 		}
-	} else if priced {
-		rest := n - max(u.PromptTokens, 0) - max(u.CompletionTokens, 0)
-		cost = p.Cost(u.PromptTokens, u.CompletionTokens) + Price{OutputPerMTok: max(p.InputPerMTok, p.OutputPerMTok)}.Cost(0, rest)
+	} else {
+		if u.PromptTokens <= 0 {
+			// No prompt tokens reported: at least the prompt's estimate.
+			n = max(n, addTokens(r.prompt, max(u.CompletionTokens, 0)))
+		}
+		if priced {
+			prompt, completion := max(u.PromptTokens, 0), max(u.CompletionTokens, 0)
+			cost = p.Cost(prompt, completion) + Price{OutputPerMTok: max(p.InputPerMTok, p.OutputPerMTok)}.Cost(0, n-prompt-completion)
+		}
 	}
 	b.used = addTokens(b.used, n)
 	b.cost += cost

@@ -57,7 +57,9 @@ func TestEstimatePromptTokens(t *testing.T) {
 // whose prompt was estimated at 100 tokens: the reported usage; tokens of
 // a total beyond prompt plus completion at the dearer price; without
 // usage, the estimate plus the completion bound sent, else the answer's
-// bytes at four a token. What the call held is given back.
+// bytes at four a token; without prompt tokens, at least the estimate
+// plus the completion; a negative field counts as 0. What the call held
+// is given back.
 func TestBudgetCharge(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -71,7 +73,13 @@ func TestBudgetCharge(t *testing.T) {
 		{"total less than the parts", Usage{PromptTokens: 20, CompletionTokens: 600, TotalTokens: 10}, 500, 0, 620, 0.00602},
 		{"total beyond the parts", Usage{PromptTokens: 20, CompletionTokens: 600, TotalTokens: 1000}, 500, 0, 1000, 0.00982},
 		{"prompt and total only", Usage{PromptTokens: 20, TotalTokens: 620}, 500, 0, 620, 0.00602},
-		{"completion and total only", Usage{CompletionTokens: 600, TotalTokens: 620}, 500, 0, 620, 0.0062},
+		// No prompt tokens reported: at least the prompt's estimate (100)
+		// plus the completion, the estimate at the dearer price.
+		{"completion and total only", Usage{CompletionTokens: 600, TotalTokens: 620}, 500, 0, 700, 0.007},
+		{"completion only", Usage{CompletionTokens: 600}, 500, 0, 700, 0.007},
+		{"completion and a total beyond the estimate", Usage{CompletionTokens: 600, TotalTokens: 800}, 500, 0, 800, 0.008},
+		{"a negative prompt", Usage{PromptTokens: -500, CompletionTokens: 600}, 500, 0, 700, 0.007},
+		{"a negative completion", Usage{PromptTokens: 20, CompletionTokens: -600, TotalTokens: 0}, 500, 0, 20, 0.00002},
 		{"total only", Usage{TotalTokens: 620}, 500, 0, 620, 0.0062},
 		{"none, with a bound", Usage{}, 500, 40, 600, 0.0051},
 		{"none, without a bound", Usage{}, 0, 40, 110, 0.0002},
