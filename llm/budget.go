@@ -233,7 +233,7 @@ func (b *Budget) reserve(model string, configured, promptBytes, images int) (res
 	}
 	est := addTokens(r.prompt, r.bound)
 	if b.limits.MaxTokens > 0 && est > tokensLeft {
-		return r, &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used, Predicted: est}
+		return r, &BudgetError{Budget: BudgetTokens, Limit: b.limits.MaxTokens, Used: b.used, Held: b.reserved, Predicted: est}
 	}
 	estUSD := 0.0
 	if b.limits.MaxCostUSD > 0 {
@@ -241,7 +241,7 @@ func (b *Budget) reserve(model string, configured, promptBytes, images int) (res
 			return r, fmt.Errorf("%w: the cost budget has no price for model %q: add the model's prices to the model registry", ErrUnpriced, model)
 		}
 		if estUSD = p.Cost(r.prompt, r.bound); estUSD > costLeft {
-			return r, &BudgetError{Budget: BudgetCost, LimitUSD: b.limits.MaxCostUSD, UsedUSD: b.cost, PredictedUSD: estUSD}
+			return r, &BudgetError{Budget: BudgetCost, LimitUSD: b.limits.MaxCostUSD, UsedUSD: b.cost, HeldUSD: b.reservedCost, PredictedUSD: estUSD}
 		}
 	}
 	r.tokens, r.cost = est, estUSD
@@ -396,14 +396,19 @@ type BudgetError struct {
 	Limit, Used int
 	// Predicted, when not 0, says the call was refused before it was
 	// sent: the estimate of the tokens it would use (prompt and
-	// completion bound), more than Limit - Used (BudgetTokens).
+	// completion bound), more than Limit - Used - Held (BudgetTokens).
 	Predicted int
+	// Held is what the calls in flight held when the call was refused
+	// (other clients sharing the budget): tokens (BudgetTokens) and US
+	// dollars (BudgetCost).
+	Held    int
+	HeldUSD float64
 	// LimitUSD is the cost limit and UsedUSD what the calls so far cost,
 	// in US dollars (BudgetCost).
 	LimitUSD, UsedUSD float64
 	// PredictedUSD, when not 0, says the call was refused before it was
 	// sent: the estimate of what it would cost, more than LimitUSD -
-	// UsedUSD (BudgetCost).
+	// UsedUSD - HeldUSD (BudgetCost).
 	PredictedUSD float64
 }
 
@@ -413,14 +418,22 @@ type BudgetError struct {
 func (e *BudgetError) Error() string {
 	if e.Budget == BudgetCost {
 		if e.PredictedUSD > 0 {
-			return fmt.Sprintf("the cost budget (%s %s) would be passed: cost %s of %s, the next model call is estimated at %s, %s is left",
-				e.Budget, text.USD(e.LimitUSD), text.USD(e.UsedUSD), text.USD(e.LimitUSD), text.USD(e.PredictedUSD), text.USD(max(e.LimitUSD-e.UsedUSD, 0)))
+			held := ""
+			if e.HeldUSD > 0 {
+				held = fmt.Sprintf(", %s held by calls in flight", text.USD(e.HeldUSD))
+			}
+			return fmt.Sprintf("the cost budget (%s %s) would be passed: cost %s of %s%s, the next model call is estimated at %s, %s is left",
+				e.Budget, text.USD(e.LimitUSD), text.USD(e.UsedUSD), text.USD(e.LimitUSD), held, text.USD(e.PredictedUSD), text.USD(max(e.LimitUSD-e.UsedUSD-e.HeldUSD, 0)))
 		}
 		return fmt.Sprintf("the cost budget (%s %s) was passed: cost %s of %s", e.Budget, text.USD(e.LimitUSD), text.USD(e.UsedUSD), text.USD(e.LimitUSD))
 	}
 	if e.Predicted > 0 {
-		return fmt.Sprintf("the token budget (%s %s) would be passed: %s tokens used, the next model call is estimated at %s, %s are left",
-			e.Budget, text.Thousands(e.Limit), text.Thousands(e.Used), text.Thousands(e.Predicted), text.Thousands(max(e.Limit-e.Used, 0)))
+		held := ""
+		if e.Held > 0 {
+			held = fmt.Sprintf(", %s held by calls in flight", text.Thousands(e.Held))
+		}
+		return fmt.Sprintf("the token budget (%s %s) would be passed: %s tokens used%s, the next model call is estimated at %s, %s are left",
+			e.Budget, text.Thousands(e.Limit), text.Thousands(e.Used), held, text.Thousands(e.Predicted), text.Thousands(max(e.Limit-e.Used-e.Held, 0)))
 	}
 	return fmt.Sprintf("the token budget (%s %s) was passed: %s tokens used", e.Budget, text.Thousands(e.Limit), text.Thousands(e.Used))
 }

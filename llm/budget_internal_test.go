@@ -110,3 +110,37 @@ func TestBudgetCharge(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetErrorHeld: a call refused while another holds part of the
+// budget says what is held, and that only the rest is left.
+func TestBudgetErrorHeld(t *testing.T) {
+	b, err := NewBudget(Limits{MaxTokens: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := b.reserve("m", 500, 400, 0) // 100 + 500 held
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.reserve("m", 500, 400, 0)
+	be, ok := err.(*BudgetError)
+	if !ok || be.Held != first.tokens || be.Used != 0 || be.Predicted != 600 {
+		t.Fatalf("second reserve: %#v, want a budget error holding %d", err, first.tokens)
+	}
+	tests := []struct {
+		name string
+		err  *BudgetError
+		want string
+	}{
+		{"tokens held", be, "the token budget (maxTokens 1,000) would be passed: 0 tokens used, 600 held by calls in flight, the next model call is estimated at 600, 400 are left"},
+		{"tokens, none held", &BudgetError{Budget: BudgetTokens, Limit: 1000, Used: 700, Predicted: 600}, "the token budget (maxTokens 1,000) would be passed: 700 tokens used, the next model call is estimated at 600, 300 are left"},
+		{"cost held", &BudgetError{Budget: BudgetCost, LimitUSD: 1, UsedUSD: 0.25, HeldUSD: 0.5, PredictedUSD: 0.5}, "the cost budget (maxCostUsd $1.00) would be passed: cost $0.25 of $1.00, $0.50 held by calls in flight, the next model call is estimated at $0.50, $0.25 is left"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
