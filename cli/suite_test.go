@@ -304,6 +304,35 @@ func runExampleSuite(t *testing.T, ctx context.Context, base string) {
 	}
 }
 
+// irreversibleWhy matches a task's error that says it was not retried
+// for a reason the not-retried rule gives (suite's irreversible): an
+// approved action, actions without a bundle that shows they changed
+// nothing, an effect that may change state. Any other reason (a budget,
+// no server left) is not the rule's.
+var irreversibleWhy = regexp.MustCompile(`not retried: (the attempt executed \d+ approved action\(s\), which a retry could repeat|the attempt executed \d+ action\(s\) and (left no bundle|its bundle does not show)|step \d+'s action had an effect that may change state)`)
+
+// TestIrreversibleWhy: the pattern takes the reasons irreversible gives
+// (as it words them), and no other reason a task is not retried for.
+func TestIrreversibleWhy(t *testing.T) {
+	tests := []struct {
+		why  string
+		want bool
+	}{
+		{"the attempt executed 2 approved action(s), which a retry could repeat", true},
+		{"the attempt executed 3 action(s) and left no bundle to show they changed nothing", true},
+		{"the attempt executed 3 action(s) and its bundle does not show they changed nothing: bad", true},
+		{"step 2's action had an effect that may change state (fetch POST https://x /a, allowed), which a retry could repeat", true},
+		{"the suite's --max-tokens budget (100) was reached: 100 tokens", false},
+		{"no Playwright server is left", false},
+	}
+	for _, tc := range tests {
+		got := irreversibleWhy.MatchString("failed (the server failed: gone; not retried: " + tc.why + ")")
+		if got != tc.want {
+			t.Errorf("%q: matched %v, want %v", tc.why, got, tc.want)
+		}
+	}
+}
+
 func TestSuiteFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium")
@@ -356,7 +385,7 @@ func TestSuiteFleet(t *testing.T) {
 		if got.Name != killedTask || len(got.Retries) > 0 {
 			continue
 		}
-		if got.Completed() || got.Endpoint != b.Endpoint || !strings.Contains(got.Error, "not retried: ") {
+		if got.Completed() || got.Endpoint != b.Endpoint || !irreversibleWhy.MatchString(got.Error) {
 			t.Errorf("%s, the killed server's first task, was not retried: %+v; want it failed on %s, saying why it was not retried", killedTask, got, b.Endpoint)
 		}
 		statuses[got.Name] = got.Status
