@@ -92,17 +92,21 @@ what the policy rates low or medium risk.
 Suite budgets: --max-duration bounds the suite's wall time (the tasks not
 started by then are not run, the running ones end aborted, sealed);
 --max-actions and --max-tokens bound the executed actions and the model
-tokens of all the tasks together, the running ones included, a real
-bound: each task starting is granted its fair share of what the suite's
+tokens of all the tasks together, the running ones included (they bound
+what is predicted: a session may pass its grant by what an endpoint
+reports beyond the prediction): each task starting is granted its fair share of what the suite's
 budget has left once the tasks that ended and those running have taken
 theirs (that left divided by the --parallel slots that could start a
-task now, at most the tasks still to start), never more than its own
+task now, at most the tasks still to start; for tokens, those that call
+a model), never more than its own
 budget (its TASK.json's maxActions, else 50; hints.maxTokens). A task
 starts only with at least 1 action and 8,192 tokens (one model call with
 room for a full answer; less when its own budget or the suite's is
 smaller); a task whose agent calls no model (steps, script) needs no
-tokens. Once a task ended by its grant (its session ended by the budget,
-a model call refused before it would pass it included), or the budget
+tokens. Once a task ended by a grant that was all the budget had left
+(its session ended by the budget, a model call refused before it would
+pass it included; a task cut short by its fair share leaves the rest to
+the others), or the budget
 has less left than a task needs, no task starts, and the suite is
 stopped by that budget.
 
