@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aegis-run/aegis/llm"
 	"github.com/aegis-run/aegis/llm/llmtest"
@@ -308,18 +309,21 @@ func TestBudgetShared(t *testing.T) {
 }
 
 // TestBudgetFailedAttempts: an attempt that failed after the endpoint
-// took it (a 200 whose body is too large, or is not a chat completion)
+// took it (a 200 whose body is too large, or is not a chat completion, a
+// timeout)
 // may have been billed: it is charged what it held (the prompt's estimate
 // and the bound sent), all of a budget of 250, and the next call is
 // refused before it is sent; one the endpoint refused (4xx, 5xx) is
 // released, charged nothing.
 func TestBudgetFailedAttempts(t *testing.T) {
+	clock := llmtest.NewClock(time.Minute)
 	tests := []struct {
 		name    string
 		reply   llmtest.Reply
 		charged bool
 	}{
 		{"a 200 too large", llmtest.Answer(strings.Repeat("x", 4096)), true},
+		{"a timeout", llmtest.TimeOut(clock), true},
 		{"a 200 not a completion", llmtest.Raw(http.StatusOK, "[1,2"), true},
 		{"a 400 refusal", llmtest.Status(http.StatusBadRequest, "bad request"), false},
 		{"a 401 refusal", llmtest.Status(http.StatusUnauthorized, "no key"), false},
@@ -328,7 +332,10 @@ func TestBudgetFailedAttempts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, tc.reply, usageAnswer(map[string]int{"prompt_tokens": 20, "completion_tokens": 30}))
 			b := newBudget(t, 250)
-			c, _ := newClient(t, srv, func(cfg *llm.Config) { cfg.Budget, cfg.MaxResponseBytes, cfg.MaxRetries = b, 1024, 0 })
+			c, _ := newClient(t, srv, func(cfg *llm.Config) {
+				cfg.Budget, cfg.MaxResponseBytes, cfg.MaxRetries = b, 1024, 0
+				cfg.Timeout, cfg.Clock = time.Minute, clock
+			})
 			if _, err := c.Complete(context.Background(), planRequest(t)); err == nil {
 				t.Fatal("the first call succeeded")
 			}
