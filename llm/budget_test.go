@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -353,4 +354,24 @@ func TestBudgetFailedAttempts(t *testing.T) {
 			}
 		})
 	}
+	// An endpoint that is down (the connection refused) reached no
+	// provider: nothing is charged, and the error says what happened.
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := "http://" + ln.Addr().String() + "/v1"
+		ln.Close()
+		b := newBudget(t, 250)
+		c, _ := newClient(t, llmtest.NewServer(t), func(cfg *llm.Config) { cfg.Budget, cfg.MaxRetries, cfg.BaseURL = b, 0, down })
+		_, err = c.Complete(context.Background(), planRequest(t))
+		var be *llm.BudgetError
+		if err == nil || errors.As(err, &be) {
+			t.Fatalf("call to a closed endpoint: %v, want a connection error", err)
+		}
+		if got := b.Tokens(); got != 0 {
+			t.Errorf("tokens %d after a refused connection, want 0", got)
+		}
+	})
 }

@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -236,10 +237,17 @@ func (c *Client) ctxErr(ctx context.Context, last *APIError, attempts int) error
 // (a body too large, not a chat completion, reset midway) or gave no
 // status (a timeout, a network error after sending). Such an attempt is
 // charged what it held (the prompt's estimate and the bound sent), so
-// that failed attempts cannot spend past the budget unseen.
+// that failed attempts cannot spend past the budget unseen. A connection
+// that was never made (a dial error: the endpoint is down or refused it)
+// reached no provider and is not charged, so that retries against a
+// server that is down say so rather than spend the budget.
 func billable(err error, info *attemptInfo) bool {
 	var ge *GuardError
 	if !info.sent || errors.As(err, &ge) {
+		return false
+	}
+	var oe *net.OpError
+	if info.status == 0 && errors.As(err, &oe) && oe.Op == "dial" {
 		return false
 	}
 	return info.status < 400
