@@ -65,15 +65,7 @@ func TestRunModelRegistry(t *testing.T) {
 		if code != ExitOK {
 			t.Fatalf("exit %d\n%s", code, errs)
 		}
-		var o contract.Output
-		if err := contract.Decode(schemas.KindOutput, []byte(out), &o); err != nil {
-			t.Fatal(err)
-		}
-		dir := verifyOutput(t, o)
-		b, err := audit.Open(context.Background(), dir, audit.OpenOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := outputBundle(t, out)
 		got := b.Manifest.Versions
 		want := contract.Versions{Aegis: got.Aegis, Policy: got.Policy, Model: model, ModelID: model, ModelDigest: ollamaDigest, ModelPrices: &contract.ModelPrices{}}
 		if !reflect.DeepEqual(got, want) {
@@ -160,15 +152,7 @@ func TestRunLLMCostBudget(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", want, errs)
 			}
 		}
-		var o contract.Output
-		if err := contract.Decode(schemas.KindOutput, []byte(out), &o); err != nil {
-			t.Fatal(err)
-		}
-		dir := verifyOutput(t, o)
-		b, err := audit.Open(context.Background(), dir, audit.OpenOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := outputBundle(t, out)
 		if len(b.ModelCalls) != 3 {
 			t.Fatalf("%d model calls recorded, want 3", len(b.ModelCalls))
 		}
@@ -253,4 +237,19 @@ func TestRunLlamaCpp(t *testing.T) {
 			}
 		}
 	})
+}
+
+// outputBundle opens the bundle of the run whose --json output is out,
+// after checking it verifies.
+func outputBundle(t *testing.T, out string) *audit.Bundle {
+	t.Helper()
+	var o contract.Output
+	if err := contract.Decode(schemas.KindOutput, []byte(out), &o); err != nil {
+		t.Fatal(err)
+	}
+	b, err := audit.Open(context.Background(), verifyOutput(t, o), audit.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

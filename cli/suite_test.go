@@ -167,12 +167,8 @@ func TestSuiteOneBrowser(t *testing.T) {
 	ownBrowsers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	site, err := demosite.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
-	tasks := writeSuite(t, site.URL())
+	site := demoSite(t)
+	tasks := writeSuite(t, site)
 	out := t.TempDir()
 	launches := driver.Launches()
 	var stdout, stderr bytes.Buffer
@@ -256,7 +252,7 @@ func TestSuiteOneBrowser(t *testing.T) {
 	if !strings.Contains(stderr.String(), "aegis suite: 10 of 13 tasks completed (3 did not complete, 0 not run)") {
 		t.Errorf("no summary:\n%s", stderr.String())
 	}
-	runExampleSuite(t, ctx, site.URL())
+	runExampleSuite(t, ctx, site)
 }
 
 // runExampleSuite runs the example suite (examples/suite) on the demo
@@ -342,12 +338,8 @@ func TestSuiteFleet(t *testing.T) {
 	a, b := drivertest.RunServer(t), drivertest.RunServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	site, err := demosite.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
-	tasks := writeSuite(t, site.URL())
+	site := demoSite(t)
+	tasks := writeSuite(t, site)
 	out := t.TempDir()
 	// The second server goes away in the middle of its first task: as
 	// that session reports its first step.
@@ -573,17 +565,13 @@ func TestSuiteClassification(t *testing.T) {
 	t.Setenv(EnvModel, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	site, err := demosite.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	tasks := t.TempDir()
 	for _, tc := range []struct{ name, hints string }{
 		{"a-unhinted", `{"steps":["expect \"Aegis Demo Shop\""]}`},
 		{"b-public", `{"steps":["expect \"Aegis Demo Shop\""],"classification":"public"}`},
 	} {
-		doc := `{"goal":"read","urls":["` + site.URL() + `/"],"hints":` + tc.hints + `}`
+		doc := `{"goal":"read","urls":["` + site + `/"],"hints":` + tc.hints + `}`
 		if err := os.WriteFile(filepath.Join(tasks, tc.name+".json"), []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
