@@ -144,17 +144,8 @@ func (b *Bundle) stepBudget(s *Step) int {
 	if s != nil && s.Before != nil && s.Before.Observation.State.PolicyContext.MaxStepBudget > 0 {
 		return s.Before.Observation.State.PolicyContext.MaxStepBudget
 	}
-	for _, o := range b.Initial {
-		if n := o.Observation.State.PolicyContext.MaxStepBudget; n > 0 {
-			return n
-		}
-	}
-	for _, st := range b.Steps {
-		for _, o := range st.After {
-			if n := o.Observation.State.PolicyContext.MaxStepBudget; n > 0 {
-				return n
-			}
-		}
+	if pc, ok := b.firstContext(func(pc contract.PolicyContext) bool { return pc.MaxStepBudget > 0 }); ok {
+		return pc.MaxStepBudget
 	}
 	if m := b.Manifest.Task.MaxActions; m != nil && *m > 0 {
 		return *m
@@ -167,19 +158,27 @@ func (b *Bundle) stepBudget(s *Step) int {
 // fixes it at its start), "" when none did (the gate then judges the
 // session restricted).
 func (b *Bundle) classification() contract.Classification {
+	pc, _ := b.firstContext(func(pc contract.PolicyContext) bool { return pc.Classification != "" })
+	return pc.Classification
+}
+
+// firstContext returns the policyContext of the first recorded
+// observation (the initial ones, then each step's, in order) for which
+// has holds, and whether there is one.
+func (b *Bundle) firstContext(has func(contract.PolicyContext) bool) (contract.PolicyContext, bool) {
 	for _, o := range b.Initial {
-		if c := o.Observation.State.PolicyContext.Classification; c != "" {
-			return c
+		if pc := o.Observation.State.PolicyContext; has(pc) {
+			return pc, true
 		}
 	}
 	for _, st := range b.Steps {
 		for _, o := range st.After {
-			if c := o.Observation.State.PolicyContext.Classification; c != "" {
-				return c
+			if pc := o.Observation.State.PolicyContext; has(pc) {
+				return pc, true
 			}
 		}
 	}
-	return ""
+	return contract.PolicyContext{}, false
 }
 
 // affordance returns the affordance of obs with selector sel, nil when

@@ -176,10 +176,11 @@ func tokensLine(b *Bundle) string {
 
 // modelLine names the model and the identity its endpoint reported when a
 // model registry checked it (manifest versions.modelId, modelDigest, a
-// llama.cpp server's modelPath), and the registry's prices (versions.modelPrices): " Model llama3.1:8b: the
-// endpoint reported id llama3.1:8b, digest sha256:46e0...", checked
-// against the model registry; priced at $0.00 and $0.00 per million
-// prompt and completion tokens."; "" without a model.
+// llama.cpp server's modelPath), and the registry's prices
+// (versions.modelPrices): " Model llama3.1:8b: the endpoint reported id
+// llama3.1:8b, digest sha256:46e0..., checked against the model registry;
+// priced at $0.00 and $0.00 per million prompt and completion tokens.";
+// "" without a model.
 func modelLine(v contract.Versions) string {
 	s := ""
 	switch {

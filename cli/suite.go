@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -182,8 +181,7 @@ func runSuite(ctx context.Context, args []string, stdio Stdio) (err error) {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	evidenceSet := false
-	fs.Visit(func(f *flag.Flag) { evidenceSet = evidenceSet || f.Name == "evidence" })
+	evidenceSet := flagSet(fs, "evidence")
 	o.approvalWait = session.DefaultApprovalTimeout // rules answer at once
 	switch {
 	case fs.NArg() == 0:

@@ -143,12 +143,14 @@ func printSuite(stdio Stdio, rep suite.Report, err error) {
 		rep.Path, tot.Tasks, tot.Completed, tot.Failed, tot.Skipped)
 }
 
-// printable replaces control characters with "?".
+// printable replaces control and format characters (a terminal's
+// escapes, bidi overrides that would make a line read backwards) with "?",
+// and invalid UTF-8 with U+FFFD.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return '?'
 		}
 		return r
-	}, s)
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }

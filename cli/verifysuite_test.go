@@ -148,3 +148,20 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// TestPrintable: what a suite's verification quotes from the index
+// cannot move the terminal (escapes) or reverse a line (bidi overrides).
+func TestPrintable(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"orders.json", "orders.json"},
+		{"a\x1b[2Jb", "a?[2Jb"},
+		{"evil\u202ejson.exe", "evil?json.exe"},
+		{"x\u2066y\u2069", "x?y?"},
+		{"bad\xffutf8", "bad\uFFFDutf8"},
+	}
+	for _, tt := range tests {
+		if got := printable(tt.in); got != tt.want {
+			t.Errorf("printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

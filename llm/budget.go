@@ -286,16 +286,15 @@ func (b *Budget) releaseLocked(r reservation) {
 // reported) are costed at the dearer of the model's two prices. An answer
 // that reports no prompt tokens is charged at least the prompt's estimate
 // plus its completion tokens.
-func (b *Budget) charge(r reservation, u Usage, completionBytes int) float64 {
+func (b *Budget) charge(r reservation, u Usage, completionBytes int) (cost float64, priced bool) {
 	if b == nil {
-		return 0
+		return 0, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.releaseLocked(r)
 	p, priced := b.limits.Prices[r.model]
 	n := contract.CallTokens(u.PromptTokens, u.CompletionTokens, u.TotalTokens)
-	cost := 0.0
 	if n == 0 {
 		completion := r.bound
 		if completion <= 0 {
@@ -321,7 +320,7 @@ func (b *Budget) charge(r reservation, u Usage, completionBytes int) float64 {
 		b.bytes = addTokens(b.bytes, r.promptBytes)
 		b.tokens = addTokens(b.tokens, u.PromptTokens)
 	}
-	return cost
+	return cost, priced
 }
 
 // addTokens adds without overflowing.

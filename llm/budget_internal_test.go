@@ -97,7 +97,7 @@ func TestBudgetCharge(t *testing.T) {
 			if tc.bound == 0 {
 				r.bound = 0 // a call sent without one
 			}
-			cost := b.charge(r, tc.usage, tc.answer)
+			cost, _ := b.charge(r, tc.usage, tc.answer)
 			if got := b.Tokens(); got != tc.wantTokens {
 				t.Errorf("tokens: got %d, want %d", got, tc.wantTokens)
 			}

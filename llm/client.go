@@ -143,7 +143,8 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	if req.System == "" && len(req.Messages) == 0 {
 		return resp, errors.New("llm: empty request")
 	}
-	images := countImages(req.Messages)
+	shown := imagesOf(req.Messages)
+	images := len(shown)
 	if images > contract.MaxModelCallImages {
 		// A model-call record lists at most that many: refused before
 		// anything is sent, rather than sent and not recorded.
@@ -167,9 +168,13 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 			resp.Attempts = attempt - 1
 			return resp, err
 		}
-		// The images go with every attempt; a call that sent none shows none.
-		resp.Images = imagesOf(req.Messages)
 		out, info, err := c.once(ctx, msgs, req.Schema, mode, held.bound)
+		var ge *GuardError
+		if attempt > 1 || !errors.As(err, &ge) {
+			// The images go with every attempt the guard let out; a call
+			// that sent none shows none.
+			resp.Images = shown
+		}
 		if err != nil {
 			if billable(err, info) {
 				// The provider may have billed it: charge what it held.
@@ -187,18 +192,13 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 				resp.Content = out.Choices[0].Message.Content
 				resp.FinishReason = string(out.Choices[0].FinishReason)
 			}
-			cost := c.cfg.Budget.charge(held, resp.Usage, len(resp.Content))
-			if _, ok := c.cfg.Budget.Price(c.cfg.Model); ok {
+			if cost, priced := c.cfg.Budget.charge(held, resp.Usage, len(resp.Content)); priced {
 				resp.CostUSD = &cost
 			}
 			resp.Latency = time.Since(start)
 			return resp, nil
 		}
-		var ge *GuardError
 		if errors.As(err, &ge) {
-			if attempt == 1 {
-				resp.Images = nil // refused before anything was sent
-			}
 			return resp, ge
 		}
 		if ctx.Err() != nil {

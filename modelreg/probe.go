@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/aegis-run/aegis/evidence"
 	"github.com/aegis-run/aegis/internal/text"
 )
 
@@ -146,16 +147,8 @@ func Probe(ctx context.Context, pc ProbeConfig) (Identity, error) {
 // (versions.modelDigest): 64 lowercase hex digits, optionally prefixed
 // sha256:.
 func isDigest(d string) bool {
-	d = strings.TrimPrefix(d, "sha256:")
-	if len(d) != 64 {
-		return false
-	}
-	for i := 0; i < len(d); i++ {
-		if (d[i] < '0' || d[i] > '9') && (d[i] < 'a' || d[i] > 'f') {
-			return false
-		}
-	}
-	return true
+	_, err := evidence.ParseHash(strings.TrimPrefix(d, "sha256:"))
+	return err == nil
 }
 
 // MaxModelPath is the longest model path an Identity holds, in bytes: the

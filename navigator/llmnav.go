@@ -172,7 +172,7 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 	}
 	if req.Plan != nil {
 		// The plan is the Planner's, which read the page.
-		if doc.Plan, err = neutralized(redactPlan(req.Plan, set)); err != nil {
+		if doc.Plan, err = MarshalNeutralized(redactPlan(req.Plan, set)); err != nil {
 			return nil, fmt.Errorf("navigator: encode plan: %w", err)
 		}
 	}
@@ -217,7 +217,7 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 	}
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: TaskHeader + string(task)}}
 	if len(hist.Progress) > 0 || len(hist.Feedback) > 0 || hist.Omitted > 0 {
-		h, err := neutralized(hist)
+		h, err := MarshalNeutralized(hist)
 		if err != nil {
 			return nil, fmt.Errorf("navigator: encode history: %w", err)
 		}
@@ -230,9 +230,10 @@ func (n *LLM) Messages(req Request) ([]llm.Message, error) {
 	return append(msgs, llm.Message{Role: llm.RoleUser, Content: DataSection(ObservationHeader, obs), Images: images}), nil
 }
 
-// neutralized encodes v with encoding/json, every string passed through
-// Neutralize.
-func neutralized(v any) ([]byte, error) {
+// MarshalNeutralized encodes v with encoding/json, every string passed
+// through Neutralize: the one way a document of page words becomes the
+// body of a data section.
+func MarshalNeutralized(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

@@ -163,10 +163,7 @@ func (p *LLM) Messages(req Request) ([]llm.Message, error) {
 			s.SuccessCriteria = set.Redact(s.SuccessCriteria)
 			prev.Steps[i] = s
 		}
-		doc, err := json.Marshal(revisionDoc{Previous: &prev, Reason: set.Redact(text.Ellipsize(req.Reason, maxReason))})
-		if err == nil {
-			doc, err = navigator.NeutralizeJSON(doc)
-		}
+		doc, err := navigator.MarshalNeutralized(revisionDoc{Previous: &prev, Reason: set.Redact(text.Ellipsize(req.Reason, maxReason))})
 		if err != nil {
 			return nil, fmt.Errorf("planner: encode the revision: %w", err)
 		}

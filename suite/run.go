@@ -457,7 +457,7 @@ func (r *runner) runTask(ctx context.Context, i int, t Task, g grant) {
 			var stop Stop
 			var why string
 			if g, stop, why = r.admit(ctx, t, false); stop != "" {
-				res.Error = cutError(fmt.Sprintf("%s (the server failed: %v; not retried: %s)", res.Error, down, why))
+				res.Error = fmt.Sprintf("%s (the server failed: %v; not retried: %s)", res.Error, down, why)
 				break
 			}
 		}
@@ -556,9 +556,8 @@ func (r *runner) count(ctx context.Context, sr session.Result, g grant, ran, own
 // the sealed bundle's: a session whose bundle could not be sealed has
 // none in the index (nothing bears it out), whatever it reported, and
 // its error says how it ended and why the bundle is not sealed; it did
-// not complete. The error is cut to MaxErrorBytes.
+// not complete. runTask cuts the error to MaxErrorBytes at its end.
 func (r *runner) fill(res *TaskResult, ep string, sr session.Result, err error) {
-	defer func() { res.Error = cutError(res.Error) }()
 	*res = TaskResult{Name: res.Name, TaskHash: res.TaskHash, Endpoint: ep, Retries: res.Retries}
 	if sr.Output.ComputerUseSessionID == "" {
 		res.Error = "the session could not start"
